@@ -1,0 +1,79 @@
+"""The site's HTTP API (/api/v1/): one NinjaAPI joining the domain routers and the public leaderboard."""
+from typing import List, Optional
+
+from ninja import NinjaAPI, Router, Schema
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from leaderboard import selectors
+from submissions.api import agent_router, contestant_router
+from submissions.models import Season
+
+api = NinjaAPI(title="GPU CodeForces API", version="1", urls_namespace="api",
+               description="Agents report runs; contestants submit bundles; everyone reads leaderboards.")
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request, exc):
+    return api.create_response(request, {"detail": "missing or invalid bearer token"}, status=401)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request, exc):
+    problems = []
+    for error in exc.errors:
+        where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload"))
+        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+    return api.create_response(request, {"detail": "invalid request: " + "; ".join(problems), "errors": exc.errors},
+                               status=422)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc):
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+public_router = Router(tags=["public"])
+
+
+class StandingOut(Schema):
+    rank: Optional[int]
+    contestant: str
+    affiliation: str
+    accepted_count: int
+    base_score: float
+    bonus: float
+    total_score: float
+    submission_count: int
+    best_speedup: Optional[float]
+
+
+class LeaderboardOut(Schema):
+    season: str
+    ranking_rule: str
+    total: int
+    offset: int
+    rows: List[StandingOut]
+
+
+@public_router.get("/seasons/{code}/leaderboard", response=LeaderboardOut, url_name="season_leaderboard")
+def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
+    season = Season.objects.filter(code=code).first()
+    if season is None:
+        raise HttpError(404, f"season {code} does not exist")
+    limit = max(1, min(limit, 500))
+    rows = selectors.season_standings(season, offset=max(0, offset), limit=limit)
+    return {
+        "season": season.code, "ranking_rule": season.ranking_rule,
+        "total": season.standings.count(), "offset": offset,
+        "rows": [
+            StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
+                        accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
+                        total_score=s.total_score, submission_count=s.submission_count, best_speedup=s.best_speedup)
+            for s in rows
+        ],
+    }
+
+
+api.add_router("/agent", agent_router)
+api.add_router("/", contestant_router)
+api.add_router("/", public_router)

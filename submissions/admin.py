@@ -1,0 +1,94 @@
+from django.contrib import admin
+
+from submissions import models
+
+
+@admin.register(models.GpuType)
+class GpuTypeAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name")
+
+
+@admin.register(models.Season)
+class SeasonAdmin(admin.ModelAdmin):
+    list_display = ("code", "name", "ranking_rule", "is_open", "starts_at", "ends_at")
+    filter_horizontal = ("gpu_types",)
+
+
+@admin.register(models.Contestant)
+class ContestantAdmin(admin.ModelAdmin):
+    list_display = ("display_name", "user", "affiliation", "created_at")
+    search_fields = ("display_name", "user__username", "affiliation")
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("contestant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("token_hash", "prefix")
+
+
+@admin.register(models.Issue)
+class IssueAdmin(admin.ModelAdmin):
+    list_display = ("code", "title", "season", "author", "framework", "level", "created_at")
+    list_filter = ("season", "framework", "level")
+    search_fields = ("code", "title", "operator")
+
+
+class SubmissionFileInline(admin.TabularInline):
+    model = models.SubmissionFile
+    extra = 0
+    fields = ("path", "size", "sha256")
+    readonly_fields = fields
+
+
+class RunInline(admin.TabularInline):
+    model = models.Run
+    extra = 0
+    fields = ("gpu_type", "status", "verdict", "speedup", "attempts", "agent", "finished_at")
+    readonly_fields = fields
+
+
+@admin.register(models.Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "issue", "contestant", "source", "created_at")
+    list_filter = ("source", "issue__season")
+    inlines = [SubmissionFileInline, RunInline]
+
+
+@admin.register(models.Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ("name", "is_active", "queues", "last_heartbeat_at")
+    readonly_fields = ("token_hash", "inventory", "versions", "last_heartbeat_at")
+
+
+@admin.register(models.Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("id", "submission", "gpu_type", "status", "verdict", "speedup", "attempts", "agent", "created_at")
+    list_filter = ("status", "verdict", "gpu_type")
+
+
+@admin.register(models.Review)
+class ReviewAdmin(admin.ModelAdmin):
+    list_display = ("submission", "decision", "base_score", "bonus", "reviewer", "created_at")
+
+
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit trail is append-only: visible here, never editable."""
+
+    list_display = ("created_at", "actor_label", "action", "object_type", "object_id", "reason")
+    list_filter = ("action", "object_type")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Standing)
+class StandingAdmin(admin.ModelAdmin):
+    list_display = ("season", "rank", "contestant", "accepted_count", "base_score", "bonus", "submission_count")
+    list_filter = ("season",)

@@ -1,0 +1,217 @@
+"""HTTP API of the contest domain: the agent side and the contestant side (mounted under /api/v1/)."""
+import logging
+from typing import List, Optional
+
+from django.http import HttpResponse
+from ninja import File, Form, Router, Schema
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+
+from submissions import selectors
+from submissions.api_auth import AgentAuth, ContestantTokenAuth
+from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
+from submissions.models import Issue, Run, Season
+from submissions.result_schema import RunResult
+from submissions.services import judging, submitting
+from submissions.services.accounts import record_heartbeat
+
+log = logging.getLogger(__name__)
+
+agent_router = Router(tags=["agent"], auth=AgentAuth())
+contestant_router = Router(tags=["contestant"], auth=ContestantTokenAuth())
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class OkOut(Schema):
+    ok: bool
+    detail: str = ""
+
+
+# ---- agent side -------------------------------------------------------------------------
+
+
+class HeartbeatIn(Schema):
+    name: Optional[str] = None
+    queues: List[str] = []
+    inventory: dict = {}
+    versions: dict = {}
+
+
+def _job_secret(request):
+    return request.headers.get("X-Job-Secret", "")
+
+
+def _agent_run(run_id):
+    run = Run.objects.filter(pk=run_id).select_related("submission").first()
+    if run is None:
+        raise HttpError(404, f"run {run_id} does not exist")
+    return run
+
+
+@agent_router.post("/heartbeat", response={200: OkOut, 401: ErrorOut}, url_name="agent_heartbeat")
+def heartbeat(request, payload: HeartbeatIn):
+    agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
+    try:
+        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper.
+        judging.sweep_runs()
+    except Exception:  # the sweeper must never cost an agent its heartbeat
+        log.exception("sweeping runs failed")
+    return {"ok": True, "detail": f"agent {agent.name} seen"}
+
+
+@agent_router.post("/runs/{run_id}/start", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+                   url_name="agent_run_start")
+def start_run(request, run_id: int):
+    _agent_run(run_id)
+    try:
+        judging.start_run(run_id, request.auth, _job_secret(request))
+    except judging.RunConflict as exc:
+        return 409, {"detail": str(exc)}
+    except judging.JobSecretMismatch as exc:
+        return 403, {"detail": str(exc)}
+    return {"ok": True, "detail": f"run {run_id} started"}
+
+
+@agent_router.get("/runs/{run_id}/bundle", response={403: ErrorOut, 404: ErrorOut}, url_name="agent_run_bundle")
+def run_bundle(request, run_id: int):
+    run = _agent_run(run_id)
+    try:
+        judging.check_job_secret(run, _job_secret(request))
+    except judging.JobSecretMismatch as exc:
+        return 403, {"detail": str(exc)}
+    files = {f.path: f.content for f in run.submission.files.all()}
+    response = HttpResponse(bundle_to_zip(files), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="submission-{run.submission_id}.zip"'
+    return response
+
+
+@agent_router.post("/runs/{run_id}/result", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+                   url_name="agent_run_result")
+def run_result(request, run_id: int, payload: RunResult):
+    _agent_run(run_id)
+    try:
+        run = judging.record_result(run_id, request.auth, _job_secret(request), payload.as_stored())
+    except judging.RunConflict as exc:
+        return 409, {"detail": str(exc)}
+    except judging.JobSecretMismatch as exc:
+        return 403, {"detail": str(exc)}
+    state = run.verdict if run.status == "done" else f"requeued (attempt {run.attempts})"
+    return {"ok": True, "detail": f"run {run_id}: {state}"}
+
+
+# ---- contestant side --------------------------------------------------------------------
+
+
+class RunOut(Schema):
+    id: int
+    gpu_type: str
+    status: str
+    verdict: str
+    attempts: int
+    speedup: Optional[float]
+    reference_median_ms: Optional[float]
+    candidate_median_ms: Optional[float]
+    flags: list
+    created_at: str
+    finished_at: Optional[str]
+    result: Optional[dict]
+
+    @staticmethod
+    def from_run(run):
+        return RunOut(
+            id=run.pk, gpu_type=run.gpu_type.slug, status=run.status, verdict=run.verdict, attempts=run.attempts,
+            speedup=run.speedup, reference_median_ms=run.reference_median_ms,
+            candidate_median_ms=run.candidate_median_ms, flags=run.flags, created_at=run.created_at.isoformat(),
+            finished_at=run.finished_at.isoformat() if run.finished_at else None, result=run.result,
+        )
+
+
+class SubmissionOut(Schema):
+    id: int
+    issue: str
+    season: str
+    contestant: str
+    source: str
+    bundle_sha256: str
+    created_at: str
+    files: List[str]
+    runs: List[RunOut]
+    url: str
+
+    @staticmethod
+    def from_submission(request, submission):
+        return SubmissionOut(
+            id=submission.pk, issue=submission.issue.code, season=submission.issue.season.code,
+            contestant=submission.contestant.display_name, source=submission.source,
+            bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
+            files=[f.path for f in submission.files.all()],
+            runs=[RunOut.from_run(r) for r in submission.runs.all()],
+            url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
+        )
+
+
+class IssueIn(Schema):
+    season: str
+    title: str
+    operator: str = ""
+    framework: str = "pytorch"
+    level: Optional[int] = None
+    description: str = ""
+
+
+class IssueOut(Schema):
+    code: str
+    season: str
+    title: str
+    operator: str
+    framework: str
+    level: Optional[int]
+
+
+def _issue_out(issue):
+    return IssueOut(code=issue.code, season=issue.season.code, title=issue.title, operator=issue.operator,
+                    framework=issue.framework, level=issue.level)
+
+
+@contestant_router.post("/issues", response={201: IssueOut, 400: ErrorOut, 404: ErrorOut}, url_name="issue_create")
+def create_issue(request, payload: IssueIn):
+    season = Season.objects.filter(code=payload.season).first()
+    if season is None:
+        return 404, {"detail": f"season {payload.season} does not exist"}
+    try:
+        issue = submitting.open_issue(season, request.auth, title=payload.title, operator=payload.operator,
+                                      framework=payload.framework, level=payload.level,
+                                      description=payload.description)
+    except submitting.SubmissionRefused as exc:
+        return 400, {"detail": str(exc)}
+    return 201, _issue_out(issue)
+
+
+@contestant_router.post("/submissions", response={201: SubmissionOut, 400: ErrorOut, 404: ErrorOut, 413: ErrorOut},
+                        url_name="submission_create")
+def create_submission(request, issue: str = Form(...), note: str = Form(""),
+                      files: List[UploadedFile] = File(None)):
+    """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
+    issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
+    if issue_row is None:
+        return 404, {"detail": f"issue {issue} does not exist"}
+    try:
+        bundle = bundle_from_uploads(files or [])
+        submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
+    except BundleError as exc:
+        return 400, {"detail": "bundle refused: " + "; ".join(exc.errors)}
+    except submitting.SubmissionRefused as exc:
+        return 400, {"detail": str(exc)}
+    return 201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk))
+
+
+@contestant_router.get("/submissions/{submission_id}", response={200: SubmissionOut, 404: ErrorOut},
+                       url_name="submission_detail")
+def read_submission(request, submission_id: int):
+    submission = selectors.submission_with_runs(submission_id)
+    if submission is None or not selectors.can_see_code(request.auth.user, submission):
+        return 404, {"detail": f"submission {submission_id} does not exist or is not yours"}
+    return SubmissionOut.from_submission(request, submission)

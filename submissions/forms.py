@@ -1,0 +1,61 @@
+"""Forms of the contestant pages."""
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
+
+from submissions.models import Framework, Issue, Season
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)] if data else []
+
+
+class SubmitForm(forms.Form):
+    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False, empty_label="— open a new issue —",
+                                   help_text="One of your issues, or leave empty to open a new one below.")
+    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), required=False,
+                                    help_text="Season of the new issue")
+    new_issue_title = forms.CharField(max_length=200, required=False, label="New issue title")
+    new_issue_operator = forms.CharField(max_length=200, required=False, label="Operator")
+    new_issue_framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, label="Framework")
+    files = MultipleFileField(help_text="torchcode.py, cudacode.py and the rest, or one .zip of the folder")
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+    def __init__(self, *args, contestant=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+        self.fields["issue"].label_from_instance = lambda i: f"{i.season.code}/{i.code} — {i.title}"
+        open_seasons = self.fields["season"].queryset
+        if open_seasons.count() == 1:
+            self.fields["season"].initial = open_seasons.first()
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("issue"):
+            if not (data.get("new_issue_title") or "").strip():
+                self.add_error("new_issue_title", "Pick one of your issues, or give the new issue a title.")
+            if not data.get("season"):
+                self.add_error("season", "Pick the season of the new issue.")
+        return data
+
+
+class RegisterForm(UserCreationForm):
+    display_name = forms.CharField(max_length=100, required=False, help_text="Shown on the leaderboard")
+    affiliation = forms.CharField(max_length=200, required=False)
+    email = forms.EmailField(required=False)
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")

@@ -1,0 +1,304 @@
+"""The contest domain: seasons, contestants, issues, submissions, runs, reviews, audit, standings.
+
+Models hold data and small derived properties only; behaviour lives in services.py.
+"""
+import hashlib
+import secrets
+import string
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+def hash_secret(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class GpuType(models.Model):
+    """A kind of accelerator judged by its own queue (`gpu.<slug>`), e.g. cpu, h100, c500."""
+
+    slug = models.SlugField(max_length=32, unique=True)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def queue_name(self):
+        return f"{settings.GPU_QUEUE_PREFIX}{self.slug}"
+
+
+class RankingRule(models.TextChoices):
+    ACCEPTED_COUNT = "accepted_count", "Accepted count, then base score, then bonus"
+    CUMULATIVE_SCORE = "cumulative_score", "Score, then more submissions, then earlier"
+
+
+class Season(models.Model):
+    code = models.CharField(max_length=16, unique=True, help_text="e.g. S1")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    ranking_rule = models.CharField(max_length=32, choices=RankingRule.choices, default=RankingRule.ACCEPTED_COUNT)
+    gpu_types = models.ManyToManyField(GpuType, related_name="seasons", blank=True)
+    starts_at = models.DateTimeField(default=timezone.now)
+    ends_at = models.DateTimeField(null=True, blank=True)
+    is_open = models.BooleanField(default=True, help_text="Accepts new submissions")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+
+    def __str__(self):
+        return f"{self.code} {self.name}"
+
+
+class Contestant(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="contestant")
+    display_name = models.CharField(max_length=100)
+    affiliation = models.CharField(max_length=200, blank=True)
+    gitee_handle = models.CharField(max_length=100, blank=True)
+    gitlink_handle = models.CharField(max_length=100, blank=True)
+    github_handle = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.display_name
+
+    @property
+    def is_organizer(self):
+        return self.user.is_staff
+
+
+class ApiToken(models.Model):
+    """A contestant's personal API token; only its hash is stored."""
+
+    contestant = models.ForeignKey(Contestant, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, default="default")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8, help_text="First characters, to recognize a token")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.contestant} {self.name} ({self.prefix}…)"
+
+
+ISSUE_CODE_ALPHABET = string.ascii_uppercase
+
+
+def new_issue_code() -> str:
+    return "".join(secrets.choice(ISSUE_CODE_ALPHABET) for _ in range(6))
+
+
+class Framework(models.TextChoices):
+    PYTORCH = "pytorch", "PyTorch"
+    PADDLE = "paddle", "PaddlePaddle"
+    TENSORFLOW = "tensorflow", "TensorFlow"
+    JAX = "jax", "JAX"
+    MMCV = "mmcv", "MMCV"
+    TRANSFORMERS = "transformers", "Transformers"
+    OTHER = "other", "Other"
+
+
+class Issue(models.Model):
+    """A 赛题: one operator a contestant optimizes; submissions are bound to it by its code."""
+
+    season = models.ForeignKey(Season, on_delete=models.PROTECT, related_name="issues")
+    code = models.CharField(max_length=6, unique=True)
+    title = models.CharField(max_length=200)
+    operator = models.CharField(max_length=200, blank=True)
+    framework = models.CharField(max_length=20, choices=Framework.choices, default=Framework.PYTORCH)
+    level = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Claimed level 1-4 (seed 000)")
+    description = models.TextField(blank=True)
+    author = models.ForeignKey(Contestant, on_delete=models.PROTECT, related_name="issues")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self):
+        return f"{self.code} {self.title}"
+
+
+class SubmissionSource(models.TextChoices):
+    UPLOAD = "upload", "Upload"
+    API = "api", "API"
+    PULL_REQUEST = "pr", "Pull request"
+
+
+class Submission(models.Model):
+    issue = models.ForeignKey(Issue, on_delete=models.PROTECT, related_name="submissions")
+    contestant = models.ForeignKey(Contestant, on_delete=models.PROTECT, related_name="submissions")
+    source = models.CharField(max_length=10, choices=SubmissionSource.choices, default=SubmissionSource.UPLOAD)
+    pr_url = models.URLField(blank=True)
+    pr_commit = models.CharField(max_length=64, blank=True)
+    bundle_sha256 = models.CharField(max_length=64, db_index=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"#{self.pk} {self.issue.code} by {self.contestant}"
+
+
+class SubmissionFile(models.Model):
+    """One file of a bundle, stored in the database so nothing depends on a local disk."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=255)
+    content = models.TextField()
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["submission", "path"], name="unique_file_per_submission")]
+
+    def __str__(self):
+        return self.path
+
+
+class Agent(models.Model):
+    """A profiler agent on a GPU host; it authenticates with a token stored hashed."""
+
+    name = models.CharField(max_length=100, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    is_active = models.BooleanField(default=True)
+    queues = models.JSONField(default=list, blank=True)
+    inventory = models.JSONField(default=dict, blank=True)
+    versions = models.JSONField(default=dict, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.name
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
+class Verdict(models.TextChoices):
+    PASSED = "passed", "Passed"
+    WRONG_ANSWER = "wrong_answer", "Wrong answer"
+    COMPILE_ERROR = "compile_error", "Compile error"
+    RUNTIME_ERROR = "runtime_error", "Runtime error"
+    TIMEOUT = "timeout", "Timeout"
+    MEMORY_LIMIT = "memory_limit", "Memory limit"
+    INTERNAL_ERROR = "internal_error", "Internal error"
+
+
+class Run(models.Model):
+    """One judging of a submission on one GPU type. Rejudging creates new runs."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    job_secret_hash = models.CharField(max_length=64)
+    rq_job_id = models.CharField(max_length=64, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times handed to the queue")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Key metrics copied out of the result so lists and rankings need no JSON parsing.
+    reference_median_ms = models.FloatField(null=True, blank=True)
+    candidate_median_ms = models.FloatField(null=True, blank=True)
+    speedup = models.FloatField(null=True, blank=True)
+    tflops = models.FloatField(null=True, blank=True)
+    bandwidth_gbs = models.FloatField(null=True, blank=True)
+    device_name = models.CharField(max_length=200, blank=True)
+    flags = models.JSONField(default=list, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"run {self.pk} of submission {self.submission_id} on {self.gpu_type.slug}"
+
+    @property
+    def is_finished(self):
+        return self.status == RunStatus.DONE
+
+
+class ReviewDecision(models.TextChoices):
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class Review(models.Model):
+    """An organizer's decision on a submission, with the rubric points awarded."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    decision = models.CharField(max_length=10, choices=ReviewDecision.choices)
+    reason = models.TextField(blank=True)
+    rubric = models.JSONField(default=dict, blank=True, help_text="Points per rubric item")
+    base_score = models.FloatField(default=0)
+    bonus = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.decision} #{self.submission_id}"
+
+
+class AuditEntry(models.Model):
+    """An append-only record of a change: who, when, before, after, why."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_label = models.CharField(max_length=100, help_text="Who acted, kept even if the user goes")
+    action = models.CharField(max_length=50)
+    object_type = models.CharField(max_length=50)
+    object_id = models.CharField(max_length=50)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self):
+        return f"{self.action} {self.object_type}:{self.object_id} by {self.actor_label}"
+
+
+class Standing(models.Model):
+    """A contestant's materialized row in a season, recomputed when a review or run changes it."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="standings")
+    contestant = models.ForeignKey(Contestant, on_delete=models.CASCADE, related_name="standings")
+    accepted_count = models.PositiveIntegerField(default=0)
+    base_score = models.FloatField(default=0)
+    bonus = models.FloatField(default=0)
+    total_score = models.FloatField(default=0)
+    submission_count = models.PositiveIntegerField(default=0)
+    first_submission_at = models.DateTimeField(null=True, blank=True)
+    last_accepted_at = models.DateTimeField(null=True, blank=True)
+    best_speedup = models.FloatField(null=True, blank=True)
+    rank = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["rank", "contestant_id"]
+        constraints = [models.UniqueConstraint(fields=["season", "contestant"], name="one_standing_per_season")]
+        indexes = [models.Index(fields=["season", "rank"])]
+
+    def __str__(self):
+        return f"{self.season.code} #{self.rank} {self.contestant}"

@@ -1,0 +1,83 @@
+"""Ranking rules as a small registry: each rule orders a season's standings and assigns ranks.
+
+A rule sees only materialized Standing rows. Equal keys share a rank; rows the rule
+considers unscored come after every scored row (and share the last rank).
+"""
+from datetime import datetime, timezone
+
+_RULES = {}
+_FAR_FUTURE = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def register(cls):
+    _RULES[cls.name] = cls
+    return cls
+
+
+def get_rule(name):
+    try:
+        return _RULES[name]()
+    except KeyError:
+        raise ValueError(f"unknown ranking rule {name!r}; known: {', '.join(sorted(_RULES))}")
+
+
+def rule_names():
+    return sorted(_RULES)
+
+
+class RankingRule:
+    name = ""
+    label = ""
+    # Columns shown on the leaderboard for this rule, in order.
+    columns = ()
+
+    def is_scored(self, standing) -> bool:
+        raise NotImplementedError
+
+    def sort_key(self, standing):
+        raise NotImplementedError
+
+    def assign_ranks(self, standings):
+        """Sets `.rank` on each standing (a list) and returns them in rank order."""
+        scored = sorted((s for s in standings if self.is_scored(s)), key=self.sort_key)
+        unscored = sorted((s for s in standings if not self.is_scored(s)), key=lambda s: s.contestant_id)
+        rank, previous = 0, object()
+        for position, standing in enumerate(scored, start=1):
+            key = self.sort_key(standing)
+            if key != previous:
+                rank, previous = position, key
+            standing.rank = rank
+        last = len(scored) + 1
+        for standing in unscored:
+            standing.rank = last
+        return scored + unscored
+
+
+@register
+class AcceptedCountRule(RankingRule):
+    """GPUCodeForces S1 (seed 001): accepted count, then base score, then bonus."""
+
+    name = "accepted_count"
+    label = "Accepted count, then base score, then bonus"
+    columns = ("accepted_count", "base_score", "bonus")
+
+    def is_scored(self, standing):
+        return standing.accepted_count > 0
+
+    def sort_key(self, standing):
+        return (-standing.accepted_count, -standing.base_score, -standing.bonus)
+
+
+@register
+class CumulativeScoreRule(RankingRule):
+    """GPUKernelContest (seed 000): total score, then more submissions, then earlier."""
+
+    name = "cumulative_score"
+    label = "Score, then more submissions, then earlier submission"
+    columns = ("total_score", "submission_count", "first_submission_at")
+
+    def is_scored(self, standing):
+        return standing.total_score > 0
+
+    def sort_key(self, standing):
+        return (-standing.total_score, -standing.submission_count, standing.first_submission_at or _FAR_FUTURE)

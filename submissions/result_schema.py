@@ -1,0 +1,82 @@
+"""The run result as the site accepts it (ARCHITECTURE.md, "The result"): the wire contract with agents.
+
+Known fields are type-checked; unknown extra fields are kept so newer agents can add measurements.
+"""
+from typing import Literal, Optional
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+Status = Literal["passed", "wrong_answer", "compile_error", "runtime_error", "timeout", "memory_limit", "internal_error"]
+Number = Optional[float]
+
+
+class Open(Schema):
+    model_config = ConfigDict(extra="allow")
+
+
+class DeviceInfo(Open):
+    kind: Optional[str] = None
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    driver: Optional[str] = None
+    torch: Optional[str] = None
+    peak_gbps: Number = None
+    peak_tflops: Number = None
+
+
+class Correctness(Open):
+    passed: Optional[bool] = None
+    trials: Optional[int] = None
+    max_abs_err: Number = None
+    max_rel_err: Number = None
+    atol: Number = None
+    rtol: Number = None
+
+
+class TimingStats(Open):
+    median_ms: Number = Field(None, ge=0)
+    mean_ms: Number = Field(None, ge=0)
+    min_ms: Number = Field(None, ge=0)
+    std_ms: Number = Field(None, ge=0)
+    runs: Optional[int] = Field(None, ge=0)
+
+
+class Timing(Open):
+    reference: Optional[TimingStats] = None
+    candidate: Optional[TimingStats] = None
+    speedup: Number = Field(None, ge=0)
+
+
+class Metrics(Open):
+    flops: Number = None
+    bytes: Number = None
+    tflops: Number = None
+    bandwidth_gbs: Number = None
+    pct_peak_bandwidth: Number = None
+    pct_peak_flops: Number = None
+
+
+class Logs(Open):
+    compile: Optional[str] = None
+    stdout: Optional[str] = None
+    stderr: Optional[str] = None
+
+
+class RunResult(Open):
+    schema_version: Literal[1] = Field(alias="schema")
+    status: Status
+    flags: list[str] = []
+    device: Optional[DeviceInfo] = None
+    correctness: Optional[Correctness] = None
+    timing: Optional[Timing] = None
+    metrics: Optional[Metrics] = None
+    telemetry: Optional[dict] = None
+    ncu: Optional[dict] = None
+    variants: Optional[dict] = None
+    self_test: Optional[dict] = None
+    logs: Optional[Logs] = None
+    durations_s: Optional[dict] = None
+
+    def as_stored(self) -> dict:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,152 @@
+"""The run lifecycle: fan out to GPU types, enqueue, start, record results, sweep lost runs."""
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from submissions import queueing
+from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
+from submissions.services import audit, standings
+
+log = logging.getLogger(__name__)
+
+
+class RunConflict(Exception):
+    """The run is already finished: a report or start for it changes nothing."""
+
+
+class JobSecretMismatch(Exception):
+    """The job secret is not the one of the run's current attempt."""
+
+
+def create_runs(submission):
+    """One run per GPU type of the submission's season, each enqueued after the commit."""
+    runs = []
+    for gpu_type in submission.issue.season.gpu_types.order_by("slug"):
+        run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="")
+        enqueue_run(run)
+        runs.append(run)
+    return runs
+
+
+def enqueue_run(run):
+    """Start a new attempt: a fresh job secret, and the job handed to Redis once committed."""
+    secret = new_token()
+    run.attempts += 1
+    run.job_secret_hash = hash_secret(secret)
+    run.rq_job_id = f"run-{run.pk}-{run.attempts}"
+    run.status = RunStatus.QUEUED
+    run.enqueued_at = timezone.now()
+    run.started_at = None
+    run.agent = None
+    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent"])
+    kwargs = {
+        "run_id": run.pk,
+        # Paths, not URLs: the agent joins them to the site address it was given.
+        "bundle_url": reverse("api:agent_run_bundle", args=[run.pk]),
+        "start_url": reverse("api:agent_run_start", args=[run.pk]),
+        "result_url": reverse("api:agent_run_result", args=[run.pk]),
+        "job_secret": secret,
+        "options": {"timeout_s": settings.JUDGE_TIMEOUT_SECONDS},
+    }
+    queue_name, job_id = run.gpu_type.queue_name, run.rq_job_id
+    # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
+    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs), robust=True)
+
+
+def check_job_secret(run, secret):
+    if not secret or hash_secret(secret) != run.job_secret_hash:
+        raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
+
+
+@transaction.atomic
+def start_run(run_id, agent, secret):
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status == RunStatus.DONE:
+        raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
+    check_job_secret(run, secret)
+    run.status = RunStatus.RUNNING
+    run.started_at = timezone.now()
+    run.agent = agent
+    run.save(update_fields=["status", "started_at", "agent"])
+    return run
+
+
+def _speedup(result):
+    timing = result.get("timing") or {}
+    return timing.get("speedup")
+
+
+def _median(result, side):
+    return ((result.get("timing") or {}).get(side) or {}).get("median_ms")
+
+
+@transaction.atomic
+def record_result(run_id, agent, secret, result):
+    """Store an agent's report. A finished run refuses it (idempotent); an internal error is retried."""
+    run = Run.objects.select_for_update().select_related("submission__issue__season").get(pk=run_id)
+    if run.status == RunStatus.DONE:
+        raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
+    check_job_secret(run, secret)
+    status = result["status"]
+    if status == Verdict.INTERNAL_ERROR and run.attempts < settings.RUN_MAX_ATTEMPTS:
+        audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
+                     reason="internal error of the platform; judged again")
+        enqueue_run(run)
+        return run
+    metrics = result.get("metrics") or {}
+    run.status = RunStatus.DONE
+    run.verdict = status
+    run.finished_at = timezone.now()
+    run.agent = agent
+    run.result = result
+    run.flags = list(result.get("flags") or [])
+    run.reference_median_ms = _median(result, "reference")
+    run.candidate_median_ms = _median(result, "candidate")
+    run.speedup = _speedup(result) if status == Verdict.PASSED else None
+    run.tflops = metrics.get("tflops")
+    run.bandwidth_gbs = metrics.get("bandwidth_gbs")
+    run.device_name = ((result.get("device") or {}).get("name") or "")[:200]
+    run.save()
+    audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": ""},
+                 after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
+    standings.refresh_for(run.submission.issue.season, run.submission.contestant)
+    return run
+
+
+def _give_up(run, reason):
+    run.status = RunStatus.DONE
+    run.verdict = Verdict.INTERNAL_ERROR
+    run.finished_at = timezone.now()
+    run.result = None
+    run.save(update_fields=["status", "verdict", "finished_at", "result"])
+    audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
+
+
+def sweep_runs(now=None):
+    """Re-enqueue runs whose job was lost or whose agent went silent; returns how many were touched."""
+    now = now or timezone.now()
+    deadline = now - timedelta(seconds=settings.RUN_DEADLINE_SECONDS)
+    grace = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
+    touched = 0
+    candidates = Run.objects.exclude(status=RunStatus.DONE).filter(enqueued_at__lt=grace).order_by("pk")
+    for run_id in candidates.values_list("pk", flat=True):
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=run_id)
+            if run.status == RunStatus.DONE:
+                continue
+            overdue = run.status == RunStatus.RUNNING and run.started_at and run.started_at < deadline
+            lost = not overdue and not queueing.job_is_alive(run.rq_job_id)
+            if not (overdue or lost):
+                continue
+            reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"
+            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+                _give_up(run, f"{reason}, {run.attempts} attempts spent")
+            else:
+                audit.record("run.requeued", run, actor_label="sweeper", reason=reason)
+                enqueue_run(run)
+            touched += 1
+    return touched

@@ -1,0 +1,52 @@
+"""Creating issues and submissions."""
+import hashlib
+
+from django.db import IntegrityError, transaction
+
+from submissions.bundles import Bundle
+from submissions.models import Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.services import judging, standings
+
+
+class SubmissionRefused(ValueError):
+    """The submission cannot be accepted (closed season, someone else's issue, ...)."""
+
+
+def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
+    if not season.is_open:
+        raise SubmissionRefused(f"season {season.code} is closed")
+    if not title.strip():
+        raise SubmissionRefused("an issue needs a title")
+    for _ in range(10):
+        try:
+            with transaction.atomic():
+                return Issue.objects.create(
+                    season=season, code=new_issue_code(), title=title.strip(), operator=operator,
+                    framework=framework, level=level, description=description, author=author,
+                )
+        except IntegrityError:
+            continue  # a code collision: draw another
+    raise RuntimeError("could not draw a free issue code")
+
+
+@transaction.atomic
+def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
+    """Store the bundle, fan out one run per GPU type, and enqueue them after commit."""
+    if issue.author_id != contestant.pk:
+        raise SubmissionRefused(f"issue {issue.code} belongs to another contestant; open your own issue")
+    if not issue.season.is_open:
+        raise SubmissionRefused(f"season {issue.season.code} is closed")
+    submission = Submission.objects.create(
+        issue=issue, contestant=contestant, source=source, pr_url=pr_url, pr_commit=pr_commit,
+        bundle_sha256=bundle.sha256, note=note,
+    )
+    SubmissionFile.objects.bulk_create(
+        SubmissionFile(
+            submission=submission, path=path, content=text, size=len(text.encode()),
+            sha256=hashlib.sha256(text.encode()).hexdigest(),
+        )
+        for path, text in bundle.files.items()
+    )
+    judging.create_runs(submission)
+    standings.refresh_for(issue.season, contestant)
+    return submission

@@ -1,0 +1,115 @@
+"""Contestant pages: issues, submissions (with live run status), uploading, registering, API tokens."""
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from submissions import queueing, selectors
+from submissions.bundles import BundleError, bundle_from_uploads
+from submissions.forms import RegisterForm, SubmitForm
+from submissions.models import Issue, RunStatus
+from submissions.services import accounts, submitting
+
+
+def issue_detail(request, code):
+    issue = get_object_or_404(Issue.objects.select_related("season", "author"), code=code.upper())
+    submissions = issue.submissions.select_related("contestant").prefetch_related("runs__gpu_type")
+    return render(request, "submissions/issue_detail.html", {"issue": issue, "submissions": submissions})
+
+
+def _run_rows(submission):
+    rows = []
+    for run in selectors.latest_runs(submission):
+        position = None
+        if run.status == RunStatus.QUEUED and run.rq_job_id:
+            try:
+                position = queueing.queue_position(run.gpu_type.queue_name, run.rq_job_id)
+            except Exception:  # the page still renders when Redis is away
+                position = None
+        rows.append({"run": run, "queue_position": position})
+    return rows
+
+
+def _submission_context(request, submission_id):
+    submission = selectors.submission_with_runs(submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return {
+        "submission": submission,
+        "run_rows": _run_rows(submission),
+        "can_see_code": selectors.can_see_code(request.user, submission),
+        "live": selectors.has_unfinished_runs(submission),
+    }
+
+
+def submission_detail(request, submission_id):
+    return render(request, "submissions/submission_detail.html", _submission_context(request, submission_id))
+
+
+def submission_runs_fragment(request, submission_id):
+    """The runs table alone; the submission page polls it while runs are unfinished."""
+    return render(request, "submissions/_runs.html", _submission_context(request, submission_id))
+
+
+@login_required
+def submit(request):
+    contestant = accounts.contestant_for(request.user)
+    form = SubmitForm(request.POST or None, request.FILES or None, contestant=contestant)
+    if request.method == "POST" and form.is_valid():
+        try:
+            bundle = bundle_from_uploads(form.cleaned_data["files"])
+            with transaction.atomic():
+                issue = form.cleaned_data["issue"] or submitting.open_issue(
+                    form.cleaned_data["season"], contestant, title=form.cleaned_data["new_issue_title"],
+                    operator=form.cleaned_data["new_issue_operator"],
+                    framework=form.cleaned_data["new_issue_framework"],
+                )
+                submission = submitting.create_submission(contestant, issue, bundle, note=form.cleaned_data["note"])
+        except BundleError as exc:
+            for error in exc.errors:
+                form.add_error("files", error)
+        except submitting.SubmissionRefused as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Submission #{submission.pk} for {issue.code} is queued for judging.")
+            return redirect("submission_detail", submission_id=submission.pk)
+    return render(request, "submissions/submit.html", {"form": form})
+
+
+def register(request):
+    form = RegisterForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            user = form.save()
+            accounts.contestant_for(user)
+            contestant = user.contestant
+            contestant.display_name = form.cleaned_data["display_name"] or user.username
+            contestant.affiliation = form.cleaned_data["affiliation"]
+            contestant.save()
+        login(request, user)
+        messages.success(request, f"Welcome, {contestant.display_name}.")
+        return redirect("home")
+    return render(request, "registration/register.html", {"form": form})
+
+
+@login_required
+def account(request):
+    contestant = accounts.contestant_for(request.user)
+    return render(request, "submissions/account.html", {
+        "contestant": contestant,
+        "tokens": contestant.api_tokens.filter(revoked_at__isnull=True),
+        "issues": contestant.issues.select_related("season"),
+        "submissions": contestant.submissions.select_related("issue")[:50],
+    })
+
+
+@login_required
+@require_POST
+def create_token(request):
+    contestant = accounts.contestant_for(request.user)
+    token, raw = accounts.create_api_token(contestant, name=request.POST.get("name") or "default")
+    messages.success(request, "Your new API token (shown only once): " + raw)
+    return redirect("account")
