@@ -3,7 +3,7 @@ import logging
 from typing import List, Optional
 
 from django.http import HttpResponse
-from ninja import File, Form, Router, Schema
+from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
@@ -69,9 +69,9 @@ def start_run(request, run_id: int):
     try:
         judging.start_run(run_id, request.auth, _job_secret(request))
     except judging.RunConflict as exc:
-        return 409, {"detail": str(exc)}
+        return Status(409, {"detail": str(exc)})
     except judging.JobSecretMismatch as exc:
-        return 403, {"detail": str(exc)}
+        return Status(403, {"detail": str(exc)})
     return {"ok": True, "detail": f"run {run_id} started"}
 
 
@@ -81,7 +81,7 @@ def run_bundle(request, run_id: int):
     try:
         judging.check_job_secret(run, _job_secret(request))
     except judging.JobSecretMismatch as exc:
-        return 403, {"detail": str(exc)}
+        return Status(403, {"detail": str(exc)})
     files = {f.path: f.content for f in run.submission.files.all()}
     response = HttpResponse(bundle_to_zip(files), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="submission-{run.submission_id}.zip"'
@@ -95,9 +95,9 @@ def run_result(request, run_id: int, payload: RunResult):
     try:
         run = judging.record_result(run_id, request.auth, _job_secret(request), payload.as_stored())
     except judging.RunConflict as exc:
-        return 409, {"detail": str(exc)}
+        return Status(409, {"detail": str(exc)})
     except judging.JobSecretMismatch as exc:
-        return 403, {"detail": str(exc)}
+        return Status(403, {"detail": str(exc)})
     state = run.verdict if run.status == "done" else f"requeued (attempt {run.attempts})"
     return {"ok": True, "detail": f"run {run_id}: {state}"}
 
@@ -180,14 +180,14 @@ def _issue_out(issue):
 def create_issue(request, payload: IssueIn):
     season = Season.objects.filter(code=payload.season).first()
     if season is None:
-        return 404, {"detail": f"season {payload.season} does not exist"}
+        return Status(404, {"detail": f"season {payload.season} does not exist"})
     try:
         issue = submitting.open_issue(season, request.auth, title=payload.title, operator=payload.operator,
                                       framework=payload.framework, level=payload.level,
                                       description=payload.description)
     except submitting.SubmissionRefused as exc:
-        return 400, {"detail": str(exc)}
-    return 201, _issue_out(issue)
+        return Status(400, {"detail": str(exc)})
+    return Status(201, _issue_out(issue))
 
 
 @contestant_router.post("/submissions", response={201: SubmissionOut, 400: ErrorOut, 404: ErrorOut, 413: ErrorOut},
@@ -197,15 +197,15 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
-        return 404, {"detail": f"issue {issue} does not exist"}
+        return Status(404, {"detail": f"issue {issue} does not exist"})
     try:
         bundle = bundle_from_uploads(files or [])
         submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
     except BundleError as exc:
-        return 400, {"detail": "bundle refused: " + "; ".join(exc.errors)}
+        return Status(400, {"detail": "bundle refused: " + "; ".join(exc.errors)})
     except submitting.SubmissionRefused as exc:
-        return 400, {"detail": str(exc)}
-    return 201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk))
+        return Status(400, {"detail": str(exc)})
+    return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))
 
 
 @contestant_router.get("/submissions/{submission_id}", response={200: SubmissionOut, 404: ErrorOut},
@@ -213,5 +213,5 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
 def read_submission(request, submission_id: int):
     submission = selectors.submission_with_runs(submission_id)
     if submission is None or not selectors.can_see_code(request.auth.user, submission):
-        return 404, {"detail": f"submission {submission_id} does not exist or is not yours"}
+        return Status(404, {"detail": f"submission {submission_id} does not exist or is not yours"})
     return SubmissionOut.from_submission(request, submission)

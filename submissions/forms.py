@@ -13,6 +13,8 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("widget", MultipleFileInput())
+        # Empty files reach the bundle validator, whose message names the file.
+        kwargs.setdefault("allow_empty_file", True)
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
@@ -29,7 +31,7 @@ class SubmitForm(forms.Form):
                                     help_text="Season of the new issue")
     new_issue_title = forms.CharField(max_length=200, required=False, label="New issue title")
     new_issue_operator = forms.CharField(max_length=200, required=False, label="Operator")
-    new_issue_framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, label="Framework")
+    new_issue_framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, required=False, label="Framework")
     files = MultipleFileField(help_text="torchcode.py, cudacode.py and the rest, or one .zip of the folder")
     note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
 

@@ -65,7 +65,7 @@ def submit(request):
                 issue = form.cleaned_data["issue"] or submitting.open_issue(
                     form.cleaned_data["season"], contestant, title=form.cleaned_data["new_issue_title"],
                     operator=form.cleaned_data["new_issue_operator"],
-                    framework=form.cleaned_data["new_issue_framework"],
+                    framework=form.cleaned_data["new_issue_framework"] or "pytorch",
                 )
                 submission = submitting.create_submission(contestant, issue, bundle, note=form.cleaned_data["note"])
         except BundleError as exc:

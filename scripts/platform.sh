@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the whole platform locally: site (gunicorn), queue (Redis), a local profiler agent, demo data.
+# Settings come from the environment (DATABASE_URL, REDIS_URL, SECRET_KEY, PORT, ...). Ctrl-C stops all.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+mkdir -p var
+STARTED_PIDS=()
+trap 'log "stopping"; stop_started' EXIT
+trap 'exit 130' INT TERM
+
+setup_venv "site,agent"
+ensure_redis
+export REDIS_URL
+PORT="${PORT:-8000}"
+export SITE_URL="${SITE_URL:-http://127.0.0.1:$PORT}"
+export ALLOWED_HOSTS="${ALLOWED_HOSTS:-localhost,127.0.0.1,[::1]}"
+
+log "migrating the database"
+"$PY" manage.py migrate --noinput -v0
+"$PY" manage.py collectstatic --noinput -v0
+
+gpu_args=() gpu_slug=""
+if command -v nvidia-smi >/dev/null && gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" && [ -n "$gpu_name" ]; then
+  gpu_slug="$(echo "$gpu_name" | tr 'A-Z' 'a-z' | grep -oE '[a-z][0-9]{2,4}[a-z]?' | head -1 || true)"
+  gpu_slug="${gpu_slug:-cuda}"
+  gpu_args=(--gpu-type "$gpu_slug:$gpu_name")
+fi
+
+log "starting the site on $SITE_URL"
+"$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &
+STARTED_PIDS+=($!)
+for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_URL/', timeout=1)" 2>/dev/null && break; sleep 0.2; done
+
+token="$("$PY" manage.py create_agent local --quiet)"
+log "starting a local profiler agent on queue gpu.cpu"
+"$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
+STARTED_PIDS+=($!)
+if [ -n "$gpu_slug" ]; then
+  log "starting a profiler agent for the local GPU on queue gpu.$gpu_slug"
+  "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
+  STARTED_PIDS+=($!)
+fi
+
+"$PY" manage.py seed_demo "${gpu_args[@]}"
+log "GPU CodeForces is up: $SITE_URL  (demo users organizer / alice / bob, password demo-password; Ctrl-C stops)"
+wait -n "${STARTED_PIDS[@]}" || true
+log "a process stopped"
