@@ -1,0 +1,60 @@
+"""Runs never stay lost: a vanished job or a silent agent sends the run back to the queue."""
+from datetime import timedelta
+
+from django.utils import timezone
+from rq import Queue
+
+from submissions import queueing
+from submissions.bundles import build_bundle
+from submissions.models import Run, RunStatus, Verdict
+from submissions.services import judging, submitting
+from tests.site.bundle_files import valid_files
+
+
+def make_run(season, alice, capture):
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    with capture(execute=True):
+        submission = submitting.create_submission(alice, issue, build_bundle(valid_files()))
+    return submission.runs.get(gpu_type__slug="cpu")
+
+
+def age(run, seconds, field="enqueued_at"):
+    Run.objects.filter(pk=run.pk).update(**{field: timezone.now() - timedelta(seconds=seconds)})
+
+
+def test_a_queued_run_whose_job_vanished_is_enqueued_again(season, alice, settings, django_capture_on_commit_callbacks):
+    run = make_run(season, alice, django_capture_on_commit_callbacks)
+    queue = Queue(run.gpu_type.queue_name, connection=queueing.connection())
+    assert queue.get_job_ids() == [run.rq_job_id]
+    age(run, 10)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 0  # still waiting in Redis, and young: untouched
+    queue.empty()  # Redis lost the job
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 0  # within the grace period
+    age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 1
+    run.refresh_from_db()
+    assert run.attempts == 2 and run.status == RunStatus.QUEUED
+    assert queue.get_job_ids() == [run.rq_job_id] and run.rq_job_id.endswith("-2")
+
+
+def test_a_silent_agent_past_the_deadline_loses_the_run_and_attempts_are_bounded(
+        season, alice, settings, django_capture_on_commit_callbacks):
+    settings.RUN_MAX_ATTEMPTS = 2
+    run = make_run(season, alice, django_capture_on_commit_callbacks)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
+    age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 0  # running, job alive in Redis, deadline not reached
+    age(run, settings.RUN_DEADLINE_SECONDS + 5, field="started_at")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 1
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == (RunStatus.QUEUED, 2)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now() - timedelta(days=1))
+    age(run, settings.RUN_DEADLINE_SECONDS + 5)
+    assert judging.sweep_runs() == 1
+    run.refresh_from_db()
+    assert (run.status, run.verdict) == (RunStatus.DONE, Verdict.INTERNAL_ERROR)
