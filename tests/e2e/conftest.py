@@ -1,0 +1,77 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def queue_prefix(settings):
+    settings.GPU_QUEUE_PREFIX = f"e2e-{uuid.uuid4().hex[:10]}.gpu."
+    return settings.GPU_QUEUE_PREFIX
+
+
+class AgentProcess:
+    """A real `python -m profiler_agent work` process; its output is kept for failure messages."""
+
+    def __init__(self, site, token, queue, log_path, heartbeat_seconds=2):
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "profiler_agent", "work", "--site", site, "--token", token, "--queue", queue,
+             "--redis", REDIS_URL, "--name", f"e2e-{uuid.uuid4().hex[:6]}", "--device", "cpu",
+             "--heartbeat-seconds", str(heartbeat_seconds), "--timeout", "240"],
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def output(self):
+        self.log.flush()
+        return Path(self.log_path).read_text(errors="replace")[-6000:]
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def start_agent(tmp_path):
+    agents = []
+
+    def start(site, token, queue, **kwargs):
+        agent = AgentProcess(site, token, queue, tmp_path / f"agent-{len(agents)}.log", **kwargs)
+        agents.append(agent)
+        return agent
+
+    yield start
+    for agent in agents:
+        agent.stop()
+
+
+def wait_for_runs(site, token, submission_id, agent, timeout=300):
+    """Polls the API until every run of the submission is done; returns the submission JSON."""
+    deadline = time.monotonic() + timeout
+    body = None
+    while time.monotonic() < deadline:
+        response = requests.get(f"{site}/api/v1/submissions/{submission_id}",
+                                headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        body = response.json()
+        if body["runs"] and all(r["status"] == "done" for r in body["runs"]):
+            return body
+        if agent.process.poll() is not None:
+            pytest.fail(f"the agent exited with {agent.process.returncode}:\n{agent.output()}")
+        time.sleep(1)
+    pytest.fail(f"runs not done after {timeout} s: {body and body['runs']}\nagent output:\n{agent.output()}")

@@ -1,0 +1,72 @@
+"""The whole path with real parts: HTTP API -> database -> Redis -> a real agent worker -> verdict."""
+import pytest
+import requests
+from rq import Queue
+
+from submissions import queueing
+from submissions.models import AuditEntry, GpuType, Run, Season
+from submissions.services import accounts, submitting
+from tests.conftest import EXAMPLES
+from tests.e2e.conftest import wait_for_runs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def bundle_files(example):
+    return [("files", (p.name, p.read_bytes())) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
+
+
+@pytest.fixture
+def contest(queue_prefix):
+    season = Season.objects.create(code="S1", name="Season one")
+    season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
+    alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
+    _, contestant_token = accounts.create_api_token(alice)
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    _, agent_token = accounts.create_agent("e2e-agent")
+    return {"issue": issue, "token": contestant_token, "agent_token": agent_token, "queue": f"{queue_prefix}cpu"}
+
+
+def submit(site, contest, example):
+    response = requests.post(f"{site}/api/v1/submissions", data={"issue": contest["issue"].code},
+                             files=bundle_files(example), headers={"Authorization": f"Bearer {contest['token']}"},
+                             timeout=30)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def test_a_correct_and_a_wrong_bundle_get_their_verdicts(live_server, contest, start_agent):
+    site = live_server.url
+    agent = start_agent(site, contest["agent_token"], contest["queue"])
+    correct_id = submit(site, contest, "relu-cpu")
+    wrong_id = submit(site, contest, "relu-cpu-wrong")
+
+    correct = wait_for_runs(site, contest["token"], correct_id, agent)
+    wrong = wait_for_runs(site, contest["token"], wrong_id, agent)
+
+    (run,) = correct["runs"]
+    assert run["verdict"] == "passed", run["result"]["logs"]
+    assert run["speedup"] > 0 and run["candidate_median_ms"] > 0
+    result = run["result"]
+    assert result["schema"] == 1 and result["device"]["kind"] == "cpu"
+    assert result["correctness"]["passed"] is True and result["correctness"]["trials"] >= 3
+    (bad,) = wrong["runs"]
+    assert bad["verdict"] == "wrong_answer" and bad["speedup"] is None
+    assert bad["result"]["correctness"]["max_abs_err"] > 0
+    assert Run.objects.get(pk=run["id"]).agent.name == "e2e-agent"
+    assert AuditEntry.objects.filter(action="run.verdict").count() == 2
+    # The submission page shows the verdict (and stops polling).
+    page = requests.get(f"{site}/submissions/{correct_id}/runs/", timeout=10).text
+    assert "Passed" in page and 'data-live="false"' in page
+
+
+def test_a_run_whose_job_was_lost_is_judged_after_the_agent_calls_in(live_server, contest, start_agent, settings):
+    settings.RUN_REQUEUE_AFTER_SECONDS = 0
+    site = live_server.url
+    submission_id = submit(site, contest, "relu-cpu-wrong")
+    Queue(contest["queue"], connection=queueing.connection()).empty()  # as if Redis lost it
+    agent = start_agent(site, contest["agent_token"], contest["queue"], heartbeat_seconds=1)
+    body = wait_for_runs(site, contest["token"], submission_id, agent, timeout=120)
+    (run,) = body["runs"]
+    assert run["verdict"] == "wrong_answer" and run["attempts"] == 2
+    assert AuditEntry.objects.filter(action="run.requeued", object_id=str(run["id"])).exists()
