@@ -1,0 +1,126 @@
+"""Command line: `python -m profiler_agent judge BUNDLE` and `python -m profiler_agent work ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from profiler_agent.sizes import parse_size
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+USAGE_ERROR = 2
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    judge = commands.add_parser("judge", help="judge a bundle here and print the result")
+    judge.add_argument("bundle", type=Path, help="a bundle folder or a .zip of one")
+    judge.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
+    judge.add_argument("--json", type=Path, metavar="FILE", help="also write the result JSON to FILE")
+    judge.add_argument("--timeout", type=_positive, metavar="SECONDS", help="wall-clock limit per judged process")
+    judge.add_argument("--memory-limit", type=_size, metavar="SIZE", help="address-space limit, CPU only (e.g. 4G)")
+    judge.add_argument("--cache-dir", type=Path, metavar="DIR", help="where extension builds are kept")
+    judge.add_argument("--seed", type=int, help="input seed (default: a fresh secret one)")
+    judge.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
+    judge.add_argument("--rtol", type=float, help="override the per-dtype relative tolerance")
+
+    work = commands.add_parser("work", help="serve judge jobs from RQ queues")
+    work.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
+    work.add_argument("--token", default=os.environ.get("PROFILER_AGENT_TOKEN"), help="this agent's token")
+    work.add_argument("--queue", action="append", required=True, dest="queues", help="e.g. gpu.h100; repeatable")
+    work.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS_URL), help="Redis URL")
+    work.add_argument("--name", help="agent name (default: host name, with CUDA_VISIBLE_DEVICES)")
+    work.add_argument("--device", choices=("cpu", "cuda"))
+    work.add_argument("--burst", action="store_true", help="exit once the queues are empty")
+    work.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
+    work.add_argument("--cache-dir", type=Path, metavar="DIR")
+    work.add_argument("--timeout", type=_positive, metavar="SECONDS")
+    work.add_argument("--memory-limit", type=_size, metavar="SIZE")
+    return parser
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from profiler_agent.bundle import BundleError, open_bundle
+    from profiler_agent.judge import JudgeOptions, judge_bundle
+    from profiler_agent.report import format_table
+
+    options = JudgeOptions(
+        device=args.device or _default_device(),
+        memory_limit_bytes=args.memory_limit,
+        cache_dir=args.cache_dir,
+        seed=args.seed,
+        atol=args.atol,
+        rtol=args.rtol,
+    )
+    if args.timeout:
+        options.timeout_s = args.timeout
+    with tempfile.TemporaryDirectory(prefix="profiler-agent-bundle-") as tmp:
+        try:
+            bundle = open_bundle(args.bundle, Path(tmp))
+        except BundleError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        result = judge_bundle(bundle, options)
+    print(format_table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    return 0
+
+
+def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from profiler_agent.build_cache import default_cache_dir
+    from profiler_agent.config import AgentConfig, default_name
+    from profiler_agent.device_info import default_device_kind
+    from profiler_agent.worker import run_worker
+
+    if not args.site or not args.token:
+        parser.error("work needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
+    config = AgentConfig(
+        site=args.site,
+        token=args.token,
+        name=args.name or default_name(),
+        device=args.device or default_device_kind(),
+        cache_dir=args.cache_dir or default_cache_dir(),
+        timeout_s=args.timeout,
+        memory_limit_bytes=args.memory_limit,
+    )
+    run_worker(config, args.queues, args.redis, burst=args.burst, heartbeat_s=args.heartbeat_seconds)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "judge":
+        return run_judge(args)
+    return run_work(args, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

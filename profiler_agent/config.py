@@ -1,0 +1,72 @@
+"""The agent's settings for the `work` path: site URL, token, name, device, limits.
+
+`python -m profiler_agent work` installs them here before the RQ worker starts; the work-horse that
+RQ forks for each job inherits them. A plain `rq worker` finds them in the environment instead.
+They are never passed to a judged process (see child_env).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+SITE_ENV = "PROFILER_AGENT_SITE"
+TOKEN_ENV = "PROFILER_AGENT_TOKEN"
+NAME_ENV = "PROFILER_AGENT_NAME"
+DEVICE_ENV = "PROFILER_AGENT_DEVICE"
+TIMEOUT_ENV = "PROFILER_AGENT_TIMEOUT"
+MEMORY_LIMIT_ENV = "PROFILER_AGENT_MEMORY_LIMIT"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    site: str
+    token: str
+    name: str
+    device: str
+    cache_dir: Path | None = None
+    timeout_s: float | None = None
+    memory_limit_bytes: int | None = None
+
+
+_installed: AgentConfig | None = None
+
+
+def install(config: AgentConfig) -> None:
+    global _installed
+    _installed = config
+
+
+def default_name() -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return f"{socket.gethostname()}-gpu{visible}" if visible else socket.gethostname()
+
+
+def from_env() -> AgentConfig:
+    site, token = os.environ.get(SITE_ENV), os.environ.get(TOKEN_ENV)
+    if not site or not token:
+        raise RuntimeError(
+            f"the profiler agent is not configured: set {SITE_ENV} and {TOKEN_ENV}, "
+            "or start it with `python -m profiler_agent work --site URL --token TOKEN ...`"
+        )
+    from profiler_agent.build_cache import default_cache_dir
+    from profiler_agent.device_info import default_device_kind
+    from profiler_agent.sizes import parse_size
+
+    timeout = os.environ.get(TIMEOUT_ENV)
+    memory = os.environ.get(MEMORY_LIMIT_ENV)
+    return AgentConfig(
+        site=site,
+        token=token,
+        name=os.environ.get(NAME_ENV) or default_name(),
+        device=os.environ.get(DEVICE_ENV) or default_device_kind(),
+        cache_dir=default_cache_dir(),
+        timeout_s=float(timeout) if timeout else None,
+        memory_limit_bytes=parse_size(memory) if memory else None,
+    )
+
+
+def current() -> AgentConfig:
+    return _installed if _installed is not None else from_env()

@@ -1,0 +1,86 @@
+"""The RQ job the site enqueues, by the name `profiler_agent.jobs.judge_run`.
+
+Protocol: POST start_url (409: the run is already finished, do nothing), GET bundle_url (a zip),
+judge it, POST the result to result_url (409: already reported, fine). Every call carries the
+agent token and the job's secret. A failure of our own is reported as `internal_error`, then
+re-raised so RQ records the job as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import traceback
+from pathlib import Path
+
+from profiler_agent import config as agent_config
+from profiler_agent.bundle import BundleError, open_bundle
+from profiler_agent.judge import JudgeOptions, judge_bundle, unjudged_result
+
+log = logging.getLogger(__name__)
+
+
+def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptions:
+    """The agent's settings, overridden by the run's options (unknown keys are ignored)."""
+    judged = JudgeOptions(
+        device=config.device,
+        cache_dir=config.cache_dir,
+        memory_limit_bytes=config.memory_limit_bytes,
+    )
+    if config.timeout_s:
+        judged.timeout_s = config.timeout_s
+    if options.get("timeout_s") is not None:
+        judged.timeout_s = float(options["timeout_s"])
+    for key in ("atol", "rtol"):
+        if options.get(key) is not None:
+            setattr(judged, key, float(options[key]))
+    if options.get("seed") is not None:
+        judged.seed = int(options["seed"])
+    return judged
+
+
+def _judge_download(client, bundle_url: str, options: JudgeOptions) -> dict:
+    with tempfile.TemporaryDirectory(prefix="profiler-agent-run-", ignore_cleanup_errors=True) as tmp:
+        archive = Path(tmp) / "bundle.zip"
+        archive.write_bytes(client.get_bytes(bundle_url))
+        try:
+            bundle = open_bundle(archive, Path(tmp))
+        except BundleError as exc:
+            # the submission's fault, not ours: retrying would fail the same way
+            return unjudged_result(options.device, "runtime_error", f"[profiler_agent] {exc}\n")
+        return judge_bundle(bundle, options)
+
+
+def _post_result(client, result_url: str, result: dict, run_id: int) -> None:
+    if client.post_json(result_url, result, accept=(200, 409)) == 409:
+        log.info("run %s: the site already has a result; this one was not stored", run_id)
+
+
+def judge_run(
+    run_id: int,
+    bundle_url: str,
+    result_url: str,
+    start_url: str,
+    job_secret: str,
+    options: dict | None = None,
+) -> dict:
+    from profiler_agent.site_client import SiteClient
+
+    config = agent_config.current()
+    client = SiteClient(config.token, job_secret)
+    if client.post_json(start_url, {"agent": config.name}, accept=(200, 409)) == 409:
+        log.info("run %s is already finished; not judging it", run_id)
+        return {"run_id": run_id, "status": None, "skipped": "already finished"}
+    try:
+        result = _judge_download(client, bundle_url, judge_options(config, options or {}))
+    except Exception:
+        trace = traceback.format_exc()
+        log.exception("run %s: the agent failed", run_id)
+        try:
+            _post_result(client, result_url, unjudged_result(config.device, "internal_error", trace), run_id)
+        except Exception:
+            log.exception("run %s: could not report the internal error either", run_id)
+        raise
+    _post_result(client, result_url, result, run_id)
+    log.info("run %s: %s", run_id, result["status"])
+    return {"run_id": run_id, "status": result["status"]}

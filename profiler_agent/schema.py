@@ -1,0 +1,193 @@
+"""The result JSON (schema 1), shared with the site only as a wire format.
+
+`empty_result()` gives every key with null values; `validate_result()` checks keys and types so a
+malformed result never leaves the agent. Fields that were not measured stay null, never invented.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+STATUSES = (
+    "passed",
+    "wrong_answer",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "memory_limit",
+    "internal_error",
+)
+
+FLAGS = ("no_custom_kernel", "timer_tampered", "suspicious_speedup", "nondeterministic_output")
+
+NUMBER = (int, float)
+_OPT_NUMBER = (int, float, type(None))
+_OPT_INT = (int, type(None))
+_OPT_STR = (str, type(None))
+_OPT_BOOL = (bool, type(None))
+
+# Each shape maps a key to either a tuple of allowed types or a nested shape (a dict, or None when
+# the whole sub-object may be null). Lists and free-form dicts are checked by type only.
+_TIMING_STATS = {
+    "median_ms": _OPT_NUMBER,
+    "mean_ms": _OPT_NUMBER,
+    "min_ms": _OPT_NUMBER,
+    "std_ms": _OPT_NUMBER,
+    "runs": _OPT_INT,
+}
+_CORRECTNESS = {
+    "passed": _OPT_BOOL,
+    "trials": _OPT_INT,
+    "max_abs_err": _OPT_NUMBER,
+    "max_rel_err": _OPT_NUMBER,
+    "atol": _OPT_NUMBER,
+    "rtol": _OPT_NUMBER,
+}
+_TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER}
+_METRICS = {
+    "flops": _OPT_NUMBER,
+    "bytes": _OPT_NUMBER,
+    "tflops": _OPT_NUMBER,
+    "bandwidth_gbs": _OPT_NUMBER,
+    "pct_peak_bandwidth": _OPT_NUMBER,
+    "pct_peak_flops": _OPT_NUMBER,
+}
+_TELEMETRY = {
+    "power_w": {"mean": _OPT_NUMBER, "max": _OPT_NUMBER},
+    "energy_j_per_call": _OPT_NUMBER,
+    "sm_clock_mhz": _OPT_NUMBER,
+    "mem_clock_mhz": _OPT_NUMBER,
+    "temperature_c": _OPT_NUMBER,
+    "throttle_reasons": (list,),
+    "peak_memory_bytes": _OPT_NUMBER,
+}
+_DEVICE = {
+    "kind": (str,),
+    "name": _OPT_STR,
+    "uuid": _OPT_STR,
+    "driver": _OPT_STR,
+    "torch": _OPT_STR,
+    "peak_gbps": _OPT_NUMBER,
+    "peak_tflops": _OPT_NUMBER,
+}
+_LOGS = {"compile": (str,), "stdout": (str,), "stderr": (str,)}
+_DURATIONS = {
+    "compile": _OPT_NUMBER,
+    "correctness": _OPT_NUMBER,
+    "timing": _OPT_NUMBER,
+    "total": _OPT_NUMBER,
+}
+# A variant (cudacode_ori.py) carries the judged parts of a result, not the run-wide ones.
+VARIANT_SHAPE = {
+    "status": (str,),
+    "flags": (list,),
+    "correctness": _CORRECTNESS,
+    "timing": _TIMING,
+    "metrics": _METRICS,
+    "telemetry": _TELEMETRY,
+    "logs": _LOGS,
+    "durations_s": _DURATIONS,
+}
+RESULT_SHAPE = {
+    "schema": (int,),
+    "status": (str,),
+    "flags": (list,),
+    "device": _DEVICE,
+    "correctness": _CORRECTNESS,
+    "timing": _TIMING,
+    "metrics": _METRICS,
+    "telemetry": _TELEMETRY,
+    "ncu": (dict, type(None)),
+    "variants": (dict,),
+    "self_test": {"exit_code": _OPT_INT, "output": (str,)},
+    "logs": _LOGS,
+    "durations_s": _DURATIONS,
+}
+_NULLABLE_OBJECTS = {"self_test"}
+
+
+def _empty(shape: dict) -> dict:
+    out = {}
+    for key, spec in shape.items():
+        if isinstance(spec, dict):
+            out[key] = _empty(spec)
+        elif spec == (list,):
+            out[key] = []
+        elif spec == (dict,):
+            out[key] = {}
+        elif spec == (str,):
+            out[key] = ""
+        else:
+            out[key] = None
+    return out
+
+
+def empty_timing_stats() -> dict:
+    return _empty(_TIMING_STATS)
+
+
+def empty_variant() -> dict:
+    """A variant result with every key present and nothing measured (status still to be set)."""
+    variant = _empty(VARIANT_SHAPE)
+    variant["status"] = None
+    return variant
+
+
+def empty_result() -> dict:
+    """A result with every key present and nothing measured (status still to be set)."""
+    result = _empty(RESULT_SHAPE)
+    result["schema"] = SCHEMA_VERSION
+    result["status"] = None
+    result["device"]["kind"] = None
+    result["self_test"] = None
+    return result
+
+
+def _check(value, shape: dict, path: str, nullable: set[str] = frozenset()) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"{path or 'result'}: expected an object, got {type(value).__name__}")
+    missing = sorted(set(shape) - set(value))
+    extra = sorted(set(value) - set(shape))
+    if missing or extra:
+        raise ValueError(f"{path or 'result'}: missing keys {missing}, unknown keys {extra}")
+    for key, spec in shape.items():
+        where = f"{path}.{key}" if path else key
+        item = value[key]
+        if isinstance(spec, dict):
+            if item is None and key in nullable:
+                continue
+            _check(item, spec, where)
+        elif isinstance(item, bool) and bool not in spec:
+            # bool is an int subclass; a flag where a number belongs is a bug, not a value
+            raise ValueError(f"{where}: expected {_names(spec)}, got bool")
+        elif not isinstance(item, spec):
+            raise ValueError(f"{where}: expected {_names(spec)}, got {type(item).__name__}")
+
+
+def _names(types: tuple) -> str:
+    return " or ".join("null" if t is type(None) else t.__name__ for t in types)
+
+
+def _check_status_and_flags(value: dict, path: str) -> None:
+    if value["status"] not in STATUSES:
+        raise ValueError(f"{path}status: {value['status']!r} is not one of {', '.join(STATUSES)}")
+    unknown = [f for f in value["flags"] if f not in FLAGS]
+    if unknown:
+        raise ValueError(f"{path}flags: unknown flags {unknown}")
+
+
+def validate_variant(variant: dict, path: str = "variant") -> None:
+    _check(variant, VARIANT_SHAPE, path)
+    _check_status_and_flags(variant, f"{path}.")
+
+
+def validate_result(result: dict) -> None:
+    """Raise ValueError when `result` is not a well-formed schema-1 result."""
+    _check(result, RESULT_SHAPE, "", nullable=_NULLABLE_OBJECTS)
+    if result["schema"] != SCHEMA_VERSION:
+        raise ValueError(f"schema: expected {SCHEMA_VERSION}, got {result['schema']!r}")
+    if result["device"]["kind"] not in ("cuda", "cpu"):
+        raise ValueError(f"device.kind: expected 'cuda' or 'cpu', got {result['device']['kind']!r}")
+    _check_status_and_flags(result, "")
+    for name, variant in result["variants"].items():
+        validate_variant(variant, f"variants.{name}")

@@ -1,0 +1,25 @@
+"""Moving, copying and measuring the inputs and outputs of a model call."""
+
+from __future__ import annotations
+
+import torch
+
+
+def to_device(values: list, device: torch.device) -> list:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def fresh_copies(values: list) -> list:
+    """Own copies for one model, so neither model can see (or spoil) the other's inputs."""
+    return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def flatten(output) -> list:
+    """A model may return a tensor or (nested) tuples/lists of them; compare them leaf by leaf."""
+    if isinstance(output, (tuple, list)):
+        return [leaf for item in output for leaf in flatten(item)]
+    return [output]
+
+
+def tensor_bytes(values) -> int:
+    return sum(t.numel() * t.element_size() for t in flatten(list(values)) if isinstance(t, torch.Tensor))

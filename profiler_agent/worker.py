@@ -1,0 +1,55 @@
+"""`python -m profiler_agent work`: an RQ worker on the agent's queues, plus heartbeats.
+
+The worker never initializes CUDA (it asks NVML about devices), so RQ may fork a work-horse per
+job; judging itself happens in a spawned child (profiler_agent.child).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import sys
+
+from profiler_agent import config as agent_config
+from profiler_agent.heartbeat import HeartbeatThread, send_heartbeat
+
+log = logging.getLogger(__name__)
+
+PR_SET_DUMPABLE = 4
+
+
+def hide_from_same_user() -> None:
+    """Make /proc/<pid>/environ and memory of the agent unreadable to judged code running as the
+    same user (a non-dumpable process's /proc files belong to root). The command line stays
+    readable: pass the token through PROFILER_AGENT_TOKEN rather than --token in production."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        except (OSError, AttributeError):
+            log.warning("could not mark the agent non-dumpable")
+
+
+def run_worker(
+    config: agent_config.AgentConfig,
+    queues: list[str],
+    redis_url: str,
+    *,
+    burst: bool = False,
+    heartbeat_s: float = 30.0,
+) -> bool:
+    from redis import Redis
+    from rq import Worker
+
+    from profiler_agent.site_client import SiteClient
+
+    hide_from_same_user()
+    agent_config.install(config)  # the forked work-horses inherit it
+    client = SiteClient(config.token, attempts=1, timeout_s=10.0)
+    send_heartbeat(client, config, queues)  # at start, before any job
+    beats = HeartbeatThread(client, config, queues, heartbeat_s)
+    beats.start()
+    try:
+        worker = Worker(queues, connection=Redis.from_url(redis_url), name=config.name)
+        return worker.work(burst=burst, logging_level="INFO")
+    finally:
+        beats.stop()
