@@ -1,5 +1,6 @@
 """Shared by every test package: one build cache for `load_inline`, so a bundle compiles once a session."""
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,3 +15,27 @@ def shared_build_cache():
     cache = os.environ.setdefault("PROFILER_AGENT_CACHE_DIR", str(ROOT / "var" / "test-build-cache"))
     Path(cache).mkdir(parents=True, exist_ok=True)
     return cache
+
+
+@pytest.fixture
+def queue_prefix(settings):
+    """Queue names of this test alone on the shared Redis."""
+    settings.GPU_QUEUE_PREFIX = f"live-{uuid.uuid4().hex[:10]}.gpu."
+    return settings.GPU_QUEUE_PREFIX
+
+
+@pytest.fixture
+def start_agent(tmp_path):
+    """Starts real `profiler_agent work` processes; all are stopped when the test ends."""
+    from tests.live_agent import AgentProcess
+
+    agents = []
+
+    def start(site, token, queue, **kwargs):
+        agent = AgentProcess(site, token, queue, tmp_path / f"agent-{len(agents)}.log", **kwargs)
+        agents.append(agent)
+        return agent
+
+    yield start
+    for agent in agents:
+        agent.stop()

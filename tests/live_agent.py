@@ -1,3 +1,4 @@
+"""A real profiler agent process for tests that run the whole path, and a poller for its verdicts."""
 import os
 import signal
 import subprocess
@@ -9,14 +10,8 @@ from pathlib import Path
 import pytest
 import requests
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-@pytest.fixture
-def queue_prefix(settings):
-    settings.GPU_QUEUE_PREFIX = f"e2e-{uuid.uuid4().hex[:10]}.gpu."
-    return settings.GPU_QUEUE_PREFIX
 
 
 class AgentProcess:
@@ -45,20 +40,6 @@ class AgentProcess:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
-
-
-@pytest.fixture
-def start_agent(tmp_path):
-    agents = []
-
-    def start(site, token, queue, **kwargs):
-        agent = AgentProcess(site, token, queue, tmp_path / f"agent-{len(agents)}.log", **kwargs)
-        agents.append(agent)
-        return agent
-
-    yield start
-    for agent in agents:
-        agent.stop()
 
 
 def wait_for_runs(site, token, submission_id, agent, timeout=300):
