@@ -1,9 +1,11 @@
 """The RQ job the site enqueues, by the name `profiler_agent.jobs.judge_run`.
 
-Protocol: POST start_url (409: the run is already finished, do nothing), GET bundle_url (a zip),
-judge it, POST the result to result_url (409: already reported, fine). Every call carries the
-agent token and the job's secret. A failure of our own is reported as `internal_error`, then
-re-raised so RQ records the job as failed.
+Protocol: POST start_url (409: the run is already finished; 403: this job belongs to an earlier
+attempt of the run, whose secret is no longer valid; either way do nothing), GET bundle_url (a zip),
+judge it, POST the result to result_url (409: already reported; 403: stale attempt; both logged).
+Every call carries the agent token and the job's secret. The site may send paths instead of URLs;
+they are joined to the agent's --site address. A failure of our own is reported as
+`internal_error`, then re-raised so RQ records the job as failed.
 """
 
 from __future__ import annotations
@@ -12,12 +14,23 @@ import logging
 import tempfile
 import traceback
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from profiler_agent import config as agent_config
 from profiler_agent.bundle import BundleError, open_bundle
 from profiler_agent.judge import JudgeOptions, judge_bundle, unjudged_result
 
 log = logging.getLogger(__name__)
+
+
+SKIP = (403, 409)
+
+
+def site_url(site: str, url: str) -> str:
+    """Absolute URLs as they are; paths joined to the site address (which may have a path prefix)."""
+    if urlsplit(url).scheme:
+        return url
+    return site.rstrip("/") + "/" + url.lstrip("/")
 
 
 def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptions:
@@ -52,8 +65,11 @@ def _judge_download(client, bundle_url: str, options: JudgeOptions) -> dict:
 
 
 def _post_result(client, result_url: str, result: dict, run_id: int) -> None:
-    if client.post_json(result_url, result, accept=(200, 409)) == 409:
+    code = client.post_json(result_url, result, accept=(200, *SKIP))
+    if code == 409:
         log.info("run %s: the site already has a result; this one was not stored", run_id)
+    elif code == 403:
+        log.warning("run %s: result refused, this job belongs to an earlier attempt of the run", run_id)
 
 
 def judge_run(
@@ -68,9 +84,12 @@ def judge_run(
 
     config = agent_config.current()
     client = SiteClient(config.token, job_secret)
-    if client.post_json(start_url, {"agent": config.name}, accept=(200, 409)) == 409:
-        log.info("run %s is already finished; not judging it", run_id)
-        return {"run_id": run_id, "status": None, "skipped": "already finished"}
+    start_url, bundle_url, result_url = (site_url(config.site, u) for u in (start_url, bundle_url, result_url))
+    code = client.post_json(start_url, {"agent": config.name}, accept=(200, *SKIP))
+    if code in SKIP:
+        reason = "already finished" if code == 409 else "stale attempt"
+        log.info("run %s: %s; not judging it", run_id, reason)
+        return {"run_id": run_id, "status": None, "skipped": reason}
     try:
         result = _judge_download(client, bundle_url, judge_options(config, options or {}))
     except Exception:

@@ -1,0 +1,56 @@
+import copy
+import json
+
+import pytest
+
+from profiler_agent.schema import empty_result, empty_variant, validate_result
+
+
+def minimal_result():
+    result = empty_result()
+    result["status"] = "passed"
+    result["device"]["kind"] = "cpu"
+    return result
+
+
+def test_empty_result_has_every_key_null_and_validates_once_status_and_device_are_set():
+    result = empty_result()
+    assert result["schema"] == 1
+    assert result["timing"]["candidate"]["median_ms"] is None
+    assert result["telemetry"]["power_w"] == {"mean": None, "max": None}
+    assert result["variants"] == {} and result["self_test"] is None and result["ncu"] is None
+    with pytest.raises(ValueError, match="status"):
+        validate_result(result)
+    validate_result(minimal_result())
+    validate_result(json.loads(json.dumps(minimal_result())))
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.pop("metrics"), "missing keys"),
+        (lambda r: r["timing"]["candidate"].update(p99_ms=1.0), "unknown keys"),
+        (lambda r: r["timing"]["candidate"].update(median_ms="fast"), "median_ms"),
+        (lambda r: r["correctness"].update(trials=True), "trials"),
+        (lambda r: r.update(status="accepted"), "status"),
+        (lambda r: r.update(flags=["looks_fine"]), "flags"),
+        (lambda r: r.update(schema=2), "schema"),
+        (lambda r: r["device"].update(kind="tpu"), "device.kind"),
+        (lambda r: r.update(self_test={"exit_code": 0}), "self_test"),
+        (lambda r: r["variants"].update(cudacode_ori={"status": "passed"}), "variants.cudacode_ori"),
+    ],
+)
+def test_validate_result_rejects_malformed_results(mutate, message):
+    result = copy.deepcopy(minimal_result())
+    mutate(result)
+    with pytest.raises(ValueError, match=message):
+        validate_result(result)
+
+
+def test_a_well_formed_variant_and_self_test_validate():
+    result = minimal_result()
+    variant = empty_variant()
+    variant["status"] = "wrong_answer"
+    result["variants"]["cudacode_ori"] = variant
+    result["self_test"] = {"exit_code": 0, "output": "ok"}
+    validate_result(result)
