@@ -1,0 +1,204 @@
+"""`python -m profiler_agent work` against a real Redis and a small real HTTP site that records what
+the agent sends: the job protocol end to end (start, bundle, result, heartbeat, headers)."""
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import uuid
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from redis import Redis
+from rq import Queue
+from rq.job import Job
+
+import profiler_agent
+from profiler_agent.schema import validate_result
+from profiler_agent.site_client import SiteClient, SiteError
+from tests.agent.conftest import EXAMPLES, REPO
+
+REDIS_URL = "redis://127.0.0.1:6379/15"
+TOKEN = "agent-token-1"
+
+
+def zipped(example: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for path in sorted((EXAMPLES / example).iterdir()):
+            if path.is_file():
+                z.write(path, path.name)
+    return buffer.getvalue()
+
+
+class FakeSite:
+    """A real HTTP server: serves bundle zips, answers start/result/heartbeat, records every request."""
+
+    def __init__(self):
+        self.bundles: dict[str, bytes] = {}
+        self.start_codes: dict[str, int] = {}  # run id -> status code of its start call
+        self.fail_next: list[int] = []  # status codes to answer before behaving normally
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, code: int, body: bytes = b"{}", kind: str = "application/json"):
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _record(self, body):
+                with site._lock:
+                    site.requests.append({"method": self.command, "path": self.path,
+                                          "headers": dict(self.headers), "json": body})
+                    return site.fail_next.pop(0) if site.fail_next else None
+
+            def do_GET(self):
+                failure = self._record(None)
+                if failure:
+                    return self._answer(failure)
+                name = self.path.removeprefix("/bundles/")
+                if name in site.bundles:
+                    return self._answer(200, site.bundles[name], "application/zip")
+                self._answer(404, b'{"detail": "no such bundle"}')
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"null")
+                failure = self._record(body)
+                if failure:
+                    return self._answer(failure)
+                parts = self.path.strip("/").split("/")
+                if self.path == "/api/v1/agent/heartbeat":
+                    return self._answer(200)
+                if parts[0] == "runs" and parts[2] == "start":
+                    return self._answer(site.start_codes.get(parts[1], 200))
+                if parts[0] == "runs" and parts[2] == "result":
+                    return self._answer(200)
+                self._answer(404)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def posts(self, suffix: str) -> dict[str, dict]:
+        """The POSTs whose path ends with suffix, keyed by run id."""
+        return {r["path"].split("/")[2]: r for r in self.requests
+                if r["method"] == "POST" and r["path"].endswith(suffix) and r["path"].startswith("/runs/")}
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def site():
+    fake = FakeSite()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def queue():
+    connection = Redis.from_url(REDIS_URL)
+    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection)
+    yield q
+    for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
+        Job.fetch(job_id, connection=connection).delete()
+    q.delete(delete_jobs=True)
+
+
+def enqueue(queue, site, run_id: str, bundle: str, *, absolute: bool):
+    base = site.url if absolute else ""  # the site may send paths; the agent joins them to --site
+    return queue.enqueue(
+        "profiler_agent.jobs.judge_run",
+        kwargs={
+            "run_id": int(run_id),
+            "bundle_url": f"{base}/bundles/{bundle}",
+            "start_url": f"{base}/runs/{run_id}/start",
+            "result_url": f"{base}/runs/{run_id}/result",
+            "job_secret": f"secret-{run_id}",
+            "options": {"timeout_s": 300, "seed": 11, "some_future_option": True},
+        },
+        job_timeout=1200,
+    )
+
+
+def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_cache):
+    site.bundles = {"relu-cpu.zip": zipped("relu-cpu"), "relu-cpu-wrong.zip": zipped("relu-cpu-wrong")}
+    site.start_codes = {"3": 409}  # run 3 is already finished on the site
+    jobs = {
+        "1": enqueue(queue, site, "1", "relu-cpu.zip", absolute=True),
+        "2": enqueue(queue, site, "2", "relu-cpu-wrong.zip", absolute=False),
+        "3": enqueue(queue, site, "3", "relu-cpu.zip", absolute=False),
+        "4": enqueue(queue, site, "4", "missing.zip", absolute=False),  # the download fails: our fault
+    }
+    name = f"test-agent-{uuid.uuid4().hex[:6]}"
+    completed = subprocess.run(
+        [sys.executable, "-m", "profiler_agent", "work", "--site", site.url, "--token", TOKEN,
+         "--queue", queue.name, "--redis", REDIS_URL, "--name", name, "--device", "cpu", "--burst",
+         "--heartbeat-seconds", "1", "--cache-dir", str(build_cache)],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+
+    starts, results = site.posts("/start"), site.posts("/result")
+    assert set(starts) == {"1", "2", "3", "4"}
+    assert set(results) == {"1", "2", "4"}  # nothing for run 3: it was finished already
+    for run_id, request in [*starts.items(), *results.items()]:
+        assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+        assert request["headers"]["X-Job-Secret"] == f"secret-{run_id}"
+    assert starts["1"]["json"] == {"agent": name}
+    downloads = [r for r in site.requests if r["method"] == "GET"]
+    assert sorted(r["path"] for r in downloads) == ["/bundles/missing.zip", "/bundles/relu-cpu-wrong.zip",
+                                                    "/bundles/relu-cpu.zip"]
+    assert all(r["headers"]["X-Job-Secret"].startswith("secret-") for r in downloads)
+
+    passed, wrong, broken = (results[i]["json"] for i in ("1", "2", "4"))
+    for result in (passed, wrong, broken):
+        validate_result(result)
+    assert passed["status"] == "passed" and passed["timing"]["speedup"] > 0
+    assert passed["self_test"]["exit_code"] == 0
+    assert wrong["status"] == "wrong_answer" and wrong["correctness"]["passed"] is False
+    assert broken["status"] == "internal_error" and "HTTP 404" in broken["logs"]["stderr"]
+    assert "Traceback" in broken["logs"]["stderr"]
+
+    assert jobs["1"].get_status(refresh=True) == "finished"
+    assert jobs["3"].get_status(refresh=True) == "finished"
+    assert jobs["4"].get_status(refresh=True) == "failed"  # re-raised so RQ records it
+
+    beats = [r for r in site.requests if r["path"] == "/api/v1/agent/heartbeat"]
+    assert beats, "no heartbeat was sent"
+    beat = beats[0]
+    assert beat["headers"]["Authorization"] == f"Bearer {TOKEN}" and "X-Job-Secret" not in beat["headers"]
+    assert beat["json"]["name"] == name and beat["json"]["queues"] == [queue.name]
+    (device,) = beat["json"]["inventory"]["devices"]
+    assert device["kind"] == "cpu" and device["memory_bytes"] > 0 and device["uuid"] is None
+    versions = beat["json"]["versions"]
+    assert versions["agent"] == profiler_agent.__version__ and versions["python"].count(".") == 2
+    assert versions["torch"] and versions["driver"] is None  # no NVIDIA driver here: null
+
+
+def test_the_site_client_retries_server_errors_but_not_client_errors(site):
+    client = SiteClient(TOKEN, "secret-9", attempts=3, backoff_s=0.01)
+    site.fail_next = [503, 502]
+    assert client.post_json(f"{site.url}/runs/9/result", {"status": "passed"}) == 200
+    assert len(site.requests) == 3
+
+    site.fail_next = [503, 503, 503]
+    with pytest.raises(SiteError, match="failed 3 times, last: HTTP 503"):
+        client.post_json(f"{site.url}/runs/9/result", {})
+
+    site.requests.clear()
+    with pytest.raises(SiteError, match="HTTP 404"):
+        client.get_bytes(f"{site.url}/bundles/nothing.zip")
+    assert len(site.requests) == 1  # a 404 is an answer, not a transient failure
