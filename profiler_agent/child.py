@@ -18,61 +18,7 @@ import sys
 import traceback
 from pathlib import Path
 
-
-class SubmissionFailure(Exception):
-    """Something submission code raised (or a device fault it caused), tagged with the stage."""
-
-    def __init__(self, stage: str, exc: BaseException):
-        super().__init__(f"{stage}: {exc!r}")
-        self.stage = stage
-        self.exc = exc
-
-
-def as_submission_failure(stage: str, exc: BaseException) -> BaseException:
-    if isinstance(exc, (SubmissionFailure, KeyboardInterrupt)):
-        return exc
-    return SubmissionFailure(stage, exc)
-
-
-@contextlib.contextmanager
-def submission_code(stage: str):
-    """Marks a call into submission code: what it raises, SystemExit included, is the submission's."""
-    try:
-        yield
-    except BaseException as exc:
-        raise as_submission_failure(stage, exc) from exc
-
-
-def guarded(stage: str, fn):
-    """Like submission_code, for calls in the timed loop (a bare try costs nothing when nothing fails)."""
-
-    def call():
-        try:
-            return fn()
-        except BaseException as exc:
-            raise as_submission_failure(stage, exc) from exc
-
-    return call
-
-
-def is_device_fault(exc: BaseException) -> bool:
-    """A CUDA error surfacing in harness code (at a synchronize) was caused by the kernel that ran."""
-    return type(exc).__name__ == "AcceleratorError" or "CUDA error" in str(exc)
-
-
-def qualified_type(exc: BaseException) -> str:
-    cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
-def describe_error(origin: str, stage: str, exc: BaseException) -> dict:
-    return {
-        "origin": origin,  # "submission" or "harness"
-        "stage": stage,
-        "type": qualified_type(exc),
-        "message": str(exc)[-8000:],
-        "traceback": "".join(traceback.format_exception(exc))[-16000:],
-    }
+from profiler_agent.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
 
 
 @contextlib.contextmanager
@@ -154,118 +100,12 @@ def send_report(fd: int, report: dict) -> None:
         pipe.write(data)
 
 
-def synchronize(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def poison_freed_memory(device, nbytes: int) -> None:
-    """Leave NaN bytes in the block the caching allocator hands out next, so a candidate returning
-    uninitialized memory cannot pass by finding a stale correct result there."""
-    import torch
-
-    if device.type == "cuda" and nbytes:
-        torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(0xFF)
-
-
-def make_inputs(get_inputs, seed: int, device) -> list:
-    import torch
-
-    from profiler_agent import tensors
-
-    torch.manual_seed(seed)
-    with submission_code("get_inputs"):
-        inputs = list(get_inputs())
-    return tensors.to_device(inputs, device)
-
-
-def check_correctness(reference, candidate, get_inputs, device, settings: dict, report: dict) -> bool:
-    import torch
-
-    from profiler_agent import correctness, tensors
-
-    result = report["correctness"]
-    seed = settings["seed"]
-    for trial in range(settings["trials"]):
-        expected = actual = again = None  # free last trial's outputs before allocating new ones
-        inputs = make_inputs(get_inputs, seed + 1 + trial, device)
-        with submission_code("reference"), torch.no_grad():
-            expected = reference(*tensors.fresh_copies(inputs))
-            synchronize(device)
-        poison_freed_memory(device, tensors.tensor_bytes([expected]))
-        with submission_code("candidate"), torch.no_grad():
-            actual = candidate(*tensors.fresh_copies(inputs))
-            synchronize(device)
-            if trial == 0:
-                again = candidate(*tensors.fresh_copies(inputs))
-                synchronize(device)
-        if again is not None and not correctness.bitwise_equal(actual, again):
-            report["flags"].append("nondeterministic_output")
-        outcome = correctness.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
-        result["trials"] = trial + 1
-        for key in ("max_abs_err", "max_rel_err"):
-            value = getattr(outcome, key)
-            if value is not None:
-                result[key] = value if result[key] is None else max(result[key], value)
-        if result["atol"] is None:
-            result["atol"], result["rtol"] = outcome.atol, outcome.rtol
-        if not outcome.passed:
-            result["passed"] = False
-            result["reason"] = f"trial {trial}: {outcome.reason}"
-            print(f"[profiler_agent] wrong answer: {result['reason']}", file=sys.stderr)
-            return False
-    result["passed"] = True
-    return True
-
-
-def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:
-    import torch
-
-    from profiler_agent import device_info, metrics, nvml, tensors, telemetry
-
-    inputs = make_inputs(get_inputs, settings["seed"] + 1 + settings["trials"], device)
-    ref_inputs, cand_inputs = tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)
-    calls = {
-        "reference": guarded("reference", lambda: reference(*ref_inputs)),
-        "candidate": guarded("candidate", lambda: candidate(*cand_inputs)),
-    }
-    if device.type == "cuda":
-        timer = timing.CudaTimer(device)
-        sampler = telemetry.NvmlSampler(nvml.handle_by_uuid(device_info.cuda_uuid(0)))
-    else:
-        timer = timing.CpuTimer()
-        sampler = contextlib.nullcontext()
-    try:
-        with torch.no_grad(), sampler:
-            times = timing.time_interleaved(calls, timer)
-    except SubmissionFailure:
-        raise
-    except Exception as exc:
-        if is_device_fault(exc):
-            raise SubmissionFailure("timing", exc) from exc
-        raise
-    report["timing"] = {name: timing.summarize(values) for name, values in times.items()}
-
-    report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
-    with torch.no_grad(), submission_code("reference"):
-        output = reference(*tensors.fresh_copies(inputs))
-    report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
-    report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
-    if device.type == "cuda":
-        del output
-        torch.cuda.reset_peak_memory_stats()
-        with torch.no_grad(), submission_code("candidate"):
-            candidate(*cand_inputs)
-            synchronize(device)
-        report["telemetry"]["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
-
-
 def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
     from profiler_agent import device_info, loading, tensors
+    from profiler_agent.measure import measure
+    from profiler_agent.trials import check_correctness
 
     kind = args.device
     if kind == "cuda":

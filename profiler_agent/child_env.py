@@ -40,7 +40,8 @@ def child_env(home: Path, tmpdir: Path, extensions_dir: Path | None) -> dict[str
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
     env["HOME"] = str(home)
     env["TMPDIR"] = str(tmpdir)
-    env["PYTHONPATH"] = package_root()
+    # the agent's own PYTHONPATH (not secret) after the package, for agents installed that way
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root(), os.environ.get("PYTHONPATH")] if p)
     env["PYTHONUNBUFFERED"] = "1"  # prints reach the log file even if the child is killed
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if extensions_dir is not None:

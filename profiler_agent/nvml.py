@@ -112,3 +112,17 @@ def throttle_reasons(handle) -> list[str] | None:
     if mask is None:
         return None
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+def power_w(handle) -> float | None:
+    """Instantaneous board power where the driver offers it; else NVML's (averaged) power usage."""
+    nv = load()
+    if nv is None or handle is None:
+        return None
+    instant = getattr(nv, "NVML_FI_DEV_POWER_INSTANT", None)
+    if instant is not None:
+        values = call("nvmlDeviceGetFieldValues", handle, [instant])
+        if values and values[0].nvmlReturn == 0:
+            return values[0].value.uiVal / 1000.0
+    milliwatts = call("nvmlDeviceGetPowerUsage", handle)
+    return milliwatts / 1000.0 if milliwatts is not None else None

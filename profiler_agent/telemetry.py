@@ -8,6 +8,7 @@ import threading
 from profiler_agent import nvml
 
 SAMPLE_INTERVAL_S = 0.01
+ENERGY_BURST_S = 1.0  # the energy counter ticks coarsely; a second of calls keeps its error small
 
 
 def empty_telemetry() -> dict:
@@ -48,9 +49,9 @@ class NvmlSampler:
 
     def _sample(self) -> None:
         nv = nvml.load()
-        milliwatts = nvml.call("nvmlDeviceGetPowerUsage", self._handle)
-        if milliwatts is not None:
-            self._power_w.append(milliwatts / 1000.0)
+        watts = nvml.power_w(self._handle)
+        if watts is not None:
+            self._power_w.append(watts)
         for values, clock in ((self._sm_mhz, nv.NVML_CLOCK_SM), (self._mem_mhz, nv.NVML_CLOCK_MEM)):
             mhz = nvml.call("nvmlDeviceGetClockInfo", self._handle, clock)
             if mhz is not None:
@@ -67,6 +68,10 @@ class NvmlSampler:
                 self._sample()  # one last sample at the end of the region
                 return
 
+    @property
+    def samples(self) -> int:
+        return len(self._power_w)
+
     def telemetry(self) -> dict:
         out = empty_telemetry()
         if self._power_w:
@@ -79,3 +84,23 @@ class NvmlSampler:
             out["temperature_c"] = max(self._temp_c)
         out["throttle_reasons"] = sorted(self._reasons)
         return out
+
+
+def energy_per_call_j(call, synchronize, now_s, handle, burst_s: float = ENERGY_BURST_S) -> float | None:
+    """Joules per call from NVML's total-energy counter (mJ) across a burst of back-to-back calls."""
+    before = nvml.call("nvmlDeviceGetTotalEnergyConsumption", handle) if handle is not None else None
+    if before is None:
+        return None
+    synchronize()
+    started, calls = now_s(), 0
+    while True:
+        call()
+        calls += 1
+        if calls % 10 == 0:
+            synchronize()
+            if now_s() - started >= burst_s:
+                break
+    after = nvml.call("nvmlDeviceGetTotalEnergyConsumption", handle)
+    if after is None or after <= before:
+        return None
+    return (after - before) / 1000.0 / calls

@@ -1,4 +1,4 @@
-"""Moving, copying and measuring the inputs and outputs of a model call."""
+"""Moving, copying and measuring the inputs and outputs of a model call, and waiting for them."""
 
 from __future__ import annotations
 
@@ -23,3 +23,8 @@ def flatten(output) -> list:
 
 def tensor_bytes(values) -> int:
     return sum(t.numel() * t.element_size() for t in flatten(list(values)) if isinstance(t, torch.Tensor))
+
+
+def synchronize(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()

@@ -1,0 +1,71 @@
+"""Timing the reference and the candidate, then what the timing does not give: FLOPs, bytes moved,
+NVML telemetry, energy per call and peak memory."""
+
+import contextlib
+
+import torch
+
+from profiler_agent import device_info, metrics, nvml, tensors, telemetry, timing
+from profiler_agent.guard import SubmissionFailure, guarded, is_device_fault, submission_code
+from profiler_agent.tensors import synchronize
+from profiler_agent.trials import make_inputs
+
+
+def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:
+    inputs = make_inputs(get_inputs, settings["seed"] + 1 + settings["trials"], device)
+    ref_inputs, cand_inputs = tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)
+    calls = {
+        "reference": guarded("reference", lambda: reference(*ref_inputs)),
+        "candidate": guarded("candidate", lambda: candidate(*cand_inputs)),
+    }
+    handle = None
+    if device.type == "cuda":
+        timer = timing.CudaTimer(device)
+        handle = nvml.handle_by_uuid(device_info.cuda_uuid(0))
+        sampler = telemetry.NvmlSampler(handle)
+    else:
+        timer = timing.CpuTimer()
+        sampler = contextlib.nullcontext()
+    energy = None
+    try:
+        with torch.no_grad(), sampler:
+            times = timing.time_interleaved(calls, timer)
+            if device.type == "cuda":
+                # a second of back-to-back candidate calls: NVML's energy counter and power sensor
+                # update too slowly for the interleaved region alone, which can last milliseconds
+                energy = telemetry.energy_per_call_j(
+                    calls["candidate"], lambda: synchronize(device), timing.now_s, handle
+                )
+    except SubmissionFailure:
+        raise
+    except Exception as exc:
+        if is_device_fault(exc):
+            raise SubmissionFailure("timing", exc) from exc
+        raise
+    report["timing"] = {name: timing.summarize(values) for name, values in times.items()}
+    del timer  # frees the L2 flush buffer before memory is measured
+
+    report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
+    report["telemetry"]["energy_j_per_call"] = energy
+    with torch.no_grad(), submission_code("reference"):
+        output = reference(*tensors.fresh_copies(inputs))
+    report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
+    report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
+    if device.type == "cuda":
+        del output
+        report["telemetry"]["peak_memory_bytes"] = candidate_peak_memory(candidate, cand_inputs, device)
+
+
+def candidate_peak_memory(candidate, inputs: list, device) -> int:
+    """Peak device memory of one candidate call: its parameters and inputs, plus the most it
+    allocated during the call (outputs, workspace). The harness's own buffers are left out."""
+    synchronize(device)
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.no_grad(), submission_code("candidate"):
+        candidate(*inputs)
+        synchronize(device)
+    during = torch.cuda.max_memory_allocated() - before
+    held = tensors.tensor_bytes(inputs) + tensors.tensor_bytes(list(candidate.parameters()))
+    held += tensors.tensor_bytes(list(candidate.buffers()))
+    return held + during
