@@ -9,6 +9,7 @@ import threading
 import uuid
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from redis import Redis
@@ -16,6 +17,7 @@ from rq import Queue
 from rq.job import Job
 
 import profiler_agent
+from profiler_agent.jobs import site_url
 from profiler_agent.schema import validate_result
 from profiler_agent.site_client import SiteClient, SiteError
 from tests.agent.conftest import EXAMPLES, REPO
@@ -202,3 +204,41 @@ def test_the_site_client_retries_server_errors_but_not_client_errors(site):
     with pytest.raises(SiteError, match="HTTP 404"):
         client.get_bytes(f"{site.url}/bundles/nothing.zip")
     assert len(site.requests) == 1  # a 404 is an answer, not a transient failure
+
+
+def test_a_plain_rq_worker_configured_by_environment_judges_a_run(site, queue, build_cache):
+    """`rq worker` (not our CLI) works too: the job reads the site and token from the environment."""
+    site.bundles = {"wrong.zip": zipped("relu-cpu-wrong")}
+    enqueue(queue, site, "21", "wrong.zip", absolute=False)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(build_cache.parent),
+        "PYTHONPATH": str(REPO),
+        "PROFILER_AGENT_SITE": site.url,
+        "PROFILER_AGENT_TOKEN": TOKEN,
+        "PROFILER_AGENT_NAME": "env-agent",
+        "PROFILER_AGENT_CACHE_DIR": str(build_cache),
+    }
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "rq"), "worker", "--burst", "--url", REDIS_URL, queue.name],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    starts, results = site.posts("/start"), site.posts("/result")
+    assert starts["21"]["json"] == {"agent": "env-agent"}
+    result = results["21"]["json"]
+    validate_result(result)
+    assert result["status"] == "wrong_answer" and result["device"]["kind"] == "cpu"
+    assert results["21"]["headers"]["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize(
+    "site_address, url, joined",
+    [
+        ("http://site:8000", "/api/v1/agent/runs/7/start", "http://site:8000/api/v1/agent/runs/7/start"),
+        ("https://x.org/contest/", "/api/v1/runs/7/result", "https://x.org/contest/api/v1/runs/7/result"),
+        ("http://site:8000", "http://other:9000/runs/7/bundle", "http://other:9000/runs/7/bundle"),
+    ],
+)
+def test_job_paths_are_joined_to_the_site_address(site_address, url, joined):
+    assert site_url(site_address, url) == joined
