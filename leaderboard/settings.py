@@ -114,7 +114,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
 FILE_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
 
 # Judging: a run still "running" this long after it started is handed to another agent.
-RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", 1800)
+RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", 3600)
 # A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
