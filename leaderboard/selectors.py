@@ -1,7 +1,7 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
 from django.db.models import Count, Q
 
-from submissions.models import Issue, Season, Standing, Verdict
+from submissions.models import Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
 from submissions.ranking import get_rule
 
 
@@ -9,13 +9,15 @@ def current_season():
     return Season.objects.order_by("-starts_at").first()
 
 
-def season_standings(season, *, offset=0, limit=50):
-    rows = (
-        Standing.objects.filter(season=season)
-        .select_related("contestant")
-        .order_by("rank", "contestant_id")[offset:offset + limit]
-    )
-    return list(rows)
+def standings_query(season, search=""):
+    rows = Standing.objects.filter(season=season).select_related("contestant")
+    if search:
+        rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
+    return rows.order_by("rank", "contestant_id")
+
+
+def season_standings(season, *, offset=0, limit=50, search=""):
+    return list(standings_query(season, search)[offset:offset + limit])
 
 
 def season_issues(season):
@@ -32,3 +34,54 @@ def season_issues(season):
 
 def rule_of(season):
     return get_rule(season.ranking_rule)
+
+
+def accepted_submission_ids(season):
+    """Submissions whose latest review accepts them."""
+    latest = {}
+    for review in Review.objects.filter(submission__issue__season=season).order_by("created_at", "pk"):
+        latest[review.submission_id] = review
+    return {sid: r for sid, r in latest.items() if r.decision == ReviewDecision.ACCEPTED}
+
+
+def hardware_comparison(season):
+    """Each accepted sample's latest run per GPU type: the dataset's purpose (compare GPUs on the same samples)."""
+    accepted = accepted_submission_ids(season)
+    gpu_types = list(season.gpu_types.order_by("slug"))
+    submissions = (
+        Submission.objects.filter(pk__in=accepted).select_related("issue", "contestant")
+        .prefetch_related("runs").order_by("issue__code", "pk")
+    )
+    rows = []
+    for submission in submissions:
+        latest = {}
+        for run in submission.runs.all():
+            if run.verdict != Verdict.PASSED:
+                continue
+            current = latest.get(run.gpu_type_id)
+            if current is None or (run.created_at, run.pk) > (current.created_at, current.pk):
+                latest[run.gpu_type_id] = run
+        rows.append({"submission": submission, "cells": [latest.get(g.pk) for g in gpu_types],
+                     "accepted_at": accepted[submission.pk].created_at})
+    return gpu_types, rows
+
+
+def passed_speedups(season):
+    return list(
+        Run.objects.filter(submission__issue__season=season, verdict=Verdict.PASSED, speedup__isnull=False)
+        .values_list("gpu_type__slug", "speedup")
+    )
+
+
+def contestant_profile(contestant):
+    standings = list(Standing.objects.filter(contestant=contestant).select_related("season").order_by("-season__starts_at"))
+    submissions = list(
+        Submission.objects.filter(contestant=contestant).select_related("issue__season")
+        .prefetch_related("runs__gpu_type", "reviews").order_by("-created_at")[:100]
+    )
+    return {"contestant": contestant, "standings": standings, "submissions": submissions,
+            "issues": Issue.objects.filter(author=contestant).select_related("season")}
+
+
+def public_contestant(contestant_id):
+    return Contestant.objects.filter(pk=contestant_id).first()

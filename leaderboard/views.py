@@ -1,8 +1,9 @@
-"""Public pages: home, seasons and their leaderboards."""
+"""Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
-from leaderboard import selectors
+from leaderboard import charts, selectors
 from submissions.models import Season
 
 PAGE_SIZE = 50
@@ -19,15 +20,38 @@ def home(request):
 
 def season_detail(request, code):
     season = get_object_or_404(Season, code=code)
+    gpu_types, rows = selectors.hardware_comparison(season)
+    figures = {
+        "accepted": charts.accepted_over_time(rows),
+        "speedups": charts.speedup_distribution(selectors.passed_speedups(season)),
+    }
     return render(request, "leaderboard/season_detail.html", {
-        "season": season, "issues": selectors.season_issues(season), "gpu_types": season.gpu_types.all(),
+        "season": season, "issues": selectors.season_issues(season), "gpu_types": gpu_types,
+        "figures": {k: f for k, f in figures.items() if f["data"] and any(d.get("x") for d in f["data"])},
     })
 
 
 def season_leaderboard(request, code):
     season = get_object_or_404(Season, code=code)
-    paginator = Paginator(season.standings.select_related("contestant").order_by("rank", "contestant_id"), PAGE_SIZE)
+    search = request.GET.get("q", "").strip()
+    paginator = Paginator(selectors.standings_query(season, search), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     return render(request, "leaderboard/leaderboard.html", {
-        "season": season, "page": page, "rule": selectors.rule_of(season),
+        "season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
     })
+
+
+def hardware_comparison(request, code):
+    season = get_object_or_404(Season, code=code)
+    gpu_types, rows = selectors.hardware_comparison(season)
+    return render(request, "leaderboard/hardware.html", {
+        "season": season, "gpu_types": gpu_types, "rows": rows,
+        "figures": {"matrix": charts.hardware_matrix(gpu_types, rows)} if rows else {},
+    })
+
+
+def contestant_detail(request, contestant_id):
+    contestant = selectors.public_contestant(contestant_id)
+    if contestant is None:
+        raise Http404("no such contestant")
+    return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant))

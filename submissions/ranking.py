@@ -5,6 +5,8 @@ considers unscored come after every scored row (and share the last rank).
 """
 from datetime import datetime, timezone
 
+from django.utils.translation import gettext_lazy as _
+
 _RULES = {}
 _FAR_FUTURE = datetime.max.replace(tzinfo=timezone.utc)
 
@@ -58,7 +60,7 @@ class AcceptedCountRule(RankingRule):
     """GPUCodeForces S1 (seed 001): accepted count, then base score, then bonus."""
 
     name = "accepted_count"
-    label = "Accepted count, then base score, then bonus"
+    label = _("Accepted count, then base score, then bonus")
     columns = ("accepted_count", "base_score", "bonus")
 
     def is_scored(self, standing):
@@ -73,7 +75,7 @@ class CumulativeScoreRule(RankingRule):
     """GPUKernelContest (seed 000): total score, then more submissions, then earlier."""
 
     name = "cumulative_score"
-    label = "Score, then more submissions, then earlier submission"
+    label = _("Score, then more submissions, then earlier submission")
     columns = ("total_score", "submission_count", "first_submission_at")
 
     def is_scored(self, standing):

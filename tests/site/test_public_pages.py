@@ -1,0 +1,71 @@
+"""Public pages: both languages, search, hardware comparison, contestant pages, charts' data, plotly served locally."""
+import json
+import re
+
+from submissions.bundles import build_bundle
+from submissions.models import Run, RunStatus, Verdict
+from submissions.services import reviewing, submitting
+from tests.site.bundle_files import valid_files
+
+
+def judged(submission, gpu_slug, speedup, candidate_ms):
+    Run.objects.filter(submission=submission, gpu_type__slug=gpu_slug).update(
+        status=RunStatus.DONE, verdict=Verdict.PASSED, speedup=speedup, candidate_median_ms=candidate_ms,
+        reference_median_ms=candidate_ms * speedup,
+        result={"schema": 1, "status": "passed",
+                "timing": {"reference": {"median_ms": candidate_ms * speedup, "std_ms": 0.01},
+                           "candidate": {"median_ms": candidate_ms, "std_ms": 0.01}, "speedup": speedup},
+                "metrics": {"flops": 1e9, "bytes": 4e8, "tflops": 1e9 / (candidate_ms * 1e9), "bandwidth_gbs": 900.0},
+                "device": {"kind": "cuda", "peak_gbps": 3352.0, "peak_tflops": 67.0}})
+
+
+def accepted_sample(season, contestant, organizer, speedups):
+    issue = submitting.open_issue(season, contestant, title=f"{contestant.display_name}'s op")
+    submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
+    for slug, (speedup, ms) in speedups.items():
+        judged(submission, slug, speedup, ms)
+    reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5})
+    return submission
+
+
+def test_pages_speak_chinese_when_the_browser_asks_and_switch_back(client, season, alice, organizer):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    zh = client.get("/seasons/S1/leaderboard/", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).content.decode()
+    assert '<html lang="zh-hans">' in zh and "排行榜" in zh and "先比接受数量" in zh
+    en = client.get("/seasons/S1/leaderboard/", headers={"Accept-Language": "en"}).content.decode()
+    assert '<html lang="en">' in en and "Accepted count, then base score" in en and "排行榜" not in en
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    chosen = client.get("/", headers={"Accept-Language": "en"}).content.decode()
+    assert "首页" in chosen  # the switch wins over the browser's preference
+
+
+def test_leaderboard_search_and_contestant_page(client, season, alice, bob, organizer):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})
+    found = client.get("/seasons/S1/leaderboard/?q=bo").content.decode()
+    assert "Bob" in found and "Alice" not in found
+    page = client.get(f"/contestants/{alice.pk}/").content.decode()
+    assert "Alice" in page and "2.00×" in page and "S1" in page
+    assert client.get("/contestants/987654/").status_code == 404
+
+
+def test_hardware_comparison_shows_each_accepted_sample_on_each_gpu(client, season, alice, bob, organizer):
+    accepted_sample(season, alice, organizer, {"cpu": (1.5, 2.0), "c500": (4.0, 0.5)})
+    unreviewed_issue = submitting.open_issue(season, bob, title="not accepted")
+    submitting.create_submission(bob, unreviewed_issue, build_bundle(valid_files()))
+    html = client.get("/seasons/S1/hardware/").content.decode()
+    assert "0.5000 · 4.00×" in html and "2.0000 · 1.50×" in html
+    assert "not accepted" not in html
+    figure = json.loads(re.search(r'<script id="figure-hardware-matrix" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert figure["data"][0]["type"] == "heatmap" and figure["data"][0]["x"] == ["MetaX C500", "CPU"]
+    assert figure["data"][0]["z"] == [[4.0, 1.5]]
+
+
+def test_season_page_charts_and_local_plotly(client, season, alice, organizer):
+    accepted_sample(season, alice, organizer, {"cpu": (2.5, 1.0)})
+    html = client.get("/seasons/S1/").content.decode()
+    assert 'data-figure="figure-season-accepted"' in html and 'data-figure="figure-season-speedups"' in html
+    assert "/static/vendor/plotly/plotly.min.js" in html and "cdn" not in html.lower()
+    script = client.get("/static/vendor/plotly/plotly.min.js")
+    assert script.status_code == 200
+    assert b"plotly" in b"".join(script.streaming_content)[:2000].lower()
