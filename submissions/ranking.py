@@ -5,6 +5,8 @@ considers unscored come after every scored row (and share the last rank).
 """
 from datetime import datetime, timezone
 
+from django.db.models import Case, F, IntegerField, Q, Value, When, Window
+from django.db.models.functions import Rank
 from django.utils.translation import gettext_lazy as _
 
 _RULES = {}
@@ -32,12 +34,27 @@ class RankingRule:
     label = ""
     # Columns shown on the leaderboard for this rule, in order.
     columns = ()
+    # (Standing field, descending?) in priority order: the same order as sort_key, for the database.
+    order_fields = ()
 
     def is_scored(self, standing) -> bool:
         raise NotImplementedError
 
+    def scored_q(self):
+        """The database twin of is_scored."""
+        raise NotImplementedError
+
     def sort_key(self, standing):
         raise NotImplementedError
+
+    def rank_window(self):
+        """RANK() over the rule's order, scored rows first; unscored rows tie on constant keys and share the last rank."""
+        scored = self.scored_q()
+        keys = [Case(When(scored, then=Value(1)), default=Value(0), output_field=IntegerField()).desc()]
+        for field, descending in self.order_fields:
+            key = Case(When(scored, then=F(field)), default=Value(None))
+            keys.append(key.desc(nulls_last=True) if descending else key.asc(nulls_last=True))
+        return Window(expression=Rank(), order_by=keys)
 
     def assign_ranks(self, standings):
         """Sets `.rank` on each standing (a list) and returns them in rank order."""
@@ -62,9 +79,13 @@ class AcceptedCountRule(RankingRule):
     name = "accepted_count"
     label = _("Accepted count, then base score, then bonus")
     columns = ("accepted_count", "base_score", "bonus")
+    order_fields = (("accepted_count", True), ("base_score", True), ("bonus", True))
 
     def is_scored(self, standing):
         return standing.accepted_count > 0
+
+    def scored_q(self):
+        return Q(accepted_count__gt=0)
 
     def sort_key(self, standing):
         return (-standing.accepted_count, -standing.base_score, -standing.bonus)
@@ -77,9 +98,13 @@ class CumulativeScoreRule(RankingRule):
     name = "cumulative_score"
     label = _("Score, then more submissions, then earlier submission")
     columns = ("total_score", "submission_count", "first_submission_at")
+    order_fields = (("total_score", True), ("submission_count", True), ("first_submission_at", False))
 
     def is_scored(self, standing):
         return standing.total_score > 0
+
+    def scored_q(self):
+        return Q(total_score__gt=0)
 
     def sort_key(self, standing):
         return (-standing.total_score, -standing.submission_count, standing.first_submission_at or _FAR_FUTURE)

@@ -35,3 +35,29 @@ def test_cumulative_score_then_more_submissions_then_earlier():
 def test_unknown_rule_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown ranking rule 'elo'"):
         get_rule("elo")
+
+
+@pytest.mark.parametrize("rule", ["accepted_count", "cumulative_score"])
+def test_the_database_ranks_exactly_as_the_rule_says(db, rule):
+    """The materialized ranks (computed in SQL) match the rule's reference ordering on the same rows."""
+    from submissions.models import Contestant, Season, Standing
+    from submissions.services.accounts import register_contestant
+    from submissions.services.standings import rerank
+
+    season = Season.objects.create(code="SX", name="ranking", ranking_rule=rule)
+    crafted = [row(1, accepted=2, base=10, bonus=5, count=2, first=T0), row(2, accepted=3, base=1, count=5, first=T0),
+               row(3, accepted=2, base=10, bonus=9, count=5, first=T0 + timedelta(days=1)),
+               row(4, accepted=2, base=12, count=1, first=T0), row(5, count=9, first=T0),
+               row(6, accepted=2, base=10, bonus=5, count=2, first=T0), row(7, count=4, first=T0 + timedelta(days=3)),
+               row(8, accepted=1, base=14, count=5, first=T0 + timedelta(days=2))]
+    ids = {}
+    for r in crafted:
+        contestant = register_contestant(f"u{r.contestant_id}", "pw-123456789")
+        ids[contestant.pk] = r.contestant_id
+        Standing.objects.create(season=season, contestant=contestant, accepted_count=r.accepted_count,
+                                base_score=r.base_score, bonus=r.bonus, total_score=r.total_score,
+                                submission_count=r.submission_count, first_submission_at=r.first_submission_at)
+    assert rerank(season) == len(crafted)
+    stored = sorted((ids[s.contestant_id], s.rank) for s in Standing.objects.filter(season=season))
+    assert stored == sorted(ranks(rule, crafted))
+    assert rerank(season) == 0  # nothing moved: nothing written
