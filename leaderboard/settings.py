@@ -131,3 +131,20 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# ---- submissions: accounts, agreement, limits, abuse detection (owned by the submissions app) ----
+# Bump the version when the agreement text changes: everyone accepts it again before submitting.
+CONTEST_AGREEMENT_VERSION = os.environ.get("CONTEST_AGREEMENT_VERSION", "2025-1")
+SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 10)
+SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 50)
+NEAR_COPY_THRESHOLD_PERCENT = float(os.environ.get("NEAR_COPY_THRESHOLD_PERCENT", "80"))
+# Password-reset mail: the console by default; SMTP when EMAIL_HOST is set.
+if os.environ.get("EMAIL_HOST"):
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = os.environ["EMAIL_HOST"]
+    EMAIL_PORT = env_int("EMAIL_PORT", 587)
+    EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "GPU CodeForces <noreply@localhost>")
+# ---- end of the submissions block ----

@@ -48,6 +48,13 @@ class Season(models.Model):
     starts_at = models.DateTimeField(default=timezone.now)
     ends_at = models.DateTimeField(null=True, blank=True)
     is_open = models.BooleanField(default=True, help_text="Accepts new submissions")
+    rubric = models.CharField(max_length=32, default="s1_dataset",
+                              help_text="Scoring rubric, a name from submissions.rubrics (s1_dataset, kernel_contest)")
+    rubric_config = models.JSONField(default=dict, blank=True, help_text="Overrides of the rubric's points; validated by the rubric")
+    code_public_after_end = models.BooleanField(
+        default=True, help_text="Everyone's code becomes visible once the season has ended (accepted code always is)")
+    max_submissions_per_hour = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the site default")
+    max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the site default")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,6 +62,20 @@ class Season(models.Model):
 
     def __str__(self):
         return f"{self.code} {self.name}"
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        from submissions.rubrics import RubricConfigError, get_rubric
+
+        try:
+            get_rubric(self.rubric, self.rubric_config)
+        except RubricConfigError as exc:
+            raise ValidationError({"rubric_config": str(exc)})
+
+    @property
+    def has_ended(self):
+        return self.ends_at is not None and self.ends_at <= timezone.now()
 
 
 class Contestant(models.Model):
@@ -64,6 +85,8 @@ class Contestant(models.Model):
     gitee_handle = models.CharField(max_length=100, blank=True)
     gitlink_handle = models.CharField(max_length=100, blank=True)
     github_handle = models.CharField(max_length=100, blank=True)
+    agreement_version = models.CharField(max_length=32, blank=True, help_text="Version of the contest agreement accepted")
+    agreement_accepted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
@@ -140,6 +163,9 @@ class Submission(models.Model):
     pr_commit = models.CharField(max_length=64, blank=True)
     bundle_sha256 = models.CharField(max_length=64, db_index=True)
     note = models.TextField(blank=True)
+    # Abuse detection: the reference's normalized fingerprint and the candidate's token shingles.
+    reference_fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
+    candidate_shingles = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -182,6 +208,28 @@ class Agent(models.Model):
         return self.name
 
 
+class RejudgeScope(models.TextChoices):
+    SUBMISSION = "submission", "Submission"
+    ISSUE = "issue", "Issue"
+    SEASON = "season", "Season"
+
+
+class Rejudge(models.Model):
+    """An organizer's request to judge again; its runs are new ones, the old ones stay."""
+
+    scope = models.CharField(max_length=12, choices=RejudgeScope.choices)
+    target = models.CharField(max_length=50, help_text="Submission id, issue code or season code")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"rejudge {self.scope} {self.target}"
+
+
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
@@ -209,6 +257,7 @@ class Run(models.Model):
     rq_job_id = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times handed to the queue")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -247,6 +296,8 @@ class Review(models.Model):
     decision = models.CharField(max_length=10, choices=ReviewDecision.choices)
     reason = models.TextField(blank=True)
     rubric = models.JSONField(default=dict, blank=True, help_text="Points per rubric item")
+    rubric_prefill = models.JSONField(default=dict, blank=True, help_text="Points the runs suggested")
+    override_reason = models.TextField(blank=True, help_text="Why points differ from the prefill")
     base_score = models.FloatField(default=0)
     bonus = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -256,6 +307,30 @@ class Review(models.Model):
 
     def __str__(self):
         return f"{self.decision} #{self.submission_id}"
+
+
+class FlagKind(models.TextChoices):
+    SAME_OPERATOR = "same_operator", "Same operator submitted again"
+    NEAR_COPY = "near_copy", "Near-copy of another contestant's CUDA code"
+    NO_IMPROVEMENT = "no_improvement", "Similar optimization without a better speedup"
+
+
+class SubmissionFlag(models.Model):
+    """Something an organizer must look at before accepting; links the other submission involved."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="abuse_flags")
+    kind = models.CharField(max_length=20, choices=FlagKind.choices)
+    detail = models.TextField()
+    other_submission = models.ForeignKey(Submission, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    similarity = models.FloatField(null=True, blank=True, help_text="0-100 %, where measured")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "-similarity", "pk"]
+        constraints = [models.UniqueConstraint(fields=["submission", "kind", "other_submission"], name="one_flag_per_pair")]
+
+    def __str__(self):
+        return f"{self.kind} on #{self.submission_id}"
 
 
 class AuditEntry(models.Model):

@@ -1,7 +1,7 @@
 """Read-side queries of the contest domain."""
-from django.db.models import Prefetch
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
-from submissions.models import Run, RunStatus, Submission
+from submissions.models import AuditEntry, ReviewDecision, Run, RunStatus, Submission
 
 
 def submission_with_runs(submission_id):
@@ -13,11 +13,57 @@ def submission_with_runs(submission_id):
     )
 
 
+def is_organizer(user) -> bool:
+    return user.is_authenticated and user.is_staff
+
+
+def latest_review(submission):
+    return submission.reviews.order_by("-created_at", "-pk").first()
+
+
+def is_accepted(submission) -> bool:
+    review = latest_review(submission)
+    return review is not None and review.decision == ReviewDecision.ACCEPTED
+
+
 def can_see_code(user, submission) -> bool:
-    """Code and logs: the author and organizers only (others' code stays private)."""
-    if not user.is_authenticated:
-        return False
-    return user.is_staff or submission.contestant.user_id == user.pk
+    """Code and logs: the author and organizers always; everyone once the submission is accepted,
+    or once its season has ended where the season says so."""
+    if user.is_authenticated and (user.is_staff or submission.contestant.user_id == user.pk):
+        return True
+    season = submission.issue.season
+    return is_accepted(submission) or (season.code_public_after_end and season.has_ended)
+
+
+def review_queue(*, include_reviewed=False, season=None):
+    """Submissions whose runs all finished, flagged ones first, then oldest first."""
+    unfinished = Run.objects.filter(submission=OuterRef("pk")).exclude(status=RunStatus.DONE)
+    rows = (Submission.objects.select_related("issue__season", "contestant")
+            .annotate(flag_count=Count("abuse_flags", distinct=True), run_count=Count("runs", distinct=True),
+                      review_count=Count("reviews", distinct=True))
+            .filter(run_count__gt=0).exclude(Exists(unfinished)))
+    if season is not None:
+        rows = rows.filter(issue__season=season)
+    if not include_reviewed:
+        rows = rows.filter(review_count=0)
+    return rows.order_by("-flag_count", "created_at", "pk")
+
+
+def audit_for_submission(submission):
+    """Every audit entry about the submission, its runs and its reviews, newest first."""
+    run_ids = [str(pk) for pk in submission.runs.values_list("pk", flat=True)]
+    return AuditEntry.objects.filter(
+        Q(object_type="submission", object_id=str(submission.pk)) | Q(object_type="run", object_id__in=run_ids)
+    ).order_by("-created_at", "-pk")
+
+
+def similar_submissions(submission, limit=10):
+    """Other submissions of the same operator (same normalized reference) in the season."""
+    if not submission.reference_fingerprint:
+        return Submission.objects.none()
+    return (Submission.objects.filter(issue__season_id=submission.issue.season_id,
+                                      reference_fingerprint=submission.reference_fingerprint)
+            .exclude(pk=submission.pk).select_related("issue", "contestant").order_by("-created_at")[:limit])
 
 
 def has_unfinished_runs(submission) -> bool:

@@ -1,4 +1,5 @@
 """Contestant accounts, personal API tokens and agent credentials."""
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -7,9 +8,53 @@ from submissions.models import Agent, ApiToken, Contestant, hash_secret, new_tok
 
 
 @transaction.atomic
-def register_contestant(username, password, *, email="", display_name="", affiliation="", is_staff=False):
+def register_contestant(username, password, *, email="", display_name="", affiliation="", is_staff=False,
+                        accepts_agreement=True):
+    """An account made by a script or an organizer for someone who accepted the agreement
+    (pass accepts_agreement=False when they still have to, on the site)."""
     user = get_user_model().objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
-    return Contestant.objects.create(user=user, display_name=display_name or username, affiliation=affiliation)
+    contestant = Contestant.objects.create(user=user, display_name=display_name or username, affiliation=affiliation)
+    if accepts_agreement:
+        accept_agreement(contestant)
+    return contestant
+
+
+def has_current_agreement(contestant):
+    return bool(contestant.agreement_accepted_at) and contestant.agreement_version == settings.CONTEST_AGREEMENT_VERSION
+
+
+def agreement_missing_message():
+    return (f"accept the contest agreement (version {settings.CONTEST_AGREEMENT_VERSION}) on your account page "
+            f"before submitting")
+
+
+def accept_agreement(contestant):
+    """Record acceptance of the current agreement version, with its time (kept in the audit trail)."""
+    from submissions.services import audit
+
+    before = {"version": contestant.agreement_version,
+              "accepted_at": contestant.agreement_accepted_at.isoformat() if contestant.agreement_accepted_at else None}
+    contestant.agreement_version = settings.CONTEST_AGREEMENT_VERSION
+    contestant.agreement_accepted_at = timezone.now()
+    contestant.save(update_fields=["agreement_version", "agreement_accepted_at"])
+    audit.record("agreement.accepted", contestant, actor=contestant.user, before=before,
+                 after={"version": contestant.agreement_version, "accepted_at": contestant.agreement_accepted_at.isoformat()})
+    return contestant
+
+
+PROFILE_FIELDS = ("display_name", "affiliation", "gitee_handle", "gitlink_handle", "github_handle")
+
+
+def update_profile(contestant, **values):
+    unknown = set(values) - set(PROFILE_FIELDS)
+    if unknown:
+        raise ValueError(f"not profile fields: {', '.join(sorted(unknown))}")
+    if "display_name" in values and not values["display_name"].strip():
+        raise ValueError("the display name must not be empty")
+    for key, value in values.items():
+        setattr(contestant, key, value.strip())
+    contestant.save(update_fields=list(values))
+    return contestant
 
 
 def contestant_for(user):
@@ -23,6 +68,12 @@ def create_api_token(contestant, name="default"):
     raw = new_token()
     token = ApiToken.objects.create(contestant=contestant, name=name, token_hash=hash_secret(raw), prefix=raw[:8])
     return token, raw
+
+
+def revoke_api_token(contestant, token_id):
+    """Revoke one of the contestant's tokens; False when it is not theirs or already revoked."""
+    return bool(ApiToken.objects.filter(pk=token_id, contestant=contestant, revoked_at__isnull=True)
+                .update(revoked_at=timezone.now()))
 
 
 def contestant_by_token(raw):

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
-from submissions.services import audit, standings
+from submissions.services import abuse, audit, standings
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +22,11 @@ class JobSecretMismatch(Exception):
     """The job secret is not the one of the run's current attempt."""
 
 
-def create_runs(submission):
+def create_runs(submission, rejudge=None):
     """One run per GPU type of the submission's season, each enqueued after the commit."""
     runs = []
     for gpu_type in submission.issue.season.gpu_types.order_by("slug"):
-        run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="")
+        run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge)
         enqueue_run(run)
         runs.append(run)
     return runs
@@ -113,7 +113,10 @@ def record_result(run_id, agent, secret, result):
     run.save()
     audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": ""},
                  after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
-    standings.refresh_for(run.submission.issue.season, run.submission.contestant)
+    submission = run.submission
+    standings.refresh_for(submission.issue.season, submission.contestant, actor_label=f"agent:{agent.name}")
+    if not submission.runs.exclude(status=RunStatus.DONE).exists():
+        abuse.check_after_judging(submission)
     return run
 
 

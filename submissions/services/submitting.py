@@ -4,8 +4,8 @@ import hashlib
 from django.db import IntegrityError, transaction
 
 from submissions.bundles import Bundle
-from submissions.models import Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
-from submissions.services import judging, standings
+from submissions.models import Contestant, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.services import abuse, accounts, judging, standings
 
 
 class SubmissionRefused(ValueError):
@@ -31,11 +31,19 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
 
 @transaction.atomic
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
-    """Store the bundle, fan out one run per GPU type, and enqueue them after commit."""
+    """Store the bundle, fingerprint and flag it, fan out one run per GPU type, enqueue them after commit."""
     if issue.author_id != contestant.pk:
         raise SubmissionRefused(f"issue {issue.code} belongs to another contestant; open your own issue")
     if not issue.season.is_open:
         raise SubmissionRefused(f"season {issue.season.code} is closed")
+    if not accounts.has_current_agreement(contestant):
+        raise SubmissionRefused(accounts.agreement_missing_message())
+    # Serialize one contestant's concurrent submissions so the rate limit counts them all.
+    Contestant.objects.select_for_update().filter(pk=contestant.pk).first()
+    try:
+        abuse.check_rate_limit(contestant, issue.season)
+    except abuse.RateLimited as exc:
+        raise SubmissionRefused(str(exc))
     submission = Submission.objects.create(
         issue=issue, contestant=contestant, source=source, pr_url=pr_url, pr_commit=pr_commit,
         bundle_sha256=bundle.sha256, note=note,
@@ -47,6 +55,8 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
         )
         for path, text in bundle.files.items()
     )
+    abuse.fingerprint_submission(submission, bundle.files)
+    abuse.check_on_submit(submission)
     judging.create_runs(submission)
-    standings.refresh_for(issue.season, contestant)
+    standings.refresh_for(issue.season, contestant, actor=contestant.user)
     return submission

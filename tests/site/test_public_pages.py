@@ -3,29 +3,9 @@ import json
 import re
 
 from submissions.bundles import build_bundle
-from submissions.models import Run, RunStatus, Verdict
-from submissions.services import reviewing, submitting
+from submissions.services import submitting
+from tests.judged_data import accepted_sample
 from tests.site.bundle_files import valid_files
-
-
-def judged(submission, gpu_slug, speedup, candidate_ms):
-    Run.objects.filter(submission=submission, gpu_type__slug=gpu_slug).update(
-        status=RunStatus.DONE, verdict=Verdict.PASSED, speedup=speedup, candidate_median_ms=candidate_ms,
-        reference_median_ms=candidate_ms * speedup,
-        result={"schema": 1, "status": "passed",
-                "timing": {"reference": {"median_ms": candidate_ms * speedup, "std_ms": 0.01},
-                           "candidate": {"median_ms": candidate_ms, "std_ms": 0.01}, "speedup": speedup},
-                "metrics": {"flops": 1e9, "bytes": 4e8, "tflops": 1e9 / (candidate_ms * 1e9), "bandwidth_gbs": 900.0},
-                "device": {"kind": "cuda", "peak_gbps": 3352.0, "peak_tflops": 67.0}})
-
-
-def accepted_sample(season, contestant, organizer, speedups):
-    issue = submitting.open_issue(season, contestant, title=f"{contestant.display_name}'s op")
-    submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
-    for slug, (speedup, ms) in speedups.items():
-        judged(submission, slug, speedup, ms)
-    reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5})
-    return submission
 
 
 def test_pages_speak_chinese_when_the_browser_asks_and_switch_back(client, season, alice, organizer):

@@ -1,0 +1,209 @@
+"""Scoring rubrics as a small registry: each season names one, with a config the rubric validates.
+
+A rubric lists its items (base or bonus, with their points), prefills what the runs measured,
+and turns an organizer's points into (base score, bonus). Like `ranking.py`, it sees plain objects
+only: a submission with its files and its latest runs.
+"""
+import ast
+from dataclasses import dataclass
+
+_RUBRICS = {}
+
+
+class RubricConfigError(ValueError):
+    """A season's rubric config is unusable; the message names the key at fault."""
+
+
+class RubricPointsError(ValueError):
+    """An organizer's points are unusable; the message names the item at fault."""
+
+
+def register(cls):
+    _RUBRICS[cls.name] = cls
+    return cls
+
+
+def rubric_names():
+    return sorted(_RUBRICS)
+
+
+def get_rubric(name, config=None):
+    try:
+        cls = _RUBRICS[name]
+    except KeyError:
+        raise RubricConfigError(f"unknown rubric {name!r}; known: {', '.join(rubric_names())}")
+    return cls(config or {})
+
+
+def rubric_of(season):
+    return get_rubric(season.rubric, season.rubric_config)
+
+
+@dataclass(frozen=True)
+class Item:
+    key: str
+    label: str
+    points: float
+    bonus: bool = False
+    # Filled in from the runs (True) or decided by the organizer alone (False).
+    measured: bool = False
+
+
+def _number(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RubricConfigError(f"{where} must be a number, not {value!r}")
+    if value < 0:
+        raise RubricConfigError(f"{where} must not be negative ({value})")
+    return float(value)
+
+
+def passed_runs(runs):
+    return [run for run in runs if run.verdict == "passed"]
+
+
+def has_reference_numpy(files):
+    """Whether the reference defines a module-level `reference_numpy` function (the GT item)."""
+    source = files.get("torchcode.py") or files.get("example_torchcode.py") or ""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.FunctionDef) and node.name == "reference_numpy" for node in tree.body)
+
+
+def llm_variant_passed(runs):
+    return any(((run.result or {}).get("variants") or {}).get("cudacode_ori", {}).get("status") == "passed"
+               for run in passed_runs(runs))
+
+
+class Rubric:
+    name = ""
+    label = ""
+    allowed_config = ()
+
+    def __init__(self, config):
+        if not isinstance(config, dict):
+            raise RubricConfigError("the rubric config must be a JSON object")
+        unknown = sorted(set(config) - set(self.allowed_config))
+        if unknown:
+            raise RubricConfigError(f"unknown rubric config keys for {self.name}: {', '.join(unknown)}; "
+                                    f"allowed: {', '.join(self.allowed_config)}")
+        self.config = config
+        points = config.get("points", {})
+        if not isinstance(points, dict):
+            raise RubricConfigError("'points' must be an object of item -> points")
+        defaults = {item.key: item for item in self.default_items()}
+        for key, value in points.items():
+            if key not in defaults:
+                raise RubricConfigError(f"'points.{key}' is not an item of {self.name}; items: {', '.join(defaults)}")
+            _number(value, f"'points.{key}'")
+        self.items = [Item(i.key, i.label, float(points.get(i.key, i.points)), i.bonus, i.measured)
+                      for i in self.default_items()]
+
+    def default_items(self):
+        raise NotImplementedError
+
+    def item(self, key):
+        return next(i for i in self.items if i.key == key)
+
+    def prefill(self, submission, files, runs):
+        """Points suggested from the submission's files and latest runs: item key -> points."""
+        raise NotImplementedError
+
+    def clean_points(self, raw):
+        """Every item's points as floats (missing ones are 0), or RubricPointsError."""
+        keys = {i.key for i in self.items}
+        unknown = sorted(set(raw) - keys)
+        if unknown:
+            raise RubricPointsError(f"unknown rubric items: {', '.join(unknown)}; items: {', '.join(sorted(keys))}")
+        points = {}
+        for item in self.items:
+            value = raw.get(item.key, 0)
+            try:
+                value = float(value if value not in ("", None) else 0)
+            except (TypeError, ValueError):
+                raise RubricPointsError(f"{item.label}: {value!r} is not a number")
+            if value < 0:
+                raise RubricPointsError(f"{item.label}: points must not be negative")
+            points[item.key] = value
+        return points
+
+    def totals(self, points):
+        """(base score, bonus) of cleaned points."""
+        base = sum(v for k, v in points.items() if not self.item(k).bonus)
+        bonus = sum(v for k, v in points.items() if self.item(k).bonus)
+        return base, bonus
+
+
+@register
+class S1DatasetRubric(Rubric):
+    """GPUCodeForces S1 (seed 001): measured items from the runs, and a bonus for the LLM prompt."""
+
+    name = "s1_dataset"
+    label = "GPUCodeForces S1: dataset samples"
+    allowed_config = ("points",)
+
+    def default_items(self):
+        return [
+            Item("ground_truth", "Ground-truth function (reference_numpy)", 2, measured=True),
+            Item("execution_time", "CUDA execution time measured", 5, measured=True),
+            Item("throughput", "CUDA throughput measured", 4, measured=True),
+            Item("bandwidth", "CUDA memory bandwidth measured", 3, measured=True),
+            Item("llm_prompt", "LLM prompt whose generated code was judged too", 5, bonus=True, measured=True),
+        ]
+
+    def prefill(self, submission, files, runs):
+        passed = passed_runs(runs)
+        earned = {
+            "ground_truth": has_reference_numpy(files),
+            "execution_time": any(r.candidate_median_ms is not None for r in passed),
+            "throughput": any(r.tflops is not None for r in passed),
+            "bandwidth": any(r.bandwidth_gbs is not None for r in passed),
+            "llm_prompt": llm_variant_passed(runs),
+        }
+        return {i.key: (i.points if earned[i.key] else 0.0) for i in self.items}
+
+
+@register
+class KernelContestRubric(Rubric):
+    """GPUKernelContest (seed 000): points by the issue's level, merged upstream, and bonus items."""
+
+    name = "kernel_contest"
+    label = "GPUKernelContest: level, merge and bonus items"
+    allowed_config = ("points", "level_points", "clear_speedup_at_least")
+    DEFAULT_LEVEL_POINTS = {"1": 5, "2": 10, "3": 50, "4": 50}
+
+    def __init__(self, config):
+        super().__init__(config)
+        levels = config.get("level_points", self.DEFAULT_LEVEL_POINTS)
+        if not isinstance(levels, dict) or not levels:
+            raise RubricConfigError("'level_points' must be an object of level -> points, e.g. {\"1\": 5}")
+        self.level_points = {}
+        for level, value in levels.items():
+            if str(level) not in {"1", "2", "3", "4"}:
+                raise RubricConfigError(f"'level_points' has level {level!r}; levels are 1-4")
+            self.level_points[int(level)] = _number(value, f"'level_points.{level}'")
+        self.clear_speedup = _number(config.get("clear_speedup_at_least", 1.3), "'clear_speedup_at_least'")
+
+    def default_items(self):
+        return [
+            Item("level", "Level 1-4 of the issue (5/10/50/50)", 50, measured=True),
+            Item("merged", "Merged into the official repository", 50),
+            Item("clean_code", "Clean, clear code", 10, bonus=True),
+            Item("clear_speedup", "Clear speedup", 10, bonus=True, measured=True),
+            Item("documented", "Optimization process and model source documented", 20, bonus=True),
+            Item("llm_prompt", "LLM prompt and generated code", 20, bonus=True, measured=True),
+        ]
+
+    def prefill(self, submission, files, runs):
+        passed = passed_runs(runs)
+        level = self.level_points.get(submission.issue.level or 0, 0.0) if passed else 0.0
+        speedups = [r.speedup for r in passed if r.speedup is not None]
+        return {
+            "level": level,
+            "merged": 0.0,
+            "clean_code": 0.0,
+            "clear_speedup": self.item("clear_speedup").points if speedups and min(speedups) >= self.clear_speedup else 0.0,
+            "documented": 0.0,
+            "llm_prompt": self.item("llm_prompt").points if llm_variant_passed(runs) and "prompt.txt" in files else 0.0,
+        }

@@ -1,0 +1,127 @@
+"""Abuse detection (seed 001's rules): flags for the organizer, never automatic rejections.
+
+- same_operator: the reference matches one already submitted for another issue of the season.
+- near_copy: the candidate is a near-copy of another contestant's candidate (token shingles).
+- no_improvement: once judged, the speedup is not better than the same contestant's earlier
+  accepted submission of the same operator.
+Rate limits per contestant are checked here too, before a submission is stored.
+"""
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from submissions import fingerprints
+from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
+from submissions.models import FlagKind, ReviewDecision, Submission, SubmissionFlag, Verdict
+from submissions.services import audit
+
+
+class RateLimited(ValueError):
+    """Too many submissions in a window; the message says when the next one is possible."""
+
+
+def _limits(season):
+    hour = season.max_submissions_per_hour or settings.SUBMISSIONS_PER_HOUR
+    day = season.max_submissions_per_day or settings.SUBMISSIONS_PER_DAY
+    return ((timedelta(hours=1), hour, "hour"), (timedelta(days=1), day, "day"))
+
+
+def check_rate_limit(contestant, season, now=None):
+    now = now or timezone.now()
+    for window, limit, label in _limits(season):
+        if not limit:
+            continue
+        recent = Submission.objects.filter(contestant=contestant, issue__season=season, created_at__gte=now - window)
+        if recent.count() >= limit:
+            oldest = recent.order_by("created_at").values_list("created_at", flat=True)[recent.count() - limit]
+            retry = (oldest + window).strftime("%Y-%m-%d %H:%M UTC")
+            raise RateLimited(f"you made {limit} submissions in season {season.code} in the last {label}, "
+                              f"the limit; try again after {retry}")
+
+
+def fingerprint_submission(submission, files):
+    """Store the submission's fingerprints (files: path -> text)."""
+    reference = next((files[n] for n in REFERENCE_NAMES if n in files), "")
+    candidate = next((files[n] for n in CANDIDATE_NAMES if n in files), "")
+    submission.reference_fingerprint = fingerprints.reference_fingerprint(reference) if reference else ""
+    submission.candidate_shingles = fingerprints.candidate_shingles(candidate) if candidate else []
+    submission.save(update_fields=["reference_fingerprint", "candidate_shingles"])
+
+
+def _flag(submission, kind, detail, other=None, similarity=None):
+    flag, created = SubmissionFlag.objects.get_or_create(
+        submission=submission, kind=kind, other_submission=other,
+        defaults={"detail": detail, "similarity": similarity},
+    )
+    if created:
+        audit.record("flag.raised", submission, actor_label="abuse-detector",
+                     after={"kind": kind, "other_submission": other.pk if other else None, "similarity": similarity},
+                     reason=detail)
+    return flag
+
+
+def check_on_submit(submission):
+    """Flags that need only the code: same operator elsewhere, near-copies of others' candidates."""
+    season_submissions = Submission.objects.filter(issue__season_id=submission.issue.season_id).exclude(pk=submission.pk)
+    if submission.reference_fingerprint:
+        same = (season_submissions.filter(reference_fingerprint=submission.reference_fingerprint)
+                .exclude(issue_id=submission.issue_id).select_related("issue", "contestant").order_by("created_at").first())
+        if same is not None:
+            _flag(submission, FlagKind.SAME_OPERATOR,
+                  f"the same operator (torchcode.py) was submitted as #{same.pk} for issue {same.issue.code} "
+                  f"by {same.contestant.display_name}", other=same, similarity=100.0)
+    threshold = settings.NEAR_COPY_THRESHOLD_PERCENT
+    if submission.candidate_shingles:
+        matches = []
+        others = season_submissions.exclude(contestant_id=submission.contestant_id).exclude(candidate_shingles=[])
+        for other in others.select_related("issue", "contestant").only(
+                "pk", "candidate_shingles", "issue__code", "contestant__display_name", "created_at"):
+            percent = fingerprints.similarity_percent(submission.candidate_shingles, other.candidate_shingles)
+            if percent >= threshold:
+                matches.append((percent, other))
+        for percent, other in sorted(matches, key=lambda m: (-m[0], m[1].pk))[:5]:
+            _flag(submission, FlagKind.NEAR_COPY,
+                  f"the CUDA code is {percent:.0f}% similar to #{other.pk} ({other.issue.code}) "
+                  f"by {other.contestant.display_name}", other=other, similarity=round(percent, 1))
+
+
+def _best_speedups(submission):
+    """Best passed speedup per GPU type slug among the submission's runs."""
+    best = {}
+    for run in submission.runs.all():
+        if run.verdict == Verdict.PASSED and run.speedup is not None:
+            slug = run.gpu_type.slug
+            best[slug] = max(best.get(slug, 0.0), run.speedup)
+    return best
+
+
+def _is_accepted(submission):
+    latest = submission.reviews.order_by("-created_at", "-pk").first()
+    return latest is not None and latest.decision == ReviewDecision.ACCEPTED
+
+
+def check_after_judging(submission):
+    """The 'similar optimization' rule, once every run is done: a speedup no better than the
+    contestant's earlier accepted submission of the same operator (same issue or same reference)."""
+    new = _best_speedups(submission)
+    if not new:
+        return
+    same_operator = Q(issue_id=submission.issue_id)
+    if submission.reference_fingerprint:
+        same_operator |= Q(reference_fingerprint=submission.reference_fingerprint)
+    earlier = (Submission.objects.filter(same_operator, contestant_id=submission.contestant_id,
+                                         issue__season_id=submission.issue.season_id, created_at__lte=submission.created_at)
+               .exclude(pk=submission.pk).prefetch_related("runs__gpu_type", "reviews").order_by("-created_at"))
+    for previous in earlier:
+        if not _is_accepted(previous):
+            continue
+        old = _best_speedups(previous)
+        common = sorted(set(old) & set(new))
+        if common and all(new[g] <= old[g] for g in common):
+            compared = ", ".join(f"{g}: {new[g]:.2f}× vs {old[g]:.2f}×" for g in common)
+            _flag(submission, FlagKind.NO_IMPROVEMENT,
+                  f"no better speedup than the accepted #{previous.pk} of the same operator ({compared})",
+                  other=previous)
+            return

@@ -1,0 +1,37 @@
+"""Submitting and reporting runs through the real services, Redis jobs included (no agent process)."""
+import copy
+
+from submissions.bundles import build_bundle
+from submissions.services import judging, submitting
+from tests.site.conftest import job_kwargs
+
+PASSED = {
+    "schema": 1, "status": "passed", "flags": [],
+    "device": {"kind": "cpu", "name": "Test CPU"},
+    "correctness": {"passed": True, "trials": 4, "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 1e-4, "rtol": 1e-4},
+    "timing": {"reference": {"median_ms": 2.0}, "candidate": {"median_ms": 1.0}, "speedup": 2.0},
+    "metrics": {"flops": 4096, "bytes": 1024, "tflops": 0.5, "bandwidth_gbs": 1.5},
+    "variants": {}, "logs": {"compile": "", "stdout": "ok", "stderr": ""},
+}
+
+
+def passed_result(speedup=2.0, *, tflops=0.5, bandwidth_gbs=1.5, llm_variant=None):
+    result = copy.deepcopy(PASSED)
+    result["timing"]["speedup"] = speedup
+    result["timing"]["candidate"]["median_ms"] = 2.0 / speedup
+    result["metrics"].update(tflops=tflops, bandwidth_gbs=bandwidth_gbs)
+    if llm_variant:
+        result["variants"] = {"cudacode_ori": {"status": llm_variant}}
+    return result
+
+
+def submit(capture, contestant, issue, files, **kwargs):
+    """create_submission with its on-commit enqueues run, so the jobs really sit in Redis."""
+    with capture(execute=True):
+        return submitting.create_submission(contestant, issue, build_bundle(files), **kwargs)
+
+
+def report_all(submission, agent, result):
+    """Report `result` for every unfinished run of the submission, as the agent would."""
+    for run in submission.runs.exclude(status="done").order_by("pk"):
+        judging.record_result(run.pk, agent, job_kwargs(run)["job_secret"], copy.deepcopy(result))
