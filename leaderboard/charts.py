@@ -1,6 +1,8 @@
 """Plotly figure specs (plain dicts, drawn by the vendored plotly.js) for the public pages."""
 from collections import defaultdict
 
+from django.utils.translation import gettext as _
+
 
 def _layout(title, **extra):
     layout = {"title": {"text": title}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "height": 360}
@@ -12,8 +14,8 @@ def accepted_over_time(hardware_rows):
     times = sorted(row["accepted_at"] for row in hardware_rows)
     return {
         "data": [{"type": "scatter", "mode": "lines+markers", "line": {"shape": "hv"},
-                  "x": [t.isoformat() for t in times], "y": list(range(1, len(times) + 1)), "name": "accepted"}],
-        "layout": _layout("Accepted samples over time", yaxis={"title": {"text": "accepted samples"}, "rangemode": "tozero"}),
+                  "x": [t.isoformat() for t in times], "y": list(range(1, len(times) + 1)), "name": _("accepted")}],
+        "layout": _layout(_("Accepted samples over time"), yaxis={"title": {"text": _("accepted samples")}, "rangemode": "tozero"}),
     }
 
 
@@ -23,18 +25,19 @@ def speedup_distribution(speedups):
         by_gpu[gpu].append(value)
     return {
         "data": [{"type": "histogram", "x": values, "name": gpu, "opacity": 0.75} for gpu, values in sorted(by_gpu.items())],
-        "layout": _layout("Speedups of passed runs", barmode="overlay", xaxis={"title": {"text": "speedup (×)"}},
-                          yaxis={"title": {"text": "runs"}}),
+        "layout": _layout(_("Speedups of passed runs"), barmode="overlay", xaxis={"title": {"text": _("speedup (×)")}},
+                          yaxis={"title": {"text": _("runs")}}),
     }
 
 
 def hardware_matrix(gpu_types, rows):
-    labels = [f"{r['submission'].issue.code} #{r['submission'].pk}" for r in rows]
+    labels = [f"{r['submission'].issue.title[:24]} #{r['submission'].pk}" for r in rows]
     z = [[cell.speedup if cell and cell.speedup else None for cell in r["cells"]] for r in rows]
     return {
         "data": [{"type": "heatmap", "x": [g.name for g in gpu_types], "y": labels, "z": z,
-                  "colorscale": "Viridis", "colorbar": {"title": {"text": "speedup ×"}}, "hoverongaps": False}],
-        "layout": _layout("Speedup of each accepted sample on each GPU type", height=max(300, 60 + 28 * len(rows))),
+                  "colorscale": "Viridis", "colorbar": {"title": {"text": _("speedup ×")}}, "hoverongaps": False}],
+        "layout": _layout(_("Speedup of each accepted sample on each GPU type"), height=max(300, 60 + 28 * len(rows)),
+                          yaxis={"automargin": True}),
     }
 
 
@@ -51,13 +54,13 @@ def latency(runs):
             median.append(stats["median_ms"])
             error.append(stats.get("std_ms") or 0)
         if x:
-            data.append({"type": "bar", "name": side, "x": x, "y": median,
+            data.append({"type": "bar", "name": _("reference") if side == "reference" else _("candidate"), "x": x, "y": median,
                          "error_y": {"type": "data", "array": error, "visible": True}})
     samples = [(run, ((run.result or {}).get("timing") or {}).get("samples")) for run in runs]
     for run, by_side in samples:
         for side, values in (by_side or {}).items():
             data.append({"type": "box", "name": f"{side} · {run.gpu_type.name}", "y": values, "boxpoints": False})
-    return {"data": data, "layout": _layout("Latency (median ± std, ms)", barmode="group",
+    return {"data": data, "layout": _layout(_("Latency (median ± std, ms)"), barmode="group",
                                             yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})}
 
 
@@ -78,9 +81,9 @@ def roofline(runs):
             ridge = peak_tflops * 1000 / peak_gbps
             xs = [min(intensity, ridge) / 100, ridge, max(intensity, ridge) * 100]
             ys = [min(peak_gbps * x / 1000, peak_tflops) for x in xs]
-            data.append({"type": "scatter", "mode": "lines", "name": f"roof · {run.gpu_type.name}", "x": xs, "y": ys,
+            data.append({"type": "scatter", "mode": "lines", "name": _("roof") + f" · {run.gpu_type.name}", "x": xs, "y": ys,
                          "line": {"dash": "dot"}})
-    return {"data": data, "layout": _layout("Roofline", xaxis={"type": "log", "title": {"text": "FLOP / byte"}},
+    return {"data": data, "layout": _layout(_("Roofline"), xaxis={"type": "log", "title": {"text": _("FLOP / byte")}},
                                             yaxis={"type": "log", "title": {"text": "TFLOP/s"}})}
 
 
@@ -92,10 +95,10 @@ def telemetry_trace(runs):
         if not trace:
             continue
         t = [p.get("t_s") for p in trace]
-        data.append({"type": "scatter", "mode": "lines", "name": f"power W · {run.gpu_type.name}", "x": t,
+        data.append({"type": "scatter", "mode": "lines", "name": _("power W") + f" · {run.gpu_type.name}", "x": t,
                      "y": [p.get("power_w") for p in trace]})
-        data.append({"type": "scatter", "mode": "lines", "name": f"SM MHz · {run.gpu_type.name}", "x": t,
+        data.append({"type": "scatter", "mode": "lines", "name": _("SM MHz") + f" · {run.gpu_type.name}", "x": t,
                      "y": [p.get("sm_clock_mhz") for p in trace], "yaxis": "y2"})
-    return {"data": data, "layout": _layout("Power and clock during timing", xaxis={"title": {"text": "s"}},
+    return {"data": data, "layout": _layout(_("Power and clock during timing"), xaxis={"title": {"text": "s"}},
                                             yaxis={"title": {"text": "W"}},
                                             yaxis2={"title": {"text": "MHz"}, "overlaying": "y", "side": "right"})}

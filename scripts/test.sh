@@ -4,7 +4,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-mkdir -p var
+mkdir -p var/staticfiles
 STARTED_PIDS=()
 trap stop_started EXIT
 

@@ -19,7 +19,10 @@ def chromium_path():
 
 
 @pytest.fixture
-def page():
+def page(request):
+    """A fresh Chromium page; a test parametrized with `language` gets that browser locale."""
+    params = getattr(request.node, "callspec", None)
+    locale = params.params.get("language", "en-US") if params else "en-US"
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -29,7 +32,7 @@ def page():
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run", "--disable-quic"],
         )
-        context = browser.new_context(locale="en-US")
+        context = browser.new_context(locale=locale)
         page = context.new_page()
         page.console_errors = []
         page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
