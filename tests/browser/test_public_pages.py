@@ -1,0 +1,91 @@
+"""A visitor in a real browser: the leaderboard in both languages, charts drawn by plotly, no console errors.
+
+Screenshots land in test-artifacts/; with SAVE_DOC_SCREENSHOTS=1 they are also written to docs/screenshots/.
+"""
+import os
+import shutil
+
+import pytest
+
+from submissions.models import GpuType, Season
+from submissions.services import accounts
+from tests.browser.conftest import ARTIFACTS, ROOT
+from tests.judged_data import accepted_sample
+
+pytestmark = pytest.mark.django_db(transaction=True)
+DOCS = ROOT / "docs" / "screenshots"
+
+
+def shoot(page, name):
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("SAVE_DOC_SCREENSHOTS"):
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOCS / path.name)
+
+
+@pytest.fixture
+def season_with_results(queue_prefix):
+    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True)
+    people = [accounts.register_contestant(u, f"pw-{u}-12345", display_name=d, affiliation=a) for u, d, a in (
+        ("alice", "Alice", "Tsinghua University"), ("bob", "Bob", "Zhejiang University"),
+        ("carol", "Carol", "Peking University"))]
+    samples = [
+        accepted_sample(season, people[0], organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)}, title="Fused GELU"),
+        accepted_sample(season, people[0], organizer, {"h100": (1.8, 0.41), "c500": (1.5, 0.62)}, title="Softmax"),
+        accepted_sample(season, people[1], organizer, {"h100": (5.2, 1.2), "c500": (3.9, 2.1)}, title="RMSNorm"),
+        accepted_sample(season, people[2], organizer, {"h100": (1.1, 0.09)}, title="ReLU"),
+    ]
+    return season, samples
+
+
+def assert_charts_drawn(page, expected):
+    page.wait_for_function(f"document.querySelectorAll('[data-figure] .main-svg').length >= {expected}",
+                           timeout=30_000)
+    assert page.locator("[data-figure][data-drawn='1']").count() >= expected
+
+
+@pytest.mark.parametrize("language, heading, rule_text", [
+    ("en-US", "Leaderboard", "Accepted count, then base score, then bonus"),
+    ("zh-CN", "排行榜", "先比接受数量"),
+])
+def test_visitor_browses_the_leaderboard(live_server, page, season_with_results, language, heading, rule_text):
+    page.goto(f"{live_server.url}/seasons/S1/leaderboard/")
+    assert heading in page.locator("h1").inner_text()
+    assert rule_text in page.content()
+    names = page.locator("table.standings tbody tr td:nth-child(2) a").all_inner_texts()
+    assert names == ["Alice", "Bob", "Carol"]
+    shoot(page, f"leaderboard-{language[:2]}")
+    page.click("text=Bob")
+    assert "Bob" in page.locator("h1").inner_text() and "5.20×" in page.content()
+    assert page.console_errors == []
+
+
+def test_language_switch_in_the_page(live_server, page, season_with_results):
+    page.goto(f"{live_server.url}/")
+    page.select_option("select[name=language]", "zh-hans")
+    page.wait_for_load_state()
+    assert "首页" in page.locator("header").inner_text()
+    page.goto(f"{live_server.url}/seasons/S1/")
+    assert "硬件对比" in page.content()
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_charts_render_on_season_hardware_and_submission_pages(live_server, page, season_with_results, language):
+    _, samples = season_with_results
+    page.goto(f"{live_server.url}/seasons/S1/")
+    assert_charts_drawn(page, 2)
+    shoot(page, f"season-{language[:2]}")
+    page.goto(f"{live_server.url}/seasons/S1/hardware/")
+    assert_charts_drawn(page, 1)
+    cells = page.locator("table.matrix tbody tr", has_text="Fused GELU").locator("td.num").all_inner_texts()
+    assert sorted(cells) == ["0.0210 · 3.10×", "0.0340 · 2.40×"]  # one cell per GPU type
+    shoot(page, f"hardware-{language[:2]}")
+    page.goto(f"{live_server.url}/submissions/{samples[2].pk}/")
+    assert_charts_drawn(page, 3)  # latency, roofline, power and clock
+    shoot(page, f"submission-{language[:2]}")
+    assert page.console_errors == []
