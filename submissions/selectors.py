@@ -54,6 +54,7 @@ def audit_for_submission(submission):
     run_ids = [str(pk) for pk in submission.runs.values_list("pk", flat=True)]
     return AuditEntry.objects.filter(
         Q(object_type="submission", object_id=str(submission.pk)) | Q(object_type="run", object_id__in=run_ids)
+        | Q(object_type="standing", reason__startswith=f"review of #{submission.pk}:")
     ).order_by("-created_at", "-pk")
 
 

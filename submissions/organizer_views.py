@@ -1,0 +1,155 @@
+"""The organizer console: review queue, review page, rejudges and CSV exports (staff only)."""
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from submissions import exports, highlighting, rubrics, selectors
+from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
+from submissions.models import Issue, Rejudge, RejudgeScope, Season
+from submissions.services import rejudging, reviewing
+
+
+def organizer_required(view):
+    """Anonymous visitors go to the login page; logged-in contestants get 403."""
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not selectors.is_organizer(request.user):
+            raise PermissionDenied("organizers only")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+def _season_filter(request):
+    code = request.GET.get("season", "").strip()
+    return get_object_or_404(Season, code=code) if code else None
+
+
+@organizer_required
+def review_queue(request):
+    season = _season_filter(request)
+    include_reviewed = request.GET.get("all") == "1"
+    rows = selectors.review_queue(include_reviewed=include_reviewed, season=season).prefetch_related("abuse_flags")[:200]
+    return render(request, "organizer/queue.html", {
+        "rows": rows, "season": season, "include_reviewed": include_reviewed,
+        "seasons": Season.objects.order_by("-starts_at"), "rejudges": Rejudge.objects.all()[:10],
+    })
+
+
+def _side_by_side(files):
+    reference = next((n for n in REFERENCE_NAMES if n in files), None)
+    candidate = next((n for n in CANDIDATE_NAMES if n in files), None)
+    pair = [(name, highlighting.highlighted(name, files[name])) for name in (reference, candidate) if name]
+    others = [(path, highlighting.highlighted(path, text)) for path, text in sorted(files.items())
+              if path not in (reference, candidate)]
+    return pair, others
+
+
+def _review_context(request, submission, *, form_values=None, error=""):
+    files = {f.path: f.content for f in submission.files.all()}
+    pair, others = _side_by_side(files)
+    rubric = rubrics.rubric_of(submission.issue.season)
+    prefill = reviewing.prefill(submission)
+    values = form_values or {}
+    latest = selectors.latest_review(submission)
+    current = latest.rubric if latest and latest.rubric else prefill
+    items = [{"item": item, "prefill": prefill.get(item.key, 0.0),
+              "value": values.get(item.key, current.get(item.key, prefill.get(item.key, 0.0)))}
+             for item in rubric.items]
+    return {
+        "submission": submission, "pair": pair, "others": others, "highlight_css": highlighting.stylesheet(),
+        "runs": selectors.latest_runs(submission), "all_runs": submission.runs.all(),
+        "flags": submission.abuse_flags.select_related("other_submission__issue", "other_submission__contestant"),
+        "similar": selectors.similar_submissions(submission), "rubric": rubric, "items": items,
+        "reviews": submission.reviews.select_related("reviewer"), "latest_review": latest,
+        "audit": selectors.audit_for_submission(submission), "error": error,
+        "posted": request.POST if request.method == "POST" else {},
+    }
+
+
+def _submission_or_404(submission_id):
+    submission = selectors.submission_with_runs(submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return submission
+
+
+@organizer_required
+def review_page(request, submission_id):
+    submission = _submission_or_404(submission_id)
+    return render(request, "organizer/review.html", _review_context(request, submission))
+
+
+@organizer_required
+@require_POST
+def review_submit(request, submission_id):
+    submission = _submission_or_404(submission_id)
+    rubric = rubrics.rubric_of(submission.issue.season)
+    points = {item.key: request.POST.get(f"points_{item.key}", "") for item in rubric.items}
+    try:
+        review = reviewing.review_submission(
+            submission, request.user, request.POST.get("decision", ""), reason=request.POST.get("reason", ""),
+            rubric=points, override_reason=request.POST.get("override_reason", ""))
+    except reviewing.ReviewRefused as exc:
+        context = _review_context(request, submission, form_values=points, error=str(exc))
+        return render(request, "organizer/review.html", context, status=400)
+    messages.success(request, f"Submission #{submission.pk} {review.decision}: base {review.base_score:g}, bonus {review.bonus:g}.")
+    return redirect("organizer_review", submission_id=submission.pk)
+
+
+def _rejudge(request, scope, target, back):
+    try:
+        batch = rejudging.rejudge(scope, target, request.user, request.POST.get("reason", ""))
+    except rejudging.RejudgeRefused as exc:
+        messages.error(request, str(exc))
+        return redirect(back)
+    done, total = rejudging.progress(batch)
+    messages.success(request, f"Rejudge of {scope} {batch.target}: {total} new runs queued.")
+    return redirect("organizer_rejudge", rejudge_id=batch.pk)
+
+
+@organizer_required
+@require_POST
+def rejudge_submission(request, submission_id):
+    submission = _submission_or_404(submission_id)
+    return _rejudge(request, RejudgeScope.SUBMISSION, submission, f"/organizer/submissions/{submission.pk}/")
+
+
+@organizer_required
+@require_POST
+def rejudge_issue(request, code):
+    issue = get_object_or_404(Issue, code=code.upper())
+    return _rejudge(request, RejudgeScope.ISSUE, issue, "organizer_queue")
+
+
+@organizer_required
+@require_POST
+def rejudge_season(request, code):
+    season = get_object_or_404(Season, code=code)
+    return _rejudge(request, RejudgeScope.SEASON, season, "organizer_queue")
+
+
+@organizer_required
+def rejudge_progress(request, rejudge_id):
+    batch = get_object_or_404(Rejudge, pk=rejudge_id)
+    done, total = rejudging.progress(batch)
+    runs = batch.runs.select_related("gpu_type", "submission__issue").order_by("submission_id", "gpu_type__slug")
+    return render(request, "organizer/rejudge.html", {"batch": batch, "done": done, "total": total, "runs": runs,
+                                                      "live": done < total})
+
+
+@organizer_required
+def export_csv(request, kind):
+    if kind not in exports.EXPORTS:
+        raise Http404(f"no export named {kind}; exports: {', '.join(exports.EXPORTS)}")
+    season = _season_filter(request)
+    response = StreamingHttpResponse(exports.csv_lines(kind, season), content_type="text/csv; charset=utf-8")
+    suffix = f"-{season.code}" if season else ""
+    response["Content-Disposition"] = f'attachment; filename="{kind}{suffix}.csv"'
+    return response
