@@ -50,6 +50,7 @@ class StandingOut(Schema):
 class LeaderboardOut(Schema):
     season: str
     ranking_rule: str
+    frozen_at: Optional[str]
     total: int
     offset: int
     rows: List[StandingOut]
@@ -61,10 +62,12 @@ def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
     if season is None:
         raise HttpError(404, f"season {code} does not exist")
     limit = max(1, min(limit, 500))
-    rows = selectors.season_standings(season, offset=max(0, offset), limit=limit)
+    rows = selectors.season_standings(season, offset=max(0, offset), limit=limit, viewer=request.user)
+    freeze = selectors.active_freeze(season, request.user)
     return {
         "season": season.code, "ranking_rule": season.ranking_rule,
-        "total": season.standings.count(), "offset": offset,
+        "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
+        "total": selectors.standings_query(season, viewer=request.user).count(), "offset": offset,
         "rows": [
             StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
                         accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,

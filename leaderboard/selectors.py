@@ -1,6 +1,7 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
 from django.db.models import Count, Q
 
+from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
 from submissions.ranking import get_rule
 
@@ -9,15 +10,26 @@ def current_season():
     return Season.objects.order_by("-starts_at").first()
 
 
-def standings_query(season, search=""):
-    rows = Standing.objects.filter(season=season).select_related("contestant")
+def active_freeze(season, viewer=None):
+    """The freeze a viewer is held to: the public sees the frozen board, organizers the live one."""
+    if viewer is not None and viewer.is_staff:
+        return None
+    return ScoreboardFreeze.objects.filter(season=season).first()
+
+
+def standings_query(season, search="", viewer=None):
+    freeze = active_freeze(season, viewer)
+    if freeze is not None:
+        rows = FrozenStanding.objects.filter(freeze=freeze).select_related("contestant")
+    else:
+        rows = Standing.objects.filter(season=season).select_related("contestant")
     if search:
         rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
     return rows.order_by("rank", "contestant_id")
 
 
-def season_standings(season, *, offset=0, limit=50, search=""):
-    return list(standings_query(season, search)[offset:offset + limit])
+def season_standings(season, *, offset=0, limit=50, search="", viewer=None):
+    return list(standings_query(season, search, viewer)[offset:offset + limit])
 
 
 def season_issues(season):

@@ -11,7 +11,7 @@ PAGE_SIZE = 50
 
 def home(request):
     season = selectors.current_season()
-    top = selectors.season_standings(season, limit=10) if season else []
+    top = selectors.season_standings(season, limit=10, viewer=request.user) if season else []
     return render(request, "leaderboard/home.html", {
         "season": season, "top": top, "seasons": Season.objects.all(),
         "rule": selectors.rule_of(season) if season else None,
@@ -34,11 +34,15 @@ def season_detail(request, code):
 def season_leaderboard(request, code):
     season = get_object_or_404(Season, code=code)
     search = request.GET.get("q", "").strip()
-    paginator = Paginator(selectors.standings_query(season, search), PAGE_SIZE)
+    paginator = Paginator(selectors.standings_query(season, search, request.user), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
-    return render(request, "leaderboard/leaderboard.html", {
-        "season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
-    })
+    context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+               "freeze": selectors.active_freeze(season, request.user),
+               "live_freeze": selectors.active_freeze(season) if request.user.is_staff else None}
+    if request.GET.get("fragment"):
+        # The page polls this to update the table while runs finish and reviews land.
+        return render(request, "leaderboard/_leaderboard_table.html", context)
+    return render(request, "leaderboard/leaderboard.html", context)
 
 
 def hardware_comparison(request, code):

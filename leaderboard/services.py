@@ -1,0 +1,32 @@
+"""Freezing and unfreezing a season's public scoreboard."""
+from django.db import transaction
+
+from leaderboard.models import FrozenStanding, ScoreboardFreeze
+from submissions.models import Standing
+from submissions.services import audit
+
+SNAPSHOT_FIELDS = ("contestant_id", "rank", "accepted_count", "base_score", "bonus", "total_score",
+                   "submission_count", "first_submission_at", "best_speedup")
+
+
+@transaction.atomic
+def freeze_scoreboard(season, user=None, reason=""):
+    """Snapshot the standings; later reviews and runs change only the organizers' live board."""
+    if ScoreboardFreeze.objects.filter(season=season).exists():
+        raise ValueError(f"the scoreboard of {season.code} is already frozen")
+    freeze = ScoreboardFreeze.objects.create(season=season, frozen_by=user)
+    rows = Standing.objects.filter(season=season).values(*SNAPSHOT_FIELDS)
+    FrozenStanding.objects.bulk_create([FrozenStanding(freeze=freeze, **row) for row in rows], batch_size=2000)
+    audit.record("scoreboard.frozen", season, actor=user, after={"frozen_at": freeze.frozen_at.isoformat()},
+                 reason=reason)
+    return freeze
+
+
+@transaction.atomic
+def unfreeze_scoreboard(season, user=None, reason=""):
+    freeze = ScoreboardFreeze.objects.filter(season=season).first()
+    if freeze is None:
+        raise ValueError(f"the scoreboard of {season.code} is not frozen")
+    frozen_at = freeze.frozen_at.isoformat()
+    freeze.delete()
+    audit.record("scoreboard.unfrozen", season, actor=user, before={"frozen_at": frozen_at}, reason=reason)
