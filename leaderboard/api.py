@@ -77,6 +77,59 @@ def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
     }
 
 
+class ContestantOut(Schema):
+    id: int
+    display_name: str
+    affiliation: str
+    standings: List[dict]
+    issues: List[dict]
+    submissions: List[dict]
+
+
+def _runs_summary(submission):
+    return [{"gpu_type": r.gpu_type.slug, "status": r.status, "verdict": r.verdict, "speedup": r.speedup,
+             "candidate_median_ms": r.candidate_median_ms} for r in submission.runs.all()]
+
+
+@public_router.get("/contestants/{contestant_id}", response=ContestantOut, url_name="contestant_detail")
+def contestant_detail(request, contestant_id: int):
+    contestant = selectors.public_contestant(contestant_id)
+    if contestant is None:
+        raise HttpError(404, f"contestant {contestant_id} does not exist")
+    profile = selectors.contestant_profile(contestant)
+    return {
+        "id": contestant.pk, "display_name": contestant.display_name, "affiliation": contestant.affiliation,
+        "standings": [{"season": s.season.code, "rank": s.rank, "accepted_count": s.accepted_count,
+                       "base_score": s.base_score, "bonus": s.bonus, "best_speedup": s.best_speedup}
+                      for s in profile["standings"]],
+        "issues": [{"code": i.code, "season": i.season.code, "title": i.title} for i in profile["issues"]],
+        "submissions": [{"id": sub.pk, "issue": sub.issue.code, "created_at": sub.created_at.isoformat(),
+                         "runs": _runs_summary(sub)} for sub in profile["submissions"]],
+    }
+
+
+class HardwareOut(Schema):
+    season: str
+    gpu_types: List[str]
+    rows: List[dict]
+
+
+@public_router.get("/seasons/{code}/hardware", response=HardwareOut, url_name="season_hardware")
+def season_hardware(request, code: str):
+    season = Season.objects.filter(code=code).first()
+    if season is None:
+        raise HttpError(404, f"season {code} does not exist")
+    gpu_types, rows = selectors.hardware_comparison(season)
+    return {
+        "season": season.code, "gpu_types": [g.slug for g in gpu_types],
+        "rows": [{"submission": row["submission"].pk, "issue": row["submission"].issue.code,
+                  "title": row["submission"].issue.title, "contestant": row["submission"].contestant.display_name,
+                  "cells": {g.slug: ({"candidate_median_ms": c.candidate_median_ms, "speedup": c.speedup} if c else None)
+                            for g, c in zip(gpu_types, row["cells"])}}
+                 for row in rows],
+    }
+
+
 api.add_router("/agent", agent_router)
 api.add_router("/", contestant_router)
 api.add_router("/", public_router)

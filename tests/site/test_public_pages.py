@@ -49,3 +49,16 @@ def test_season_page_charts_and_local_plotly(client, season, alice, organizer):
     script = client.get("/static/vendor/plotly/plotly.min.js")
     assert script.status_code == 200
     assert b"plotly" in b"".join(script.streaming_content)[:2000].lower()
+
+
+def test_json_twins_of_contestant_and_hardware_pages(client, season, alice, organizer):
+    submission = accepted_sample(season, alice, organizer, {"cpu": (1.5, 2.0), "c500": (4.0, 0.5)})
+    hardware = client.get("/api/v1/seasons/S1/hardware").json()
+    assert hardware["gpu_types"] == ["c500", "cpu"]
+    assert hardware["rows"][0]["submission"] == submission.pk
+    assert hardware["rows"][0]["cells"]["c500"] == {"candidate_median_ms": 0.5, "speedup": 4.0}
+    person = client.get(f"/api/v1/contestants/{alice.pk}").json()
+    assert person["display_name"] == "Alice" and person["standings"][0]["accepted_count"] == 1
+    assert sorted(r["speedup"] for r in person["submissions"][0]["runs"]) == [1.5, 4.0]
+    assert client.get("/api/v1/contestants/999999").status_code == 404
+    assert client.get("/api/v1/seasons/S9/hardware").status_code == 404
