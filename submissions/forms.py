@@ -3,7 +3,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 
-from submissions.models import Framework, Issue, Season
+from submissions.models import Contestant, Framework, Issue, Season
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -56,8 +56,24 @@ class SubmitForm(forms.Form):
 class RegisterForm(UserCreationForm):
     display_name = forms.CharField(max_length=100, required=False, help_text="Shown on the leaderboard")
     affiliation = forms.CharField(max_length=200, required=False)
-    email = forms.EmailField(required=False)
+    email = forms.EmailField(required=False, help_text="For password reset mails")
+    accept_agreement = forms.BooleanField(
+        required=True, label="I accept the contest agreement",
+        error_messages={"required": "You must accept the contest agreement to take part."})
 
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
         fields = ("username", "email")
+
+
+class ProfileForm(forms.ModelForm):
+    class Meta:
+        model = Contestant
+        fields = ("display_name", "affiliation", "gitee_handle", "gitlink_handle", "github_handle")
+        labels = {"gitee_handle": "Gitee handle", "gitlink_handle": "GitLink handle", "github_handle": "GitHub handle"}
+
+    def clean_display_name(self):
+        name = self.cleaned_data["display_name"].strip()
+        if not name:
+            raise forms.ValidationError("The display name must not be empty.")
+        return name

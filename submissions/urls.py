@@ -1,15 +1,23 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from submissions import organizer_views, views
+from submissions import account_views, organizer_views, views
 
 urlpatterns = [
     path("issues/<str:code>/", views.issue_detail, name="issue_detail"),
     path("submissions/<int:submission_id>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:submission_id>/runs/", views.submission_runs_fragment, name="submission_runs"),
     path("submit/", views.submit, name="submit"),
-    path("account/", views.account, name="account"),
-    path("account/tokens/", views.create_token, name="create_token"),
-    path("accounts/register/", views.register, name="register"),
+    path("account/", account_views.account, name="account"),
+    path("account/agreement/", account_views.agreement, name="agreement"),
+    path("account/tokens/", account_views.create_token, name="create_token"),
+    path("account/tokens/<int:token_id>/revoke/", account_views.revoke_token, name="revoke_token"),
+    path("accounts/register/", account_views.register, name="register"),
+    path("accounts/password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password_reset/done/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("accounts/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     # The organizer console.
     path("organizer/", organizer_views.review_queue, name="organizer_queue"),
     path("organizer/submissions/<int:submission_id>/", organizer_views.review_page, name="organizer_review"),

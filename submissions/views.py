@@ -1,15 +1,13 @@
-"""Contestant pages: issues, submissions (with live run status), uploading, registering, API tokens."""
+"""Contestant pages: issues, submissions (with live run status), uploading."""
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
 
 from submissions import queueing, selectors
 from submissions.bundles import BundleError, bundle_from_uploads
-from submissions.forms import RegisterForm, SubmitForm
+from submissions.forms import SubmitForm
 from submissions.models import Issue, RunStatus
 from submissions.services import accounts, submitting
 
@@ -77,39 +75,3 @@ def submit(request):
             messages.success(request, f"Submission #{submission.pk} for {issue.code} is queued for judging.")
             return redirect("submission_detail", submission_id=submission.pk)
     return render(request, "submissions/submit.html", {"form": form})
-
-
-def register(request):
-    form = RegisterForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            user = form.save()
-            accounts.contestant_for(user)
-            contestant = user.contestant
-            contestant.display_name = form.cleaned_data["display_name"] or user.username
-            contestant.affiliation = form.cleaned_data["affiliation"]
-            contestant.save()
-        login(request, user)
-        messages.success(request, f"Welcome, {contestant.display_name}.")
-        return redirect("home")
-    return render(request, "registration/register.html", {"form": form})
-
-
-@login_required
-def account(request):
-    contestant = accounts.contestant_for(request.user)
-    return render(request, "submissions/account.html", {
-        "contestant": contestant,
-        "tokens": contestant.api_tokens.filter(revoked_at__isnull=True),
-        "issues": contestant.issues.select_related("season"),
-        "submissions": contestant.submissions.select_related("issue")[:50],
-    })
-
-
-@login_required
-@require_POST
-def create_token(request):
-    contestant = accounts.contestant_for(request.user)
-    token, raw = accounts.create_api_token(contestant, name=request.POST.get("name") or "default")
-    messages.success(request, "Your new API token (shown only once): " + raw)
-    return redirect("account")

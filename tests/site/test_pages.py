@@ -34,7 +34,8 @@ def test_demo_data_fills_the_leaderboard_and_every_page_renders(client, transact
 
 def test_register_login_and_create_a_token(client, db):
     response = client.post("/accounts/register/", {"username": "carol", "password1": "A-long-pass-42",
-                                                    "password2": "A-long-pass-42", "display_name": "Carol"})
+                                                    "password2": "A-long-pass-42", "display_name": "Carol",
+                                                    "accept_agreement": "on"})
     assert response.status_code == 302
     page = client.post("/account/tokens/", {"name": "cli"}, follow=True).content.decode()
     assert "shown only once" in page

@@ -1,0 +1,80 @@
+"""Account pages: registration, profile, the contest agreement, personal API tokens."""
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from submissions.forms import ProfileForm, RegisterForm
+from submissions.services import accounts
+
+
+def register(request):
+    form = RegisterForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            user = form.save()
+            contestant = accounts.contestant_for(user)
+            accounts.update_profile(contestant, display_name=form.cleaned_data["display_name"] or user.username,
+                                    affiliation=form.cleaned_data["affiliation"])
+            accounts.accept_agreement(contestant)
+        login(request, user)
+        messages.success(request, f"Welcome, {contestant.display_name}.")
+        return redirect("home")
+    return render(request, "registration/register.html", {"form": form, "agreement_version": settings.CONTEST_AGREEMENT_VERSION})
+
+
+@login_required
+def account(request):
+    contestant = accounts.contestant_for(request.user)
+    form = ProfileForm(request.POST or None, instance=contestant)
+    if request.method == "POST" and form.is_valid():
+        accounts.update_profile(contestant, **form.cleaned_data)
+        messages.success(request, "Profile saved.")
+        return redirect("account")
+    return render(request, "submissions/account.html", {
+        "contestant": contestant, "form": form,
+        "agreement_current": accounts.has_current_agreement(contestant),
+        "agreement_version": settings.CONTEST_AGREEMENT_VERSION,
+        "tokens": contestant.api_tokens.order_by("-created_at"),
+        "issues": contestant.issues.select_related("season"),
+        "submissions": contestant.submissions.select_related("issue")[:50],
+    })
+
+
+@login_required
+def agreement(request):
+    contestant = accounts.contestant_for(request.user)
+    if request.method == "POST":
+        if request.POST.get("accept") != "yes":
+            messages.error(request, "Tick the box to accept the agreement.")
+        else:
+            accounts.accept_agreement(contestant)
+            messages.success(request, f"You accepted the contest agreement (version {contestant.agreement_version}).")
+            return redirect("account")
+    return render(request, "registration/agreement.html", {
+        "contestant": contestant, "agreement_version": settings.CONTEST_AGREEMENT_VERSION,
+        "agreement_current": accounts.has_current_agreement(contestant),
+    })
+
+
+@login_required
+@require_POST
+def create_token(request):
+    contestant = accounts.contestant_for(request.user)
+    token, raw = accounts.create_api_token(contestant, name=request.POST.get("name", "").strip() or "default")
+    messages.success(request, "Your new API token (shown only once): " + raw)
+    return redirect("account")
+
+
+@login_required
+@require_POST
+def revoke_token(request, token_id):
+    contestant = accounts.contestant_for(request.user)
+    if accounts.revoke_api_token(contestant, token_id):
+        messages.success(request, "Token revoked; it no longer works.")
+    else:
+        messages.error(request, "No such active token of yours.")
+    return redirect("account")

@@ -1,0 +1,86 @@
+"""Accounts: registration with the agreement, re-acceptance after a new version, profile, tokens, password reset."""
+import re
+
+from django.core import mail
+
+from submissions.models import AuditEntry, Contestant
+from submissions.services import submitting
+from tests.site.bundle_files import valid_files
+from tests.site.judging_helpers import submit
+
+REGISTRATION = {"username": "carol", "password1": "A-long-pass-42", "password2": "A-long-pass-42",
+                "display_name": "Carol", "email": "carol@example.org"}
+
+
+def test_registration_requires_the_agreement_and_records_its_version_and_time(client, db, settings):
+    refused = client.post("/accounts/register/", REGISTRATION)
+    assert refused.status_code == 200 and "You must accept the contest agreement" in refused.content.decode()
+    assert not Contestant.objects.exists()
+    assert client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on")).status_code == 302
+    carol = Contestant.objects.get(user__username="carol")
+    assert carol.agreement_version == settings.CONTEST_AGREEMENT_VERSION and carol.agreement_accepted_at is not None
+    assert AuditEntry.objects.filter(action="agreement.accepted", object_id=str(carol.pk)).exists()
+
+
+def test_a_new_agreement_version_blocks_submitting_until_accepted(client, season, alice, settings,
+                                                                   django_capture_on_commit_callbacks):
+    settings.CONTEST_AGREEMENT_VERSION = "2026-2"
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    try:
+        submit(django_capture_on_commit_callbacks, alice, issue, valid_files())
+    except submitting.SubmissionRefused as exc:
+        assert "accept the contest agreement (version 2026-2)" in str(exc)
+    else:
+        raise AssertionError("a submission without the current agreement was accepted")
+    client.force_login(alice.user)
+    assert "before your next submission" in client.get("/account/").content.decode()
+    page = client.post("/account/agreement/", {}, follow=True).content.decode()
+    assert "Tick the box" in page
+    client.post("/account/agreement/", {"accept": "yes"})
+    alice.refresh_from_db()
+    assert alice.agreement_version == "2026-2"
+    assert submit(django_capture_on_commit_callbacks, alice, issue, valid_files()).pk
+
+
+def test_profile_edit_with_handles_and_validation(client, alice):
+    client.force_login(alice.user)
+    fields = {"display_name": "Alice L.", "affiliation": "THU", "gitee_handle": "alice-gitee",
+              "gitlink_handle": "alice-gl", "github_handle": "alice-gh"}
+    assert client.post("/account/", fields).status_code == 302
+    alice.refresh_from_db()
+    assert (alice.display_name, alice.gitee_handle, alice.gitlink_handle, alice.github_handle) == (
+        "Alice L.", "alice-gitee", "alice-gl", "alice-gh")
+    blank = client.post("/account/", dict(fields, display_name="   "))
+    assert blank.status_code == 200 and "This field is required" in blank.content.decode()
+    alice.refresh_from_db()
+    assert alice.display_name == "Alice L."
+
+
+def test_tokens_are_shown_once_listed_by_prefix_and_revocable(client, alice, bob):
+    client.force_login(alice.user)
+    page = client.post("/account/tokens/", {"name": "ci"}, follow=True).content.decode()
+    raw = re.search(r"shown only once\): (\S+)<", page).group(1)
+    token = alice.api_tokens.get()
+    assert token.token_hash != raw and f"{raw[:8]}…" in page
+    assert client.get("/api/v1/submissions/1", headers={"Authorization": f"Bearer {raw}"}).status_code == 404
+    client.force_login(bob.user)
+    assert "No such active token" in client.post(f"/account/tokens/{token.pk}/revoke/", follow=True).content.decode()
+    client.force_login(alice.user)
+    assert "Token revoked" in client.post(f"/account/tokens/{token.pk}/revoke/", follow=True).content.decode()
+    assert client.get("/api/v1/submissions/1", headers={"Authorization": f"Bearer {raw}"}).status_code == 401
+    assert "revoked" in client.get("/account/").content.decode()
+
+
+def test_password_reset_by_mail(client, db):
+    client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on"))
+    client.post("/accounts/logout/")
+    assert client.post("/accounts/password_reset/", {"email": "carol@example.org"}).status_code == 302
+    (message,) = mail.outbox
+    assert message.subject == "GPU CodeForces: reset your password" and message.to == ["carol@example.org"]
+    link = re.search(r"http://testserver(/accounts/reset/\S+/)", message.body).group(1)
+    form = client.get(link, follow=True)
+    assert form.status_code == 200 and "Choose a new password" in form.content.decode()
+    done = client.post(form.redirect_chain[-1][0], {"new_password1": "Another-pass-77", "new_password2": "Another-pass-77"})
+    assert done.status_code == 302
+    assert client.login(username="carol", password="Another-pass-77")
+    assert "invalid or was already used" in client.get(link, follow=True).content.decode()
