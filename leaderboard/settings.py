@@ -147,4 +147,25 @@ if os.environ.get("EMAIL_HOST"):
     EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
     EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "GPU CodeForces <noreply@localhost>")
+# Pull-request hosts: where PR pages live (web), where git fetches from (git), the API for
+# comments (api, empty: no comments), the bot token and the webhook secret. Each overridable
+# with PR_HOST_<HOST>_<KEY>, e.g. PR_HOST_GITEE_TOKEN.
+_PR_HOST_DEFAULTS = {
+    "github": {"web": "https://github.com", "git": "https://github.com", "api": "https://api.github.com",
+               "pull_path": "pull", "pull_ref": "refs/pull/{number}/head",
+               "comment_path": "/repos/{owner}/{repo}/issues/{number}/comments"},
+    "gitee": {"web": "https://gitee.com", "git": "https://gitee.com", "api": "https://gitee.com/api/v5",
+              "pull_path": "pulls", "pull_ref": "refs/pull/{number}/head",
+              "comment_path": "/repos/{owner}/{repo}/pulls/{number}/comments"},
+    "gitlink": {"web": "https://www.gitlink.org.cn", "git": "https://www.gitlink.org.cn", "api": "",
+                "pull_path": "pulls", "pull_ref": "refs/pull/{number}/head",
+                "comment_path": "/repos/{owner}/{repo}/issues/{number}/comments"},
+}
+PR_HOSTS = {
+    host: {key: os.environ.get(f"PR_HOST_{host.upper()}_{key.upper()}", value)
+           for key, value in dict(defaults, token="", webhook_secret="").items()}
+    for host, defaults in _PR_HOST_DEFAULTS.items()
+}
+PR_FETCH_TIMEOUT_SECONDS = env_int("PR_FETCH_TIMEOUT_SECONDS", 60)
+PR_COMMENT_TIMEOUT_SECONDS = env_int("PR_COMMENT_TIMEOUT_SECONDS", 10)
 # ---- end of the submissions block ----

@@ -77,3 +77,15 @@ class ProfileForm(forms.ModelForm):
         if not name:
             raise forms.ValidationError("The display name must not be empty.")
         return name
+
+
+class PullRequestForm(forms.Form):
+    pr_url = forms.URLField(label="Pull request URL", max_length=500, assume_scheme="https",
+                            help_text="A pull request on Gitee, GitLink or GitHub that adds S1/<issue code>/")
+    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False,
+                                   empty_label="— every folder of my issues in the PR —")
+
+    def __init__(self, *args, contestant=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+        self.fields["issue"].label_from_instance = lambda i: f"{i.season.code}/{i.code} — {i.title}"

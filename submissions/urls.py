@@ -1,13 +1,15 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from submissions import account_views, organizer_views, views
+from submissions import account_views, organizer_views, pr_views, views
 
 urlpatterns = [
     path("issues/<str:code>/", views.issue_detail, name="issue_detail"),
     path("submissions/<int:submission_id>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:submission_id>/runs/", views.submission_runs_fragment, name="submission_runs"),
     path("submit/", views.submit, name="submit"),
+    path("submit/pull-request/", pr_views.submit_pull_request, name="submit_pull_request"),
+    path("webhooks/<str:host>/", pr_views.webhook, name="pr_webhook"),
     path("account/", account_views.account, name="account"),
     path("account/agreement/", account_views.agreement, name="agreement"),
     path("account/tokens/", account_views.create_token, name="create_token"),

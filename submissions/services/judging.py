@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
-from submissions.services import abuse, audit, standings
+from submissions.services import abuse, audit, pr_comments, standings
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,10 @@ def record_result(run_id, agent, secret, result):
     standings.refresh_for(submission.issue.season, submission.contestant, actor_label=f"agent:{agent.name}")
     if not submission.runs.exclude(status=RunStatus.DONE).exists():
         abuse.check_after_judging(submission)
+        if submission.pr_url:
+            # The bot's reply on the PR, once everything is judged and committed.
+            submission_id = submission.pk
+            transaction.on_commit(lambda: pr_comments.post_verdicts_by_id(submission_id), robust=True)
     return run
 
 

@@ -1,0 +1,44 @@
+"""Pull-request intake pages: paste a PR URL, and the hosts' webhook endpoint."""
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from submissions.forms import PullRequestForm
+from submissions.pull_requests import PullRequestError
+from submissions.services import accounts, pr_intake, submitting
+
+
+@login_required
+def submit_pull_request(request):
+    contestant = accounts.contestant_for(request.user)
+    form = PullRequestForm(request.POST or None, contestant=contestant)
+    if request.method == "POST" and form.is_valid():
+        try:
+            created = pr_intake.submit_pull_request(contestant, form.cleaned_data["pr_url"],
+                                                    issue=form.cleaned_data["issue"])
+        except (PullRequestError, submitting.SubmissionRefused) as exc:
+            form.add_error(None, str(exc))
+        else:
+            if not created:
+                form.add_error(None, "This commit of the pull request was already submitted; push a new commit first.")
+            else:
+                listed = ", ".join(f"#{s.pk} ({s.issue.code})" for s in created)
+                messages.success(request, f"Submitted from the pull request: {listed}; queued for judging.")
+                return redirect("submission_detail", submission_id=created[0].pk)
+    return render(request, "submissions/submit_pr.html", {"form": form})
+
+
+@csrf_exempt
+@require_POST
+def webhook(request, host):
+    try:
+        created, detail = pr_intake.handle_webhook(host, request.headers, request.body)
+    except pr_intake.WebhookRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=403)
+    except (PullRequestError, submitting.SubmissionRefused) as exc:
+        # The host shows this in its delivery log; the contestant sees it on the PR's next reply.
+        return JsonResponse({"detail": str(exc)}, status=422)
+    return JsonResponse({"detail": detail, "submissions": [s.pk for s in created]}, status=202 if created else 200)

@@ -1,0 +1,118 @@
+"""Submissions from pull requests: a pasted PR URL or a host's webhook, read with git."""
+import base64
+import hashlib
+import hmac
+import json
+
+from django.conf import settings
+
+from submissions.bundles import BundleError, build_bundle
+from submissions.models import Contestant, Issue, SubmissionSource
+from submissions.pull_requests import FetchedPullRequest, PullRequestError, parse_pr_url
+from submissions.services import submitting
+
+HANDLE_FIELDS = {"github": "github_handle", "gitee": "gitee_handle", "gitlink": "gitlink_handle"}
+
+
+class WebhookRefused(ValueError):
+    """The request is not from the host (bad signature or token): answered 403."""
+
+
+def _folder(issue):
+    return f"{issue.season.code}/{issue.code}"
+
+
+def submit_pull_request(contestant, pr_url, *, issue=None):
+    """Create a submission for each of the contestant's issues whose folder the PR head holds
+    (or for `issue` alone). A folder already submitted at the same commit is skipped."""
+    pr = parse_pr_url(pr_url)
+    with FetchedPullRequest(pr) as fetched:
+        head = fetched.head
+        if issue is not None:
+            issues = [issue]
+            if not head.folder(_folder(issue)):
+                raise PullRequestError(f"the pull request has no folder {_folder(issue)}/ at commit {head.commit[:10]}")
+        else:
+            mine = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+            issues = [i for i in mine if head.folder(_folder(i))]
+            if not issues:
+                codes = ", ".join(_folder(i) + "/" for i in mine) or "none yet: open an issue first"
+                raise PullRequestError(f"the pull request has no folder of your issues at commit {head.commit[:10]} "
+                                       f"(your folders: {codes})")
+        created = []
+        for each in issues:
+            if each.submissions.filter(contestant=contestant, pr_url=pr.url, pr_commit=head.commit).exists():
+                continue  # the same commit again (a webhook redelivery): nothing new to judge
+            raw = fetched.read_folder(_folder(each), settings.BUNDLE_MAX_FILE_BYTES)
+            try:
+                bundle = build_bundle(raw)
+            except BundleError as exc:
+                raise PullRequestError(f"{_folder(each)}/ at {head.commit[:10]}: " + "; ".join(exc.errors))
+            created.append(submitting.create_submission(
+                contestant, each, bundle, source=SubmissionSource.PULL_REQUEST, pr_url=pr.url, pr_commit=head.commit,
+                note=f"pull request {pr.url} at {head.commit[:10]}"))
+        return created
+
+
+# ---- webhooks ----------------------------------------------------------------------------
+
+
+def _secret(host):
+    secret = settings.PR_HOSTS[host].get("webhook_secret", "")
+    if not secret:
+        raise WebhookRefused(f"webhooks from {host} are not enabled (no secret configured)")
+    return secret
+
+
+def verify_webhook(host, headers, body):
+    secret = _secret(host)
+    if host == "github":
+        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, headers.get("X-Hub-Signature-256", "")):
+            raise WebhookRefused("the X-Hub-Signature-256 signature does not match")
+    elif host == "gitee":
+        # Gitee sends either the password itself or a signature of "timestamp\nsecret".
+        token, timestamp = headers.get("X-Gitee-Token", ""), headers.get("X-Gitee-Timestamp", "")
+        signed = base64.b64encode(hmac.new(secret.encode(), f"{timestamp}\n{secret}".encode(),
+                                           hashlib.sha256).digest()).decode()
+        if not (hmac.compare_digest(token, secret) or (timestamp and hmac.compare_digest(token, signed))):
+            raise WebhookRefused("the X-Gitee-Token does not match")
+    else:  # GitLink speaks Gitea's dialect: a hex HMAC-SHA256 of the body
+        expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, headers.get("X-Gitea-Signature", "")):
+            raise WebhookRefused("the X-Gitea-Signature signature does not match")
+
+
+def _pull_request_event(host, headers, payload):
+    """(PR page URL, author login) for an opened/updated PR, or None for any other event."""
+    pr = payload.get("pull_request") or {}
+    action = payload.get("action", "")
+    if host == "github":
+        wanted = headers.get("X-GitHub-Event") == "pull_request" and action in {"opened", "synchronize", "reopened"}
+    elif host == "gitee":
+        wanted = action in {"open", "update", "reopen"} and bool(pr)
+    else:
+        wanted = action in {"opened", "synchronized", "reopened"} and bool(pr)
+    if not wanted:
+        return None
+    return pr.get("html_url", ""), (pr.get("user") or {}).get("login", "")
+
+
+def handle_webhook(host, headers, body):
+    """Verify and act on a host's webhook; returns (submissions created, a message for the log)."""
+    if host not in settings.PR_HOSTS:
+        raise WebhookRefused(f"unknown host {host}")
+    verify_webhook(host, headers, body)
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise PullRequestError("the webhook body is not JSON")
+    event = _pull_request_event(host, headers, payload)
+    if event is None:
+        return [], "ignored: not a pull request being opened or updated"
+    url, login = event
+    contestant = Contestant.objects.filter(**{HANDLE_FIELDS[host] + "__iexact": login}).first() if login else None
+    if contestant is None:
+        return [], f"ignored: no contestant has the {host} handle {login!r}"
+    created = submit_pull_request(contestant, url)
+    return created, f"{len(created)} submission(s) from {url}"
