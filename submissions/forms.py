@@ -89,3 +89,27 @@ class PullRequestForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
         self.fields["issue"].label_from_instance = lambda i: f"{i.season.code}/{i.code} — {i.title}"
+
+
+LEVEL_CHOICES = [("", "—"), (1, "1: one operator"), (2, "2: 2-9 fused operators"), (3, "3: fused with MMA"),
+                 (4, "4: complex fused operator for LLM inference")]
+
+
+class IssueForm(forms.Form):
+    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), empty_label=None)
+    title = forms.CharField(max_length=200, help_text="What the task is, e.g. 对001-example数据集进行性能优化")
+    operator = forms.CharField(max_length=200, required=False, help_text="e.g. torch.nn.functional.gelu")
+    framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH)
+    level = forms.TypedChoiceField(choices=LEVEL_CHOICES, coerce=int, empty_value=None, required=False,
+                                   label="Claimed level")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False,
+                                  help_text="Expected result, how to verify it, background")
+
+
+class IssueFilterForm(forms.Form):
+    q = forms.CharField(required=False, label="Search")
+    season = forms.ModelChoiceField(queryset=Season.objects.all(), required=False, to_field_name="code")
+    framework = forms.ChoiceField(choices=[("", "any framework")] + list(Framework.choices), required=False)
+    level = forms.TypedChoiceField(choices=[("", "any level")] + LEVEL_CHOICES[1:], coerce=int, empty_value=None,
+                                   required=False)
+    mine = forms.BooleanField(required=False, label="only mine")

@@ -1,7 +1,7 @@
 """Read-side queries of the contest domain."""
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q
 
-from submissions.models import AuditEntry, ReviewDecision, Run, RunStatus, Submission
+from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Submission
 
 
 def submission_with_runs(submission_id):
@@ -79,3 +79,33 @@ def latest_runs(submission):
         if current is None or (run.created_at, run.pk) > (current.created_at, current.pk):
             latest[run.gpu_type_id] = run
     return sorted(latest.values(), key=lambda r: r.gpu_type.slug)
+
+
+def search_issues(*, q="", season=None, framework="", level=None, author=None):
+    rows = (Issue.objects.select_related("season", "author")
+            .annotate(submission_count=Count("submissions", distinct=True),
+                      best_speedup=Max("submissions__runs__speedup")))
+    if q:
+        rows = rows.filter(Q(code__iexact=q.strip()) | Q(title__icontains=q) | Q(operator__icontains=q)
+                           | Q(description__icontains=q))
+    if season is not None:
+        rows = rows.filter(season=season)
+    if framework:
+        rows = rows.filter(framework=framework)
+    if level:
+        rows = rows.filter(level=level)
+    if author is not None:
+        rows = rows.filter(author=author)
+    return rows.order_by("-created_at", "-pk")
+
+
+def issue_history(issue):
+    """The issue's submissions oldest first, numbered as versions, each with its best passed speedup."""
+    submissions = list(issue.submissions.select_related("contestant").prefetch_related("runs__gpu_type")
+                       .order_by("created_at", "pk"))
+    for version, submission in enumerate(submissions, start=1):
+        submission.version = version
+        submission.latest = latest_runs(submission)
+        speedups = [r.speedup for r in submission.latest if r.speedup is not None]
+        submission.best_speedup = max(speedups) if speedups else None
+    return list(reversed(submissions))

@@ -4,6 +4,8 @@ from django.urls import path
 from submissions import account_views, organizer_views, pr_views, views
 
 urlpatterns = [
+    path("issues/", views.issue_list, name="issue_list"),
+    path("issues/new/", views.open_issue, name="open_issue"),
     path("issues/<str:code>/", views.issue_detail, name="issue_detail"),
     path("submissions/<int:submission_id>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:submission_id>/runs/", views.submission_runs_fragment, name="submission_runs"),

@@ -7,15 +7,43 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from submissions import queueing, selectors
 from submissions.bundles import BundleError, bundle_from_uploads
-from submissions.forms import SubmitForm
+from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue, RunStatus
 from submissions.services import accounts, submitting
 
 
+def issue_list(request):
+    form = IssueFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    author = None
+    if filters.get("mine") and request.user.is_authenticated:
+        author = accounts.contestant_for(request.user)
+    issues = selectors.search_issues(q=filters.get("q", ""), season=filters.get("season"),
+                                     framework=filters.get("framework", ""), level=filters.get("level"), author=author)
+    return render(request, "submissions/issue_list.html", {"form": form, "issues": issues[:200]})
+
+
+@login_required
+def open_issue(request):
+    contestant = accounts.contestant_for(request.user)
+    form = IssueForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            issue = submitting.open_issue(data["season"], contestant, title=data["title"], operator=data["operator"],
+                                          framework=data["framework"], level=data["level"],
+                                          description=data["description"])
+        except submitting.SubmissionRefused as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Issue {issue.code} opened: submit the folder {issue.season.code}/{issue.code}/.")
+            return redirect("issue_detail", code=issue.code)
+    return render(request, "submissions/issue_new.html", {"form": form})
+
+
 def issue_detail(request, code):
     issue = get_object_or_404(Issue.objects.select_related("season", "author"), code=code.upper())
-    submissions = issue.submissions.select_related("contestant").prefetch_related("runs__gpu_type")
-    return render(request, "submissions/issue_detail.html", {"issue": issue, "submissions": submissions})
+    return render(request, "submissions/issue_detail.html", {"issue": issue, "submissions": selectors.issue_history(issue)})
 
 
 def _run_rows(submission):

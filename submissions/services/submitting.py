@@ -4,7 +4,7 @@ import hashlib
 from django.db import IntegrityError, transaction
 
 from submissions.bundles import Bundle
-from submissions.models import Contestant, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.models import Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
 from submissions.services import abuse, accounts, judging, standings
 
 
@@ -17,6 +17,10 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
         raise SubmissionRefused(f"season {season.code} is closed")
     if not title.strip():
         raise SubmissionRefused("an issue needs a title")
+    if framework not in Framework.values:
+        raise SubmissionRefused(f"unknown framework {framework!r}; one of {', '.join(Framework.values)}")
+    if level is not None and level not in (1, 2, 3, 4):
+        raise SubmissionRefused(f"the claimed level must be 1, 2, 3 or 4, not {level}")
     for _ in range(10):
         try:
             with transaction.atomic():

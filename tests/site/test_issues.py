@@ -1,0 +1,57 @@
+"""Issues (赛题): opening one, its six-letter code, the list with search and filters, the version history."""
+import re
+
+from submissions.models import Issue
+from submissions.services import submitting
+from tests.site.bundle_files import valid_files
+from tests.site.judging_helpers import passed_result, report_all, submit
+
+
+def test_open_an_issue_on_the_site_and_refuse_bad_input(client, season, alice):
+    client.force_login(alice.user)
+    response = client.post("/issues/new/", {"season": season.pk, "title": "GELU", "operator": "F.gelu",
+                                            "framework": "paddle", "level": "2", "description": "tanh form"})
+    issue = Issue.objects.get()
+    assert response.url == f"/issues/{issue.code}/" and re.fullmatch(r"[A-Z]{6}", issue.code)
+    assert (issue.framework, issue.level, issue.author) == ("paddle", 2, alice)
+    bad = client.post("/issues/new/", {"season": season.pk, "title": "", "framework": "caffe", "level": "9"})
+    text = bad.content.decode()
+    assert bad.status_code == 200 and "This field is required" in text and "caffe is not one of" in text
+    with_level = {"season": season, "title": "x"}
+    for kwargs, message in (({"framework": "caffe"}, "unknown framework"), ({"level": 7}, "level must be 1, 2, 3 or 4")):
+        try:
+            submitting.open_issue(**with_level, author=alice, **kwargs)
+        except submitting.SubmissionRefused as exc:
+            assert message in str(exc)
+        else:
+            raise AssertionError(f"{kwargs} was accepted")
+    assert client.get("/issues/new/").status_code == 200
+
+
+def test_issue_list_search_and_filters(client, season, alice, bob):
+    relu = submitting.open_issue(season, alice, title="ReLU kernel", operator="torch.relu", level=1)
+    gemm = submitting.open_issue(season, bob, title="Fused GEMM", operator="matmul+bias", framework="jax", level=3)
+
+    def codes(**params):
+        page = client.get("/issues/", params).content.decode()
+        return {code for code in (relu.code, gemm.code) if code in page}
+
+    assert codes() == {relu.code, gemm.code}
+    assert codes(q="gemm") == {gemm.code} and codes(q=relu.code) == {relu.code}
+    assert codes(framework="jax") == {gemm.code} and codes(level="1") == {relu.code}
+    assert codes(season="S1") == {relu.code, gemm.code}
+    client.force_login(bob.user)
+    assert codes(mine="on") == {gemm.code}
+
+
+def test_issue_page_numbers_versions_with_their_speedups(client, season, alice, agent_and_token,
+                                                         django_capture_on_commit_callbacks):
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    for n, speedup in enumerate((1.5, 2.75), start=1):
+        submission = submit(django_capture_on_commit_callbacks, alice, issue,
+                            dict(valid_files(), **{"readme.md": f"v{n}".encode()}))
+        report_all(submission, agent, passed_result(speedup=speedup))
+    page = client.get(f"/issues/{issue.code}/").content.decode()
+    assert page.index("<td>v2</td>") < page.index("<td>v1</td>")  # newest first
+    assert "1.50×" in page and "2.75×" in page
