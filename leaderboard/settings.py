@@ -138,6 +138,8 @@ CONTEST_AGREEMENT_VERSION = os.environ.get("CONTEST_AGREEMENT_VERSION", "2025-1"
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 10)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 50)
 NEAR_COPY_THRESHOLD_PERCENT = float(os.environ.get("NEAR_COPY_THRESHOLD_PERCENT", "80"))
+# A new candidate is compared with others of the same operator and this many recent ones.
+NEAR_COPY_SCAN_RECENT = env_int("NEAR_COPY_SCAN_RECENT", 2000)
 # Password-reset mail: the console by default; SMTP when EMAIL_HOST is set.
 if os.environ.get("EMAIL_HOST"):
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

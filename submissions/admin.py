@@ -10,7 +10,7 @@ class GpuTypeAdmin(admin.ModelAdmin):
 
 @admin.register(models.Season)
 class SeasonAdmin(admin.ModelAdmin):
-    list_display = ("code", "name", "ranking_rule", "is_open", "starts_at", "ends_at")
+    list_display = ("code", "name", "ranking_rule", "rubric", "is_open", "starts_at", "ends_at")
     filter_horizontal = ("gpu_types",)
 
 
@@ -70,6 +70,13 @@ class RunAdmin(admin.ModelAdmin):
 class ReviewAdmin(admin.ModelAdmin):
     list_display = ("submission", "decision", "base_score", "bonus", "reviewer", "created_at")
 
+    # Reviews are history: a new decision is a new review, made in the organizer console.
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(models.AuditEntry)
 class AuditEntryAdmin(admin.ModelAdmin):
@@ -92,3 +99,15 @@ class AuditEntryAdmin(admin.ModelAdmin):
 class StandingAdmin(admin.ModelAdmin):
     list_display = ("season", "rank", "contestant", "accepted_count", "base_score", "bonus", "submission_count")
     list_filter = ("season",)
+
+
+@admin.register(models.SubmissionFlag)
+class SubmissionFlagAdmin(admin.ModelAdmin):
+    list_display = ("submission", "kind", "other_submission", "similarity", "created_at")
+    list_filter = ("kind",)
+
+
+@admin.register(models.Rejudge)
+class RejudgeAdmin(admin.ModelAdmin):
+    list_display = ("scope", "target", "requested_by", "reason", "created_at")
+    readonly_fields = ("scope", "target", "requested_by", "reason")

@@ -12,7 +12,8 @@ from submissions.api_auth import AgentAuth, ContestantTokenAuth
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
 from submissions.models import Issue, Run, Season
 from submissions.result_schema import RunResult
-from submissions.services import judging, submitting
+from submissions.pull_requests import PullRequestError
+from submissions.services import judging, pr_intake, submitting
 from submissions.services.accounts import record_heartbeat
 
 log = logging.getLogger(__name__)
@@ -215,3 +216,25 @@ def read_submission(request, submission_id: int):
     if submission is None or not selectors.can_see_code(request.auth.user, submission):
         return Status(404, {"detail": f"submission {submission_id} does not exist or is not yours"})
     return SubmissionOut.from_submission(request, submission)
+
+
+class PullRequestIn(Schema):
+    pr_url: str
+    issue: Optional[str] = None
+
+
+@contestant_router.post("/pull-requests", response={201: List[SubmissionOut], 400: ErrorOut, 404: ErrorOut},
+                        url_name="submission_from_pull_request")
+def create_submissions_from_pull_request(request, payload: PullRequestIn):
+    """Fetch a pull request's head with git and submit the folder `S<season>/<issue code>/` of each of
+    your issues it holds (or of `issue` alone). A commit already submitted yields an empty list."""
+    issue_row = None
+    if payload.issue:
+        issue_row = Issue.objects.select_related("season").filter(code=payload.issue.strip().upper()).first()
+        if issue_row is None or issue_row.author_id != request.auth.pk:
+            return Status(404, {"detail": f"issue {payload.issue} does not exist or is not yours"})
+    try:
+        created = pr_intake.submit_pull_request(request.auth, payload.pr_url, issue=issue_row)
+    except (PullRequestError, submitting.SubmissionRefused) as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, [SubmissionOut.from_submission(request, selectors.submission_with_runs(s.pk)) for s in created])

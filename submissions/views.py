@@ -72,7 +72,13 @@ def _submission_context(request, submission_id):
 
 
 def submission_detail(request, submission_id):
-    return render(request, "submissions/submission_detail.html", _submission_context(request, submission_id))
+    context = _submission_context(request, submission_id)
+    if selectors.is_organizer(request.user):
+        # Organizers see the flags and the audit trail here too (never editable).
+        submission = context["submission"]
+        context["flags"] = submission.abuse_flags.select_related("other_submission")
+        context["audit"] = selectors.audit_for_submission(submission)
+    return render(request, "submissions/submission_detail.html", context)
 
 
 def submission_runs_fragment(request, submission_id):

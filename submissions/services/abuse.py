@@ -76,7 +76,11 @@ def check_on_submit(submission):
     if submission.candidate_shingles:
         matches = []
         others = season_submissions.exclude(contestant_id=submission.contestant_id).exclude(candidate_shingles=[])
-        for other in others.select_related("issue", "contestant").only(
+        # Bounded work per submission: every other version of the same operator, and the most recent others.
+        same_reference = others.filter(reference_fingerprint=submission.reference_fingerprint).values_list("pk", flat=True)
+        recent = others.order_by("-created_at").values_list("pk", flat=True)[:settings.NEAR_COPY_SCAN_RECENT]
+        scanned = set(same_reference[:settings.NEAR_COPY_SCAN_RECENT]) | set(recent)
+        for other in Submission.objects.filter(pk__in=scanned).select_related("issue", "contestant").only(
                 "pk", "candidate_shingles", "issue__code", "contestant__display_name", "created_at"):
             percent = fingerprints.similarity_percent(submission.candidate_shingles, other.candidate_shingles)
             if percent >= threshold:

@@ -106,3 +106,10 @@ def test_only_organizers_can_review_or_rejudge(client, world):
     assert as_role(client, world, "organizer").post(f"/organizer/submissions/{pk}/review/",
                                                     {"decision": "rejected", "reason": "x"}).status_code == 302
     assert world["submission"].reviews.count() == 1
+
+
+def test_flags_and_audit_on_the_submission_page_are_for_organizers_only(client, world):
+    pk = world["submission"].pk
+    assert 'id="audit"' in as_role(client, world, "organizer").get(f"/submissions/{pk}/").content.decode()
+    for role in ("anonymous", "author", "other"):
+        assert 'id="audit"' not in as_role(client, world, role).get(f"/submissions/{pk}/").content.decode()

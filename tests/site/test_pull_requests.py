@@ -155,3 +155,24 @@ def test_the_bot_comments_the_verdict_table_once_every_run_is_done(
     assert f"S1/{issue.code}" in table and "| CPU | Passed | 2.0000 | 0.8000 | 2.50× |" in table
     assert "| MetaX C500 | Passed |" in table
     assert AuditEntry.objects.filter(action="pr.commented", object_id=str(submission.pk)).exists()
+
+
+def test_api_submits_a_pull_request_with_a_personal_token(client, host, issue, alice, bob,
+                                                          django_capture_on_commit_callbacks):
+    from submissions.services import accounts
+
+    host.open_pull_request(11, bundle_in(issue))
+    _, token = accounts.create_api_token(alice)
+    _, bob_token = accounts.create_api_token(bob)
+    url = "/api/v1/pull-requests"
+    body = {"pr_url": GITEE_PR.format(n=11), "issue": issue.code}
+    assert client.post(url, body, content_type="application/json",
+                       headers={"Authorization": f"Bearer {bob_token}"}).status_code == 404
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, body, content_type="application/json", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 201, response.content
+    (created,) = response.json()
+    assert created["source"] == "pr" and created["files"] == ["cudacode.py", "torchcode.py"]
+    bad = client.post(url, {"pr_url": "https://gitee.com/x/y/pulls/1"}, content_type="application/json",
+                      headers={"Authorization": f"Bearer {token}"})
+    assert bad.status_code == 400 and "private or does not exist" in bad.json()["detail"]
