@@ -169,5 +169,8 @@ PR_HOSTS = {
     for host, defaults in _PR_HOST_DEFAULTS.items()
 }
 PR_FETCH_TIMEOUT_SECONDS = env_int("PR_FETCH_TIMEOUT_SECONDS", 60)
+# The site's own RQ queue (webhook intake); served by `python manage.py rqworker site`.
+SITE_QUEUE_NAME = os.environ.get("SITE_QUEUE_NAME", "site")
+RQ_QUEUES.setdefault(SITE_QUEUE_NAME, {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600})
 PR_COMMENT_TIMEOUT_SECONDS = env_int("PR_COMMENT_TIMEOUT_SECONDS", 10)
 # ---- end of the submissions block ----

@@ -333,6 +333,10 @@ class SubmissionFlag(models.Model):
         return f"{self.kind} on #{self.submission_id}"
 
 
+class AuditTrailIsAppendOnly(Exception):
+    pass
+
+
 class AuditEntry(models.Model):
     """An append-only record of a change: who, when, before, after, why."""
 
@@ -352,6 +356,14 @@ class AuditEntry(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.object_type}:{self.object_id} by {self.actor_label}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise AuditTrailIsAppendOnly("audit entries are never changed; record a new one")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditTrailIsAppendOnly("audit entries are never deleted")
 
 
 class Standing(models.Model):

@@ -35,10 +35,10 @@ def submit_pull_request(request):
 @require_POST
 def webhook(request, host):
     try:
-        created, detail = pr_intake.handle_webhook(host, request.headers, request.body)
+        queued, detail = pr_intake.handle_webhook(host, request.headers, request.body)
     except pr_intake.WebhookRefused as exc:
         return JsonResponse({"detail": str(exc)}, status=403)
     except (PullRequestError, submitting.SubmissionRefused) as exc:
         # The host shows this in its delivery log; the contestant sees it on the PR's next reply.
         return JsonResponse({"detail": str(exc)}, status=422)
-    return JsonResponse({"detail": detail, "submissions": [s.pk for s in created]}, status=202 if created else 200)
+    return JsonResponse({"detail": detail, "queued": queued}, status=202 if queued else 200)

@@ -45,3 +45,10 @@ def queue_position(queue_name, job_id):
         return job_ids.index(job_id) + 1
     except ValueError:
         return None
+
+
+def enqueue_site_job(function, *, kwargs, description):
+    """Work for the site's own RQ worker (`manage.py rqworker site`), e.g. fetching a pull request."""
+    Queue(settings.SITE_QUEUE_NAME, connection=connection()).enqueue(
+        function, kwargs=kwargs, job_timeout=settings.PR_FETCH_TIMEOUT_SECONDS * 3 + 60,
+        result_ttl=24 * 3600, failure_ttl=7 * 24 * 3600, description=description)

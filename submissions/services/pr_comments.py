@@ -39,25 +39,35 @@ def _request(pr, body):
     return urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")
 
 
+def _post(pr, body, subject):
+    """POST a comment; the outcome is kept in the audit trail of `subject`. Returns the status or None."""
+    if not (pr.config.get("api") and pr.config.get("token")):
+        return None
+    try:
+        with urllib.request.urlopen(_request(pr, body), timeout=settings.PR_COMMENT_TIMEOUT_SECONDS) as response:
+            status = response.status
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        log.warning("commenting on %s failed: %s", pr.url, exc)
+        audit.record("pr.comment_failed", subject, actor_label="pr-bot", reason=f"{pr.url}: {exc}")
+        return None
+    audit.record("pr.commented", subject, actor_label="pr-bot", after={"url": pr.url, "status": status})
+    return status
+
+
 def post_verdicts(submission):
-    """Post the table to the PR; returns the HTTP status, or None when the host has no API or token."""
+    """Post the verdict table to the PR; returns the HTTP status, or None when the host has no API or token."""
     try:
         pr = parse_pr_url(submission.pr_url)
     except PullRequestError as exc:
         audit.record("pr.comment_failed", submission, actor_label="pr-bot", reason=str(exc))
         return None
-    if not (pr.config.get("api") and pr.config.get("token")):
-        return None
-    request = _request(pr, verdict_table(submission, settings.SITE_URL.rstrip("/")))
-    try:
-        with urllib.request.urlopen(request, timeout=settings.PR_COMMENT_TIMEOUT_SECONDS) as response:
-            status = response.status
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        log.warning("commenting on %s failed: %s", pr.url, exc)
-        audit.record("pr.comment_failed", submission, actor_label="pr-bot", reason=f"{pr.url}: {exc}")
-        return None
-    audit.record("pr.commented", submission, actor_label="pr-bot", after={"url": pr.url, "status": status})
-    return status
+    return _post(pr, verdict_table(submission, settings.SITE_URL.rstrip("/")), submission)
+
+
+def post_refusal(pr, reason, contestant):
+    """Tell the PR why it could not be submitted (a webhook has no one else to tell)."""
+    body = f"**GPU CodeForces** could not take this pull request: {reason}"
+    return _post(pr, body, contestant)
 
 
 def post_verdicts_by_id(submission_id):

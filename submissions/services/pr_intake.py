@@ -6,6 +6,7 @@ import json
 
 from django.conf import settings
 
+from submissions import queueing
 from submissions.bundles import BundleError, build_bundle
 from submissions.models import Contestant, Issue, SubmissionSource
 from submissions.pull_requests import FetchedPullRequest, PullRequestError, parse_pr_url
@@ -99,7 +100,8 @@ def _pull_request_event(host, headers, payload):
 
 
 def handle_webhook(host, headers, body):
-    """Verify and act on a host's webhook; returns (submissions created, a message for the log)."""
+    """Verify a host's webhook and queue the PR's intake on the site queue (git fetches can take
+    longer than hosts wait for an answer). Returns (queued, a message for the host's delivery log)."""
     if host not in settings.PR_HOSTS:
         raise WebhookRefused(f"unknown host {host}")
     verify_webhook(host, headers, body)
@@ -109,10 +111,15 @@ def handle_webhook(host, headers, body):
         raise PullRequestError("the webhook body is not JSON")
     event = _pull_request_event(host, headers, payload)
     if event is None:
-        return [], "ignored: not a pull request being opened or updated"
+        return False, "ignored: not a pull request being opened or updated"
     url, login = event
+    parse_pr_url(url)  # an unknown host or a malformed URL is refused now, not in the worker
     contestant = Contestant.objects.filter(**{HANDLE_FIELDS[host] + "__iexact": login}).first() if login else None
     if contestant is None:
-        return [], f"ignored: no contestant has the {host} handle {login!r}"
-    created = submit_pull_request(contestant, url)
-    return created, f"{len(created)} submission(s) from {url}"
+        return False, f"ignored: no contestant has the {host} handle {login!r}"
+    queueing.enqueue_site_job(JOB_FUNCTION, kwargs={"contestant_id": contestant.pk, "pr_url": url},
+                              description=f"pull request {url}")
+    return True, f"queued: {url} for {contestant.display_name}"
+
+
+JOB_FUNCTION = "submissions.jobs.submit_pull_request"

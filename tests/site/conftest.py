@@ -14,6 +14,7 @@ from submissions.services import accounts
 def isolated_queues(settings):
     """Each test gets its own queue names on the real Redis, so tests never see each other's jobs."""
     settings.GPU_QUEUE_PREFIX = f"test-{uuid.uuid4().hex[:10]}.gpu."
+    settings.SITE_QUEUE_NAME = f"{settings.GPU_QUEUE_PREFIX}site"
     settings.RQ_QUEUES = {"default": {"URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")}}
     yield settings.GPU_QUEUE_PREFIX
     connection = redis.Redis.from_url(settings.RQ_QUEUES["default"]["URL"])

@@ -80,3 +80,18 @@ def local_hosts(settings, git_root, api_url, secret="hook-secret"):
         config.update(git=f"file://{git_root}", api=api_url, token="bot-token", webhook_secret=secret)
     settings.PR_HOSTS = hosts
     return hosts
+
+
+def run_site_worker(capture):
+    """A real RQ worker (in this process, so it shares the test's database) drains the site queue;
+    returns how many jobs it ran."""
+    from django.conf import settings
+    from rq import Queue, SimpleWorker
+
+    from submissions import queueing
+
+    queue = Queue(settings.SITE_QUEUE_NAME, connection=queueing.connection())
+    jobs = queue.count
+    with capture(execute=True):
+        SimpleWorker([queue], connection=queueing.connection()).work(burst=True)
+    return jobs

@@ -12,7 +12,7 @@ from submissions.pull_requests import PullRequestError, parse_pr_url
 from submissions.services import pr_intake, submitting
 from tests.site.bundle_files import CUDACODE, TORCHCODE
 from tests.site.judging_helpers import passed_result, report_all
-from tests.site.pr_host import BareRepository, RecordingApi, local_hosts
+from tests.site.pr_host import BareRepository, RecordingApi, local_hosts, run_site_worker
 
 
 @pytest.fixture
@@ -95,20 +95,23 @@ def github_headers(body, secret="hook-secret", event="pull_request"):
     return {"X-Hub-Signature-256": signature, "X-GitHub-Event": event}
 
 
-def test_github_webhook_submits_and_checks_the_signature(client, host, issue, django_capture_on_commit_callbacks):
+def test_github_webhook_queues_the_intake_and_a_site_worker_submits(client, host, issue,
+                                                                    django_capture_on_commit_callbacks):
     host.open_pull_request(8, bundle_in(issue))
     pr_url = "https://github.com/ccf-ai-infra/GPUCodeForces/pull/8"
     body = json.dumps({"action": "opened", "pull_request": {"html_url": pr_url, "user": {"login": "alice-gh"}}}).encode()
     forged = client.post("/webhooks/github/", body, content_type="application/json",
                          headers=github_headers(body, secret="wrong"))
     assert forged.status_code == 403 and "X-Hub-Signature-256" in forged.json()["detail"]
-    with django_capture_on_commit_callbacks(execute=True):
-        accepted = client.post("/webhooks/github/", body, content_type="application/json", headers=github_headers(body))
-    assert accepted.status_code == 202, accepted.content
+    accepted = client.post("/webhooks/github/", body, content_type="application/json", headers=github_headers(body))
+    assert accepted.status_code == 202 and accepted.json()["queued"] is True
+    assert not Submission.objects.exists()  # the git fetch happens in the worker, not in the host's request
+    assert run_site_worker(django_capture_on_commit_callbacks) == 1
     (submission,) = Submission.objects.all()
-    assert accepted.json()["submissions"] == [submission.pk] and submission.pr_url == pr_url
-    redelivered = client.post("/webhooks/github/", body, content_type="application/json", headers=github_headers(body))
-    assert redelivered.status_code == 200 and Submission.objects.count() == 1
+    assert submission.pr_url == pr_url and submission.runs.count() == 2
+    client.post("/webhooks/github/", body, content_type="application/json", headers=github_headers(body))
+    run_site_worker(django_capture_on_commit_callbacks)
+    assert Submission.objects.count() == 1  # a redelivery of the same commit changes nothing
     closed = json.dumps({"action": "closed", "pull_request": {"html_url": pr_url}}).encode()
     assert "ignored" in client.post("/webhooks/github/", closed, content_type="application/json",
                                     headers=github_headers(closed)).json()["detail"]
@@ -125,18 +128,33 @@ def test_gitee_webhook_accepts_its_signature_or_password(client, host, issue, dj
     signed = base64.b64encode(hmac.new(b"hook-secret", f"{timestamp}\nhook-secret".encode(), hashlib.sha256).digest())
     assert client.post("/webhooks/gitee/", body, content_type="application/json",
                        headers={"X-Gitee-Token": "nope", "X-Gitee-Timestamp": timestamp}).status_code == 403
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/webhooks/gitee/", body, content_type="application/json",
-                               headers={"X-Gitee-Token": signed.decode(), "X-Gitee-Timestamp": timestamp})
+    response = client.post("/webhooks/gitee/", body, content_type="application/json",
+                           headers={"X-Gitee-Token": signed.decode(), "X-Gitee-Timestamp": timestamp})
     assert response.status_code == 202
+    run_site_worker(django_capture_on_commit_callbacks)
     host.open_pull_request(9, bundle_in(issue, extra=b"# v2\n"))
-    with django_capture_on_commit_callbacks(execute=True):
-        update = json.loads(body) | {"action": "update"}
-        response = client.post("/webhooks/gitee/", json.dumps(update), content_type="application/json",
-                               headers={"X-Gitee-Token": "hook-secret"})
-    assert response.status_code == 202 and Submission.objects.count() == 2
+    update = json.loads(body) | {"action": "update"}
+    response = client.post("/webhooks/gitee/", json.dumps(update), content_type="application/json",
+                           headers={"X-Gitee-Token": "hook-secret"})
+    assert response.status_code == 202
+    run_site_worker(django_capture_on_commit_callbacks)
+    assert Submission.objects.count() == 2
     assert client.post("/webhooks/gitee/", b"{", content_type="application/json",
                        headers={"X-Gitee-Token": "hook-secret"}).status_code == 422
+
+
+def test_a_webhook_pr_that_cannot_be_submitted_gets_the_reason_as_a_comment(
+        client, host, api, issue, django_capture_on_commit_callbacks):
+    host.open_pull_request(12, {"S1/ZZZZZZ/torchcode.py": TORCHCODE})
+    body = json.dumps({"action": "open", "pull_request": {"html_url": GITEE_PR.format(n=12),
+                                                          "user": {"login": "alice-gitee"}}}).encode()
+    assert client.post("/webhooks/gitee/", body, content_type="application/json",
+                       headers={"X-Gitee-Token": "hook-secret"}).status_code == 202
+    run_site_worker(django_capture_on_commit_callbacks)
+    assert not Submission.objects.exists()
+    (comment,) = api.requests
+    assert "could not take this pull request: the pull request has no folder of your issues" in comment["json"]["body"]
+    assert AuditEntry.objects.filter(action="pr.refused").exists()
 
 
 def test_the_bot_comments_the_verdict_table_once_every_run_is_done(

@@ -102,3 +102,15 @@ def test_accepting_with_prefilled_points_and_an_override_that_needs_a_reason(
     decisions = list(AuditEntry.objects.filter(object_type="submission", action__startswith="review.")
                      .order_by("pk").values_list("action", "after__decision"))
     assert decisions == [("review.accepted", "accepted"), ("review.accepted", "accepted"), ("review.rejected", "rejected")]
+
+
+def test_audit_entries_can_be_neither_changed_nor_deleted(season, alice):
+    from submissions.models import AuditTrailIsAppendOnly
+
+    entry = AuditEntry.objects.get(action="agreement.accepted")
+    entry.reason = "rewritten history"
+    with pytest.raises(AuditTrailIsAppendOnly):
+        entry.save()
+    with pytest.raises(AuditTrailIsAppendOnly):
+        entry.delete()
+    assert AuditEntry.objects.get(pk=entry.pk).reason == ""
