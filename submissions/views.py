@@ -73,6 +73,7 @@ def _submission_context(request, submission_id):
 
 def submission_detail(request, submission_id):
     context = _submission_context(request, submission_id)
+    context["reviews"] = context["submission"].reviews.order_by("-created_at", "-pk")
     if selectors.is_organizer(request.user):
         # Organizers see the flags and the audit trail here too (never editable).
         submission = context["submission"]

@@ -113,3 +113,12 @@ def test_flags_and_audit_on_the_submission_page_are_for_organizers_only(client, 
     assert 'id="audit"' in as_role(client, world, "organizer").get(f"/submissions/{pk}/").content.decode()
     for role in ("anonymous", "author", "other"):
         assert 'id="audit"' not in as_role(client, world, role).get(f"/submissions/{pk}/").content.decode()
+
+
+def test_the_decision_and_its_reason_are_shown_to_whoever_may_see_the_code(client, world):
+    pk = world["submission"].pk
+    reviewing.review_submission(world["submission"], world["users"]["organizer"], "rejected",
+                                reason="the kernel only wraps torch.relu")
+    seen = {role: "the kernel only wraps torch.relu" in as_role(client, world, role).get(f"/submissions/{pk}/").content.decode()
+            for role in ROLES}
+    assert seen == {"anonymous": False, "author": True, "other": False, "organizer": True}
