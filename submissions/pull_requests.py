@@ -112,20 +112,27 @@ class FetchedPullRequest:
         self.head = PullRequestHead(commit, paths)
         return self
 
-    def read_folder(self, folder, max_bytes):
-        """Raw files under `folder/` (paths relative to it); oversize files are refused before reading."""
+    def read_folder(self, folder):
+        """Raw files under `folder/` (paths relative to it); the bundle limits (file size, total size,
+        file count) are checked on the listing, before anything is read."""
         prefix = folder.rstrip("/") + "/"
         listing = _git(["ls-tree", "-r", "-l", "-z", self.head.commit, "--", prefix], self.dir, self.timeout)
-        files = {}
+        entries = []
         for entry in filter(None, listing.stdout.decode(errors="replace").split("\0")):
             meta, path = entry.split("\t", 1)
             mode, kind, sha, size = meta.split()
             if kind != "blob" or mode == "120000":
                 raise PullRequestError(f"'{path}' is not a regular file (links and submodules are not allowed)")
-            if int(size) > max_bytes:
-                raise PullRequestError(f"'{path}' is {size} bytes; the limit is {max_bytes} bytes a file")
-            files[path[len(prefix):]] = _git(["cat-file", "blob", sha], self.dir, self.timeout).stdout
-        return files
+            if int(size) > settings.BUNDLE_MAX_FILE_BYTES:
+                raise PullRequestError(f"'{path}' is {size} bytes; the limit is {settings.BUNDLE_MAX_FILE_BYTES} bytes a file")
+            entries.append((path, sha, int(size)))
+        if len(entries) > settings.BUNDLE_MAX_FILES:
+            raise PullRequestError(f"{prefix} has {len(entries)} files; the limit is {settings.BUNDLE_MAX_FILES}")
+        total = sum(size for _, _, size in entries)
+        if total > settings.BUNDLE_MAX_TOTAL_BYTES:
+            raise PullRequestError(f"{prefix} holds {total} bytes; the limit is {settings.BUNDLE_MAX_TOTAL_BYTES} bytes")
+        return {path[len(prefix):]: _git(["cat-file", "blob", sha], self.dir, self.timeout).stdout
+                for path, sha, _ in entries}
 
     def __exit__(self, *exc):
         self._tmp.cleanup()

@@ -44,7 +44,7 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
         for each in issues:
             if each.submissions.filter(contestant=contestant, pr_url=pr.url, pr_commit=head.commit).exists():
                 continue  # the same commit again (a webhook redelivery): nothing new to judge
-            raw = fetched.read_folder(_folder(each), settings.BUNDLE_MAX_FILE_BYTES)
+            raw = fetched.read_folder(_folder(each))
             try:
                 bundle = build_bundle(raw)
             except BundleError as exc:

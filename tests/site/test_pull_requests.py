@@ -85,6 +85,11 @@ def test_pr_errors_are_clear(client, host, issue, alice, settings):
     assert "unknown pull-request host" in error("https://example.com/a/b/pull/1")
     host.open_pull_request(7, {f"S1/{issue.code}/torchcode.py": TORCHCODE})
     assert "the bundle has no candidate" in error(GITEE_PR.format(n=7)).replace("&#x27;", "'")
+    settings.BUNDLE_MAX_FILES = 3
+    host.open_pull_request(13, {f"S1/{issue.code}/{n}.py": TORCHCODE for n in range(4)})
+    assert f"S1/{issue.code}/ has 4 files; the limit is 3" in error(GITEE_PR.format(n=13))
+    settings.BUNDLE_MAX_FILE_BYTES = 100
+    assert "bytes; the limit is 100 bytes a file" in error(GITEE_PR.format(n=13))
     settings.PR_FETCH_TIMEOUT_SECONDS = 0.001
     assert "timed out after" in error(GITEE_PR.format(n=6))
     assert not Submission.objects.exists()
