@@ -32,6 +32,10 @@ log "starting the site on $SITE_URL"
 STARTED_PIDS+=($!)
 for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_URL/', timeout=1)" 2>/dev/null && break; sleep 0.2; done
 
+log "starting the site's own worker (pull-request intake from webhooks)"
+"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" &
+STARTED_PIDS+=($!)
+
 token="$("$PY" manage.py create_agent local --quiet)"
 log "starting a local profiler agent on queue gpu.cpu"
 "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
