@@ -9,6 +9,7 @@ import string
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 def hash_secret(raw: str) -> str:
@@ -35,8 +36,8 @@ class GpuType(models.Model):
 
 
 class RankingRule(models.TextChoices):
-    ACCEPTED_COUNT = "accepted_count", "Accepted count, then base score, then bonus"
-    CUMULATIVE_SCORE = "cumulative_score", "Score, then more submissions, then earlier"
+    ACCEPTED_COUNT = "accepted_count", _("Accepted count, then base score, then bonus")
+    CUMULATIVE_SCORE = "cumulative_score", _("Score, then more submissions, then earlier")
 
 
 class Season(models.Model):
@@ -126,7 +127,7 @@ class Framework(models.TextChoices):
     JAX = "jax", "JAX"
     MMCV = "mmcv", "MMCV"
     TRANSFORMERS = "transformers", "Transformers"
-    OTHER = "other", "Other"
+    OTHER = "other", _("Other")
 
 
 class Issue(models.Model):
@@ -150,9 +151,9 @@ class Issue(models.Model):
 
 
 class SubmissionSource(models.TextChoices):
-    UPLOAD = "upload", "Upload"
+    UPLOAD = "upload", _("Upload")
     API = "api", "API"
-    PULL_REQUEST = "pr", "Pull request"
+    PULL_REQUEST = "pr", _("Pull request")
 
 
 class Submission(models.Model):
@@ -209,9 +210,9 @@ class Agent(models.Model):
 
 
 class RejudgeScope(models.TextChoices):
-    SUBMISSION = "submission", "Submission"
-    ISSUE = "issue", "Issue"
-    SEASON = "season", "Season"
+    SUBMISSION = "submission", _("Submission")
+    ISSUE = "issue", _("Issue")
+    SEASON = "season", _("Season")
 
 
 class Rejudge(models.Model):
@@ -231,19 +232,19 @@ class Rejudge(models.Model):
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
 
 
 class Verdict(models.TextChoices):
-    PASSED = "passed", "Passed"
-    WRONG_ANSWER = "wrong_answer", "Wrong answer"
-    COMPILE_ERROR = "compile_error", "Compile error"
-    RUNTIME_ERROR = "runtime_error", "Runtime error"
-    TIMEOUT = "timeout", "Timeout"
-    MEMORY_LIMIT = "memory_limit", "Memory limit"
-    INTERNAL_ERROR = "internal_error", "Internal error"
+    PASSED = "passed", _("Passed")
+    WRONG_ANSWER = "wrong_answer", _("Wrong answer")
+    COMPILE_ERROR = "compile_error", _("Compile error")
+    RUNTIME_ERROR = "runtime_error", _("Runtime error")
+    TIMEOUT = "timeout", _("Timeout")
+    MEMORY_LIMIT = "memory_limit", _("Memory limit")
+    INTERNAL_ERROR = "internal_error", _("Internal error")
 
 
 class Run(models.Model):
@@ -284,8 +285,8 @@ class Run(models.Model):
 
 
 class ReviewDecision(models.TextChoices):
-    ACCEPTED = "accepted", "Accepted"
-    REJECTED = "rejected", "Rejected"
+    ACCEPTED = "accepted", _("Accepted")
+    REJECTED = "rejected", _("Rejected")
 
 
 class Review(models.Model):
@@ -310,9 +311,9 @@ class Review(models.Model):
 
 
 class FlagKind(models.TextChoices):
-    SAME_OPERATOR = "same_operator", "Same operator submitted again"
-    NEAR_COPY = "near_copy", "Near-copy of another contestant's CUDA code"
-    NO_IMPROVEMENT = "no_improvement", "Similar optimization without a better speedup"
+    SAME_OPERATOR = "same_operator", _("Same operator submitted again")
+    NEAR_COPY = "near_copy", _("Near-copy of another contestant's CUDA code")
+    NO_IMPROVEMENT = "no_improvement", _("Similar optimization without a better speedup")
 
 
 class SubmissionFlag(models.Model):
