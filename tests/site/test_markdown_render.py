@@ -28,3 +28,19 @@ def test_no_script_survives(hostile):
 def test_links_are_marked_untrusted_and_names_are_recognized():
     assert 'rel="noopener noreferrer nofollow"' in render_markdown("[site](https://example.org)")
     assert is_markdown_file("readme.md") and is_markdown_file("S1/ABCDEF/prompt.txt") and not is_markdown_file("a.py")
+
+
+def test_submission_page_renders_readme_as_markdown_and_code_highlighted(client, season, alice):
+    from submissions.bundles import build_bundle
+    from submissions.services import submitting
+    from tests.site.bundle_files import valid_files
+
+    files = {**valid_files(), "readme.md": b"# Fast ReLU\n\n<script>alert('x')</script>\n\n**vectorized** loads",
+             "prompt.txt": b"Write a *CUDA* kernel."}
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    submission = submitting.create_submission(alice, issue, build_bundle(files))
+    client.force_login(alice.user)
+    html = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "<h1>Fast ReLU</h1>" in html and "<strong>vectorized</strong>" in html and "<em>CUDA</em>" in html
+    assert "<script>alert" not in html
+    assert 'class="hl"' in html and '<span class="k">class</span>' in html  # torchcode.py highlighted

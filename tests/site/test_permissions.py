@@ -9,7 +9,7 @@ from tests.site.judging_helpers import passed_result, report_all, submit
 from tests.site.bundle_files import valid_files
 
 ROLES = ("anonymous", "author", "other", "organizer")
-SECRET = "class Model"  # in torchcode.py: visible only to those who may see the code
+SECRET = "get_init_inputs"  # a name in torchcode.py (one token, so highlighting keeps it whole)
 LOG = "ok"  # the run's stdout
 
 
