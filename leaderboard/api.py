@@ -130,6 +130,26 @@ def season_hardware(request, code: str):
     }
 
 
+class GpuStandingOut(Schema):
+    rank: Optional[int]
+    contestant: str
+    passed_count: int
+    geomean_speedup: Optional[float]
+    best_speedup: Optional[float]
+
+
+@public_router.get("/seasons/{code}/gpus/{slug}/leaderboard", response=List[GpuStandingOut],
+                   url_name="gpu_leaderboard")
+def gpu_leaderboard(request, code: str, slug: str, offset: int = 0, limit: int = 50):
+    season = Season.objects.filter(code=code).first()
+    gpu_type = selectors.season_gpu_type(season, slug) if season else None
+    if gpu_type is None:
+        raise HttpError(404, f"season {code} is not judged on GPU type {slug}")
+    rows = selectors.gpu_standings_query(season, gpu_type)[max(0, offset):max(0, offset) + max(1, min(limit, 500))]
+    return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
+                           geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]
+
+
 api.add_router("/agent", agent_router)
 api.add_router("/", contestant_router)
 api.add_router("/", public_router)

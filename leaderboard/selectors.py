@@ -2,7 +2,7 @@
 from django.db.models import Count, Q
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
-from submissions.models import Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
+from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
 from submissions.ranking import get_rule
 
 
@@ -97,3 +97,14 @@ def contestant_profile(contestant):
 
 def public_contestant(contestant_id):
     return Contestant.objects.filter(pk=contestant_id).first()
+
+
+def gpu_standings_query(season, gpu_type, search=""):
+    rows = GpuStanding.objects.filter(season=season, gpu_type=gpu_type, passed_count__gt=0).select_related("contestant")
+    if search:
+        rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
+    return rows.order_by("rank", "contestant_id")
+
+
+def season_gpu_type(season, slug):
+    return GpuType.objects.filter(seasons=season, slug=slug).first()

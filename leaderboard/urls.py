@@ -10,6 +10,7 @@ urlpatterns = [
     path("seasons/<str:code>/", public.season_detail, name="season_detail"),
     path("seasons/<str:code>/leaderboard/", public.season_leaderboard, name="season_leaderboard"),
     path("seasons/<str:code>/hardware/", public.hardware_comparison, name="hardware_comparison"),
+    path("seasons/<str:code>/gpus/<slug:slug>/", public.gpu_leaderboard, name="gpu_leaderboard"),
     path("contestants/<int:contestant_id>/", public.contestant_detail, name="contestant_detail"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -37,6 +37,7 @@ def season_leaderboard(request, code):
     paginator = Paginator(selectors.standings_query(season, search, request.user), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+               "gpu_types": season.gpu_types.order_by("slug"),
                "freeze": selectors.active_freeze(season, request.user),
                "live_freeze": selectors.active_freeze(season) if request.user.is_staff else None}
     if request.GET.get("fragment"):
@@ -59,3 +60,16 @@ def contestant_detail(request, contestant_id):
     if contestant is None:
         raise Http404("no such contestant")
     return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant))
+
+
+def gpu_leaderboard(request, code, slug):
+    season = get_object_or_404(Season, code=code)
+    gpu_type = selectors.season_gpu_type(season, slug)
+    if gpu_type is None:
+        raise Http404("this season is not judged on that GPU type")
+    search = request.GET.get("q", "").strip()
+    page = Paginator(selectors.gpu_standings_query(season, gpu_type, search), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "leaderboard/gpu_leaderboard.html", {
+        "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
+        "search": search,
+    })

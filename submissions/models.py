@@ -390,3 +390,24 @@ class Standing(models.Model):
 
     def __str__(self):
         return f"{self.season.code} #{self.rank} {self.contestant}"
+
+
+class GpuStanding(models.Model):
+    """A contestant's accepted samples on one GPU type: how many passed there and how fast, ranked per GPU."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="gpu_standings")
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.CASCADE, related_name="standings")
+    contestant = models.ForeignKey(Contestant, on_delete=models.CASCADE, related_name="gpu_standings")
+    passed_count = models.PositiveIntegerField(default=0, help_text="Accepted samples that passed on this GPU type")
+    geomean_speedup = models.FloatField(null=True, blank=True)
+    best_speedup = models.FloatField(null=True, blank=True)
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["season", "gpu_type", "contestant"],
+                                               name="one_gpu_standing_per_season")]
+        indexes = [models.Index(fields=["season", "gpu_type", "rank"])]
+
+    def __str__(self):
+        return f"{self.season.code}/{self.gpu_type.slug} #{self.rank} {self.contestant}"

@@ -108,3 +108,20 @@ class CumulativeScoreRule(RankingRule):
 
     def sort_key(self, standing):
         return (-standing.total_score, -standing.submission_count, standing.first_submission_at or _FAR_FUTURE)
+
+
+class GpuSpeedupRule(RankingRule):
+    """Per GPU type: accepted samples that passed there, then their geometric-mean speedup."""
+
+    name = "gpu_speedup"
+    label = _("Accepted samples passed on this GPU, then geometric-mean speedup")
+    order_fields = (("passed_count", True), ("geomean_speedup", True))
+
+    def is_scored(self, standing):
+        return standing.passed_count > 0
+
+    def scored_q(self):
+        return Q(passed_count__gt=0)
+
+    def sort_key(self, standing):
+        return (-standing.passed_count, -(standing.geomean_speedup or 0))

@@ -2,8 +2,10 @@
 from django.db import connection, transaction
 from django.db.models import Max, Min
 
-from submissions.models import ReviewDecision, Run, Standing, Submission, Verdict
-from submissions.ranking import get_rule
+import math
+
+from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission, Verdict
+from submissions.ranking import GpuSpeedupRule, get_rule
 from submissions.services import audit
 
 
@@ -15,6 +17,50 @@ def _latest_reviews(submissions):
         if review is not None:
             latest[submission.pk] = review
     return latest
+
+
+def _accepted_submission_ids(submissions, reviews):
+    """The latest accepted submission of each issue (one accepted sample per issue)."""
+    counted = {}
+    for submission in sorted(submissions, key=lambda s: (s.created_at, s.pk)):
+        review = reviews.get(submission.pk)
+        if review is not None and review.decision == ReviewDecision.ACCEPTED:
+            counted[submission.issue_id] = submission.pk
+    return set(counted.values())
+
+
+def compute_gpu_rows(season, contestant):
+    """Per GPU type of the season: the contestant's accepted samples that passed there, and their speedups."""
+    submissions = list(
+        Submission.objects.filter(issue__season=season, contestant=contestant).prefetch_related("reviews")
+    )
+    accepted = _accepted_submission_ids(submissions, _latest_reviews(submissions))
+    latest = {}
+    for run in Run.objects.filter(submission_id__in=accepted).order_by("created_at", "pk"):
+        latest[(run.submission_id, run.gpu_type_id)] = run  # the newest run per sample and GPU type counts
+    rows = {}
+    for gpu_type in season.gpu_types.all():
+        speedups = [r.speedup for (_, g), r in latest.items()
+                    if g == gpu_type.pk and r.verdict == Verdict.PASSED and r.speedup]
+        rows[gpu_type.pk] = {
+            "passed_count": len(speedups),
+            "geomean_speedup": math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None,
+            "best_speedup": max(speedups, default=None),
+        }
+    return rows
+
+
+def refresh_gpu_rows(season, contestant):
+    """Recompute the contestant's per-GPU rows; re-rank the GPU types whose row changed."""
+    for gpu_type_id, values in compute_gpu_rows(season, contestant).items():
+        row, _ = GpuStanding.objects.select_for_update().get_or_create(
+            season=season, gpu_type_id=gpu_type_id, contestant=contestant)
+        if any(getattr(row, k) != v for k, v in values.items()):
+            for key, value in values.items():
+                setattr(row, key, value)
+            row.save()
+            _rank_in_sql(GpuStanding, GpuStanding.objects.filter(season=season, gpu_type_id=gpu_type_id),
+                         GpuSpeedupRule())
 
 
 def compute_row(season, contestant):
@@ -65,19 +111,24 @@ def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
         rerank(season)
         audit.record("standing.changed", standing, actor=actor, actor_label=actor_label,
                      before=before, after=_audited(changed), reason=reason)
+    refresh_gpu_rows(season, contestant)
     return standing
 
 
 def rerank(season):
-    """Assign ranks with the season's rule in one UPDATE; only rows whose rank moved are written.
+    """Assign ranks with the season's rule; see _rank_in_sql."""
+    return _rank_in_sql(Standing, Standing.objects.filter(season=season), get_rule(season.ranking_rule))
+
+
+def _rank_in_sql(model, rows, rule):
+    """Rank `rows` by `rule` in one UPDATE; only rows whose rank moved are written.
 
     Done in the database: one contestant climbing to the top shifts every rank below, and writing
     10,000 rows one by one takes seconds inside the transaction of an agent's report.
     """
-    rule = get_rule(season.ranking_rule)
-    ranked = Standing.objects.filter(season=season).annotate(new_rank=rule.rank_window()).values("id", "new_rank")
+    ranked = rows.annotate(new_rank=rule.rank_window()).values("id", "new_rank")
     inner_sql, params = ranked.query.sql_with_params()
-    table = connection.ops.quote_name(Standing._meta.db_table)
+    table = connection.ops.quote_name(model._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} SET rank = ranked.new_rank FROM ({inner_sql}) AS ranked "

@@ -62,3 +62,21 @@ def test_json_twins_of_contestant_and_hardware_pages(client, season, alice, orga
     assert sorted(r["speedup"] for r in person["submissions"][0]["runs"]) == [1.5, 4.0]
     assert client.get("/api/v1/contestants/999999").status_code == 404
     assert client.get("/api/v1/seasons/S9/hardware").status_code == 404
+
+
+def test_per_gpu_type_leaderboard_ranks_by_passed_samples_then_geomean(client, season, alice, bob, organizer):
+    from submissions.models import GpuStanding
+
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0), "c500": (8.0, 0.2)})
+    accepted_sample(season, alice, organizer, {"cpu": (8.0, 1.0)})
+    accepted_sample(season, bob, organizer, {"cpu": (16.0, 1.0), "c500": (2.0, 1.0)})
+    cpu = client.get("/api/v1/seasons/S1/gpus/cpu/leaderboard").json()
+    assert [(r["rank"], r["contestant"], r["passed_count"], round(r["geomean_speedup"], 3)) for r in cpu] == [
+        (1, "Alice", 2, 4.0), (2, "Bob", 1, 16.0)]
+    c500 = client.get("/api/v1/seasons/S1/gpus/c500/leaderboard").json()
+    assert [(r["rank"], r["contestant"]) for r in c500] == [(1, "Alice"), (2, "Bob")]
+    assert GpuStanding.objects.filter(gpu_type__slug="c500", contestant=alice).get().best_speedup == 8.0
+    page = client.get("/seasons/S1/gpus/c500/").content.decode()
+    assert page.index("Alice") < page.index("Bob") and "8.00×" in page
+    assert client.get("/seasons/S1/gpus/h100/").status_code == 404
+    assert client.get("/api/v1/seasons/S1/gpus/h100/leaderboard").status_code == 404
