@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--seed", type=int, help="input seed (default: a fresh secret one)")
     judge.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
     judge.add_argument("--rtol", type=float, help="override the per-dtype relative tolerance")
+    judge.add_argument("--timing-budget", type=_positive, metavar="SECONDS",
+                       help="time spent timing each model pair at most (default 3)")
+    judge.add_argument("--target-rse", type=_positive, metavar="FRACTION",
+                       help="stop timing once the medians' relative standard error is below this (default 0.005)")
+    judge.add_argument("--suspicious-speedup", type=_positive, metavar="RATIO",
+                       help="flag speedups above this (default 20)")
 
     work = commands.add_parser("work", help="serve judge jobs from RQ queues")
     work.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
@@ -77,7 +83,11 @@ def run_judge(args: argparse.Namespace) -> int:
         seed=args.seed,
         atol=args.atol,
         rtol=args.rtol,
+        timing_budget_s=args.timing_budget,
+        target_rse=args.target_rse,
     )
+    if args.suspicious_speedup:
+        options.suspicious_speedup = args.suspicious_speedup
     if args.timeout:
         options.timeout_s = args.timeout
     with tempfile.TemporaryDirectory(prefix="profiler-agent-bundle-") as tmp:
@@ -117,6 +127,11 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from profiler_agent.privileges import make_undumpable
+    from profiler_agent.scrub import scrub_own_secrets
+
+    make_undumpable()  # judged processes of our uid cannot read our environment through /proc
+    scrub_own_secrets()  # nor can root ones, or any where the line above does not hold
     if args.command == "judge":
         return run_judge(args)
     return run_work(args, parser)

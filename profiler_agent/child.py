@@ -1,4 +1,5 @@
-"""The judged process: loads a bundle, checks the candidate against the reference, times both.
+"""The judged process: loads a bundle, runs the correctness trials (the candidate's outputs go to the
+exchange folder, where profiler_agent.verify decides the verdict), times both models.
 
 The parent (profiler_agent.sandbox) starts it as `python -m profiler_agent.child` in a fresh session.
 Settings that submission code must not see (the seed) arrive on stdin and are read before any
@@ -10,8 +11,6 @@ from profiler_agent import timing  # first: binds the clock before submission co
 
 import argparse
 import contextlib
-import json
-import math
 import os
 import resource
 import sys
@@ -19,6 +18,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
+from profiler_agent.wire import read_settings, send_report
 
 
 @contextlib.contextmanager
@@ -70,40 +70,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--compile-log", required=True, help="where output printed while importing the candidate goes")
+    parser.add_argument("--outputs", required=True, help="where the candidate's outputs go, for the verifier")
     parser.add_argument("--result-fd", type=int, required=True)
     return parser.parse_args(argv)
-
-
-def read_settings() -> dict:
-    """Settings from stdin, then stdin becomes /dev/null so submission code finds nothing there."""
-    settings = json.loads(sys.stdin.buffer.read() or b"{}")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    return settings
-
-
-def _finite(value):
-    """JSON has no NaN or inf: unmeasurable numbers become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-def send_report(fd: int, report: dict) -> None:
-    data = json.dumps(_finite(report), allow_nan=False).encode()
-    with os.fdopen(fd, "wb") as pipe:
-        pipe.write(data)
 
 
 def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
-    from profiler_agent import device_info, loading, tensors
+    from profiler_agent import device_info, loading
     from profiler_agent.measure import measure
     from profiler_agent.trials import check_correctness
 
@@ -116,10 +91,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     with submission_code("load_reference"):
-        ref_module = loading.import_file(bundle / args.reference, "reference")
-        Model = loading.attribute(ref_module, "Model", args.reference)
-        get_inputs = loading.attribute(ref_module, "get_inputs", args.reference)
-        get_init_inputs = loading.attribute(ref_module, "get_init_inputs", args.reference)
+        api = loading.reference_api(bundle / args.reference)
 
     modules_before = set(sys.modules)
     started = timing.now_s()
@@ -142,21 +114,16 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     seed = settings["seed"]
     with submission_code("build_models"):
-        torch.manual_seed(seed)
-        init_inputs = list(get_init_inputs())
-        # the same seed before each constructor, so both models draw the same parameters
-        torch.manual_seed(seed)
-        reference = Model(*tensors.fresh_copies(init_inputs)).to(device)
-        torch.manual_seed(seed)
-        candidate = ModelNew(*tensors.fresh_copies(init_inputs)).to(device)
+        reference = loading.build_model(api.Model, api.get_init_inputs, seed, device)
+        candidate = loading.build_model(ModelNew, api.get_init_inputs, seed, device)
 
     started = timing.now_s()
-    passed = check_correctness(reference, candidate, get_inputs, device, settings, report)
+    passed = check_correctness(reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs))
     report["durations_s"]["correctness"] = timing.now_s() - started
     if not passed:
         return  # a wrong answer is not timed
     started = timing.now_s()
-    measure(reference, candidate, get_inputs, device, settings, report)
+    measure(reference, candidate, api.get_inputs, device, settings, report)
     report["durations_s"]["timing"] = timing.now_s() - started
 
 

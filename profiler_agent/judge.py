@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import build_cache, device_info, metrics, schema
+from profiler_agent import build_cache, device_info, metrics, privileges, schema
 from profiler_agent.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.child_env import child_env
 from profiler_agent.logcap import read_capped
@@ -35,6 +35,9 @@ class JudgeOptions:
     atol: float | None = None  # None: the per-dtype default
     rtol: float | None = None
     trials: int = DEFAULT_TRIALS
+    timing_budget_s: float | None = None  # None: timing.TimingPlan's defaults
+    target_rse: float | None = None
+    suspicious_speedup: float = SUSPICIOUS_SPEEDUP
 
 
 @dataclass
@@ -43,6 +46,18 @@ class CandidateJudgement:
     report: dict | None
     run: SandboxRun
     compile_log: str
+
+
+def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
+    """The bundle's Python files, read before any submission code runs: the verifier gets its
+    reference from here, not from a folder the judged process could have rewritten."""
+    return {p.name: p.read_bytes() for p in sorted(bundle.root.glob("*.py")) if p.is_file()}
+
+
+def _write_sources(directory: Path, sources: dict[str, bytes]) -> None:
+    directory.mkdir(parents=True)
+    for name, data in sources.items():
+        (directory / name).write_bytes(data)
 
 
 def _parse_report(data: bytes | None) -> dict | None:
@@ -66,12 +81,16 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
 
 
 def judge_candidate(
-    bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path
+    bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
+    sources: dict[str, bytes],
 ) -> CandidateJudgement:
     scratch.mkdir(parents=True)
     workdir, home, tmp = _fresh_dirs(scratch, bundle)
-    extensions = build_cache.extensions_dir(cache_dir, candidate, options.device)
-    extensions.mkdir(parents=True, exist_ok=True)
+    outputs = scratch / "exchange"
+    outputs.mkdir()
+    user = privileges.sandbox_user()
+    builds = build_cache.reachable_cache_dir(cache_dir, user)
+    extensions = build_cache.extensions_dir(builds, candidate, options.device)
     compile_log = scratch / "compile.log"
     command = [
         sys.executable, "-m", "profiler_agent.child",
@@ -80,26 +99,84 @@ def judge_candidate(
         "--candidate", candidate.name,
         "--device", options.device,
         "--compile-log", str(compile_log),
+        "--outputs", str(outputs),
     ]
     settings = {
         "seed": seed,
         "trials": options.trials,
         "atol": options.atol,
         "rtol": options.rtol,
+        "timing": {"budget_s": options.timing_budget_s, "target_rse": options.target_rse},
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,
     }
+    with build_cache.exclusive(extensions):
+        privileges.hand_over(scratch, user)
+        privileges.hand_over(extensions, user)
+        run = run_sandboxed(
+            command,
+            cwd=workdir,
+            env=child_env(home, tmp, extensions),
+            timeout_s=options.timeout_s,
+            logs_dir=scratch / "logs",
+            stdin_data=json.dumps(settings).encode(),
+            result_pipe=True,
+            user=user,
+        )
+    report = _parse_report(run.report)
+    status = classify(run, report)
+    if status in ("passed", "wrong_answer"):
+        # the judged process's own comparison ran beside submission code: decide it again here
+        # its folder is a sibling: the judged process owned everything under `scratch`
+        verify_scratch = scratch.with_name(scratch.name + "-verify")
+        status = verify_outputs(bundle, options, seed, settings, verify_scratch, outputs, sources, report)
+        if status != "passed":
+            report["timing"] = None  # a wrong answer has no time worth showing
+    return CandidateJudgement(status, report, run, read_capped(compile_log))
+
+
+def verify_outputs(
+    bundle: Bundle, options: JudgeOptions, seed: int, settings: dict, scratch: Path, outputs: Path,
+    sources: dict[str, bytes], report: dict,
+) -> str:
+    """Run the trusted verifier on the candidate's outputs; its verdict replaces the judged
+    process's correctness and nondeterminism findings. Returns the status."""
+    pristine = scratch / "reference"
+    _write_sources(pristine, sources)
+    home, tmp = scratch / "home", scratch / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    user = privileges.sandbox_user()
+    privileges.hand_over(scratch, user)
     run = run_sandboxed(
-        command,
-        cwd=workdir,
-        env=child_env(home, tmp, extensions),
+        [sys.executable, "-m", "profiler_agent.verify",
+         "--reference", str(pristine / bundle.reference.name),
+         "--outputs", str(outputs),
+         "--device", options.device],
+        cwd=pristine,
+        env=child_env(home, tmp, None),
         timeout_s=options.timeout_s,
         logs_dir=scratch / "logs",
         stdin_data=json.dumps(settings).encode(),
         result_pipe=True,
+        user=user,
     )
-    report = _parse_report(run.report)
-    return CandidateJudgement(classify(run, report), report, run, read_capped(compile_log))
+    verdict = _parse_report(run.report)
+    flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
+    if verdict is None or not isinstance(verdict.get("correctness"), dict):
+        report["error"] = {"origin": "harness", "stage": "verify", "type": "VerifierFailed",
+                           "message": f"the verifier ended (exit {run.exit_code}, timed out: {run.timed_out}) "
+                                      f"without a verdict:\n{run.stderr[-4000:]}"}
+        return "internal_error"
+    report["correctness"] = verdict["correctness"]
+    if verdict["correctness"].get("reason"):
+        report["verdict_note"] = f"[profiler_agent] verifier: wrong answer: {verdict['correctness']['reason']}\n"
+    report["flags"] = flags + [f for f in verdict.get("flags", []) if f == "nondeterministic_output"]
+    error = verdict.get("error")
+    if error:
+        report["error"] = error
+        return "runtime_error" if error.get("origin") == "submission" else "internal_error"
+    return "passed" if verdict["correctness"].get("passed") is True else "wrong_answer"
 
 
 def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
@@ -115,7 +192,15 @@ def _stats(value) -> dict:
     return value if isinstance(value, dict) else schema.empty_timing_stats()
 
 
-def fill_judged_parts(target: dict, judgement: CandidateJudgement, device: dict, timeout_s: float) -> None:
+def _faster_than_hardware(nbytes, median_ms, peak_gbps) -> bool:
+    """Moving the minimum bytes at the device's peak bandwidth takes at least this long."""
+    return bool(nbytes and median_ms and peak_gbps) and nbytes / (peak_gbps * 1e9) > median_ms / 1e3
+
+
+def fill_judged_parts(
+    target: dict, judgement: CandidateJudgement, device: dict, timeout_s: float,
+    suspicious_speedup: float = SUSPICIOUS_SPEEDUP,
+) -> None:
     """Fill status, flags, correctness, timing, metrics, telemetry, logs and durations of a result
     or of a variant from one judged process."""
     report = judgement.report or {}
@@ -132,11 +217,16 @@ def fill_judged_parts(target: dict, judgement: CandidateJudgement, device: dict,
     if reference["median_ms"] and candidate["median_ms"]:
         speedup = reference["median_ms"] / candidate["median_ms"]
     target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup}
-    if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
+    if speedup is not None and speedup > suspicious_speedup:
         flags.append("suspicious_speedup")
+    timed_total_ms = report.get("timed_total_ms")
+    if isinstance(timed_total_ms, (int, float)) and timed_total_ms > judgement.run.wall_s * 1000:
+        flags.append("timer_tampered")  # it claims to have timed longer than it lived
+    counted = report.get("metrics") or {}
+    if _faster_than_hardware(counted.get("bytes"), candidate["median_ms"], device.get("peak_gbps")):
+        flags.append("faster_than_hardware")
     target["flags"] = sorted(set(flags))
 
-    counted = report.get("metrics") or {}
     target["metrics"] = metrics.derived_metrics(
         counted.get("flops"), counted.get("bytes"), candidate["median_ms"],
         device.get("peak_gbps"), device.get("peak_tflops"),
@@ -151,7 +241,7 @@ def fill_judged_parts(target: dict, judgement: CandidateJudgement, device: dict,
     target["logs"] = {
         "compile": compile_log,
         "stdout": judgement.run.stdout,
-        "stderr": judgement.run.stderr + _harness_note(judgement, timeout_s),
+        "stderr": judgement.run.stderr + (report.get("verdict_note") or "") + _harness_note(judgement, timeout_s),
     }
     durations = report.get("durations_s") or {}
     target["durations_s"] = {
@@ -167,16 +257,22 @@ def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratc
     scratch.mkdir(parents=True)
     workdir, home, tmp = _fresh_dirs(scratch, bundle)
     # the candidate's build folder: run_code.py usually imports the candidate, whose build is there
-    extensions = build_cache.extensions_dir(cache_dir, bundle.candidate, options.device)
-    extensions.mkdir(parents=True, exist_ok=True)
-    run = run_sandboxed(
-        [sys.executable, bundle.self_test.name],
-        cwd=workdir,
-        env=child_env(home, tmp, extensions),
-        timeout_s=options.timeout_s,
-        logs_dir=scratch / "logs",
-        merge_stderr=True,
+    user = privileges.sandbox_user()
+    extensions = build_cache.extensions_dir(
+        build_cache.reachable_cache_dir(cache_dir, user), bundle.candidate, options.device
     )
+    with build_cache.exclusive(extensions):
+        privileges.hand_over(scratch, user)
+        privileges.hand_over(extensions, user)
+        run = run_sandboxed(
+            [sys.executable, bundle.self_test.name],
+            cwd=workdir,
+            env=child_env(home, tmp, extensions),
+            timeout_s=options.timeout_s,
+            logs_dir=scratch / "logs",
+            merge_stderr=True,
+            user=user,
+        )
     output = run.stdout
     if run.timed_out:
         output += f"\n[profiler_agent] timed out after {options.timeout_s:g} s\n"
@@ -191,18 +287,20 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     result = schema.empty_result()
     with tempfile.TemporaryDirectory(prefix="profiler-agent-", ignore_cleanup_errors=True) as tmp:
         scratch = Path(tmp)
-        main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate")
+        privileges.traversable(scratch)  # the sandbox user reaches its own folders inside
+        sources = snapshot_sources(bundle)
+        main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate", sources)
         reported_device = (main.report or {}).get("device") or {}
         if set(reported_device) == set(result["device"]):
             result["device"] = reported_device
         else:
             result["device"] = device_info.describe_device_without_torch(options.device)
-        fill_judged_parts(result, main, result["device"], options.timeout_s)
+        fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
 
         if bundle.llm_variant is not None:
-            llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, scratch / "llm")
+            llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, scratch / "llm", sources)
             variant = schema.empty_variant()
-            fill_judged_parts(variant, llm, result["device"], options.timeout_s)
+            fill_judged_parts(variant, llm, result["device"], options.timeout_s, options.suspicious_speedup)
             result["variants"][LLM_VARIANT_NAME.removesuffix(".py")] = variant
 
         if bundle.self_test is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -59,3 +60,28 @@ def uses_custom_kernel(module, modules_before: set[str], native_dirs: list[Path]
         if owner.split(".")[0] in KERNEL_TOOLKITS:
             return True
     return False
+
+
+@dataclass
+class ReferenceApi:
+    Model: type
+    get_inputs: object
+    get_init_inputs: object
+
+
+def reference_api(path: Path) -> ReferenceApi:
+    module = import_file(path, "reference")
+    return ReferenceApi(*(attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs")))
+
+
+def build_model(model_class, get_init_inputs, seed: int, device):
+    """The model as every process builds it: the same seed before the init inputs and before the
+    constructor, so the reference and the candidate draw the same parameters everywhere."""
+    import torch
+
+    from profiler_agent import tensors
+
+    torch.manual_seed(seed)
+    init_inputs = list(get_init_inputs())
+    torch.manual_seed(seed)
+    return model_class(*tensors.fresh_copies(init_inputs)).to(device)

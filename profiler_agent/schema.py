@@ -18,7 +18,13 @@ STATUSES = (
     "internal_error",
 )
 
-FLAGS = ("no_custom_kernel", "timer_tampered", "suspicious_speedup", "nondeterministic_output")
+FLAGS = (
+    "no_custom_kernel",
+    "timer_tampered",
+    "suspicious_speedup",
+    "faster_than_hardware",
+    "nondeterministic_output",
+)
 
 NUMBER = (int, float)
 _OPT_NUMBER = (int, float, type(None))

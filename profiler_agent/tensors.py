@@ -28,3 +28,15 @@ def tensor_bytes(values) -> int:
 def synchronize(device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+
+def to_cpu_tree(output):
+    """The same (nested) structure with every tensor copied to the CPU, detached and contiguous."""
+    if isinstance(output, list):
+        return [to_cpu_tree(item) for item in output]
+    if isinstance(output, tuple):
+        return tuple(to_cpu_tree(item) for item in output)
+    if isinstance(output, torch.Tensor):
+        return output.detach().to("cpu", copy=True).contiguous()
+    return output

@@ -1,26 +1,56 @@
 """Timing two models the same way, interleaved, on CPU (perf_counter_ns) or CUDA (events).
 
-The clock is bound when this module is imported, before any submission code loads, so a
-submission that patches `time.perf_counter_ns` later cannot change what the harness reads.
+The clocks are bound when this module is imported, before any submission code loads, so a
+submission that patches `time.perf_counter_ns` later cannot change what the harness reads. Each
+timed call is also bracketed by a second clock (monotonic_ns): when the two disagree, something
+patched a timer (`timer_tampered`).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 _perf_counter_ns = time.perf_counter_ns
+_monotonic_ns = time.monotonic_ns
 
-WARMUP_CALLS = 3
-MIN_RUNS = 10
-MAX_RUNS = 100
-BUDGET_S = 3.0  # per model pair, after warm-up; stops early once MIN_RUNS are in
+
+@dataclass(frozen=True)
+class TimingPlan:
+    warmup: int = 3
+    min_runs: int = 10
+    max_runs: int = 100_000
+    target_rse: float = 0.005  # stop once both medians' relative standard error is below this
+    budget_s: float = 3.0  # per model pair, after warm-up; stops there even if the RSE is higher
+
+    @classmethod
+    def from_settings(cls, settings: dict | None) -> "TimingPlan":
+        known = {k: v for k, v in (settings or {}).items() if k in cls.__dataclass_fields__ and v is not None}
+        return cls(**known)
+
+
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2
+# Timed call vs the second clock: the timer may not claim more than the wall clock saw, nor less
+# than half of it (plus launch and synchronize slack, which dominate calls of a few microseconds).
+TAMPER_SLACK_MS = 0.05
 
 
 def now_s() -> float:
     return _perf_counter_ns() / 1e9
+
+
+def _both_clocks_s() -> tuple[float, float]:
+    return _perf_counter_ns() / 1e9, _monotonic_ns() / 1e9
+
+
+def relative_standard_error(times_ms: list[float]) -> float:
+    if len(times_ms) < 2:
+        return math.inf
+    mean = statistics.fmean(times_ms)
+    return statistics.stdev(times_ms) / math.sqrt(len(times_ms)) / mean if mean > 0 else math.inf
 
 
 def summarize(times_ms: list[float]) -> dict:
@@ -34,52 +64,98 @@ def summarize(times_ms: list[float]) -> dict:
 
 
 class CpuTimer:
-    def __call__(self, call: Callable[[], object]) -> float:
+    wall_slack_ms = 0.0
+
+    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
+        wall_start = _monotonic_ns()
         start = _perf_counter_ns()
         call()
-        return (_perf_counter_ns() - start) / 1e6
+        end = _perf_counter_ns()
+        return (end - start) / 1e6, (_monotonic_ns() - wall_start) / 1e6
 
 
 class CudaTimer:
-    """Events on the current stream; L2 flushed before each call so no call starts warm."""
+    """Events on the current stream; L2 flushed before each call so no call starts warm. The end
+    event is followed by a device-wide synchronize, so work the call left on any stream counts.
+
+    The flush is enqueued right before the start event and not waited for: while the GPU clears
+    the cache (~0.1 ms), Python launches the call, so the events see the kernel and not the
+    launch latency (a synchronize there added ~30 us to every call of a small kernel on an H100).
+    """
 
     def __init__(self, device):
         import torch
 
         self._torch = torch
-        self._start = torch.cuda.Event(enable_timing=True)
-        self._end = torch.cuda.Event(enable_timing=True)
+        self._event = torch.cuda.Event  # bound now: a later patch of torch.cuda.Event changes nothing
+        self._start = self._event(enable_timing=True)
+        self._end = self._event(enable_timing=True)
         self._flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+        self.wall_slack_ms = self._flush_ms()
 
-    def __call__(self, call: Callable[[], object]) -> float:
-        self._flush.zero_()
+    def _flush_ms(self) -> float:
+        """How long one flush runs: the most of it the wall clock may see after the start event."""
+        times = []
+        for _ in range(5):
+            self._start.record()
+            self._flush.zero_()
+            self._end.record()
+            self._torch.cuda.synchronize()
+            times.append(self._start.elapsed_time(self._end))
+        return statistics.median(times)
+
+    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
         self._torch.cuda.synchronize()
+        self._flush.zero_()
+        wall_start = _monotonic_ns()
         self._start.record()
         call()
         self._end.record()
-        # a device-wide synchronize, so the end event also waits out work the call left behind
         self._torch.cuda.synchronize()
-        return self._start.elapsed_time(self._end)
+        wall_ms = (_monotonic_ns() - wall_start) / 1e6
+        return self._start.elapsed_time(self._end), wall_ms
+
+
+def timer_disagrees(times_ms: list[float], walls_ms: list[float], wall_slack_ms: float = 0.0) -> bool:
+    """True when the timer's median is impossible given the wall clock's (see TAMPER_SLACK_MS);
+    `wall_slack_ms` is wall time that may precede the timed region (the tail of an L2 flush)."""
+    timed, wall = statistics.median(times_ms), statistics.median(walls_ms)
+    return timed > wall * 1.05 + TAMPER_SLACK_MS or timed < (wall - wall_slack_ms) * 0.5 - TAMPER_SLACK_MS
+
+
+@dataclass
+class Timings:
+    times_ms: dict[str, list[float]]
+    walls_ms: dict[str, list[float]]
+    wall_slack_ms: float = 0.0
+
+    def tampered(self) -> bool:
+        return any(timer_disagrees(self.times_ms[n], self.walls_ms[n], self.wall_slack_ms) for n in self.times_ms)
 
 
 def time_interleaved(
     calls: dict[str, Callable[[], object]],
-    timer: Callable[[Callable[[], object]], float],
-    *,
-    warmup: int = WARMUP_CALLS,
-    min_runs: int = MIN_RUNS,
-    max_runs: int = MAX_RUNS,
-    budget_s: float = BUDGET_S,
-) -> dict[str, list[float]]:
-    """Time every call once per round, alternating, so drift in clocks or load hits all alike."""
-    for _ in range(warmup):
+    timer: Callable[[Callable[[], object]], tuple[float, float]],
+    plan: TimingPlan = TimingPlan(),
+) -> Timings:
+    """Time every call once per round, alternating, so drift in clocks or load hits all alike;
+    stop when every median is precise enough (relative standard error) or the budget is spent."""
+    for _ in range(plan.warmup):
         for call in calls.values():
             timer(call)
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    started = now_s()
-    for rounds in range(1, max_runs + 1):
+    timings = Timings({name: [] for name in calls}, {name: [] for name in calls},
+                      getattr(timer, "wall_slack_ms", 0.0))
+    started = _both_clocks_s()
+    for rounds in range(1, plan.max_runs + 1):
         for name, call in calls.items():
-            times[name].append(timer(call))
-        if rounds >= min_runs and now_s() - started > budget_s:
+            timed, wall = timer(call)
+            timings.times_ms[name].append(timed)
+            timings.walls_ms[name].append(wall)
+        if rounds < plan.min_runs:
+            continue
+        precise = all(relative_standard_error(t) < plan.target_rse for t in timings.times_ms.values())
+        # the budget ends by either clock: a patched (frozen) one alone cannot keep the loop going
+        elapsed = max(now - then for now, then in zip(_both_clocks_s(), started))
+        if precise or elapsed > plan.budget_s:
             break
-    return times
+    return timings

@@ -69,3 +69,34 @@ def test_logs_are_capped_to_head_and_tail(tmp_path):
     assert run.exit_code == 0 and run.report is None
     assert run.stdout.startswith("HEAD") and run.stdout.endswith("TAIL")
     assert "bytes omitted" in run.stdout and len(run.stdout) < 70 * 1024
+
+
+def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
+    from profiler_agent.build_cache import exclusive
+
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "lock").write_text("")  # torch's FileBaton would wait on this forever
+    with exclusive(build):
+        assert not (build / "lock").exists()
+
+
+SCRUBBING_CHILD = r"""
+import os
+from profiler_agent.scrub import scrub_own_secrets
+assert scrub_own_secrets()
+print(os.environ["PROFILER_AGENT_TOKEN"])  # the agent itself still has it
+# the needles are built here: this very code is part of the command line
+print(open("/proc/self/environ", "rb").read().count(b"tok-" + b"123"), open("/proc/self/cmdline", "rb").read().count(b"tok-" + b"456"))
+"""
+
+
+def test_secrets_are_blanked_in_proc_environ_and_cmdline_but_kept_in_os_environ(tmp_path):
+    import subprocess
+
+    completed = subprocess.run(
+        [sys.executable, "-c", SCRUBBING_CHILD, "--token", "tok-456"],
+        env={**os.environ, "PROFILER_AGENT_TOKEN": "tok-123"}, capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["tok-123", "0", "0"]

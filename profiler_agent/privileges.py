@@ -1,0 +1,81 @@
+"""Who a judged process runs as. An agent running as root hands submission code an unprivileged
+uid (PROFILER_AGENT_SANDBOX_UID, default 65534 "nobody"; give each worker on a host its own) and a
+network namespace of its own with no interface up. An unprivileged agent cannot switch uid; it
+makes itself non-dumpable instead, so a process of the same uid cannot read its /proc environ."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_UID_ENV = "PROFILER_AGENT_SANDBOX_UID"
+DEFAULT_SANDBOX_UID = 65534
+PR_SET_DUMPABLE = 4
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass(frozen=True)
+class SandboxUser:
+    uid: int
+    gid: int
+
+
+def _open_to_others(path: Path) -> bool:
+    """Every folder on the way passable and the file itself readable by any uid."""
+    path = path.resolve()
+    if not os.stat(path).st_mode & 0o004:
+        return False
+    return all(os.stat(folder).st_mode & 0o001 for folder in path.parents)
+
+
+def sandbox_user() -> SandboxUser | None:
+    """The uid judged processes run as, or None when the agent cannot switch: not root, or the
+    interpreter or this package sit where another uid cannot reach them (e.g. under /root)."""
+    if os.geteuid() != 0:
+        return None
+    import sys
+
+    import profiler_agent
+
+    needed = [Path(sys.executable), Path(profiler_agent.__file__)]
+    if not all(_open_to_others(p) for p in needed):
+        return None
+    uid = int(os.environ.get(SANDBOX_UID_ENV, DEFAULT_SANDBOX_UID))
+    return SandboxUser(uid, uid)
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def make_undumpable() -> bool:
+    """/proc/<agent>/environ, mem and friends become root's: the agent's secrets stay its own."""
+    try:
+        return _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def drop_to(user: SandboxUser) -> None:
+    """In the child before exec: leave the network, then become `user` for good."""
+    _libc().unshare(CLONE_NEWNET)  # best effort: without it the uid switch still holds
+    os.setgroups([])
+    os.setresgid(user.gid, user.gid, user.gid)
+    os.setresuid(user.uid, user.uid, user.uid)
+
+
+def hand_over(path: Path, user: SandboxUser | None) -> None:
+    """Give a folder tree to the sandbox user, so the judged process can write there."""
+    if user is None:
+        return
+    for root, dirs, files in os.walk(path):
+        os.chown(root, user.uid, user.gid)
+        for name in files:
+            os.chown(os.path.join(root, name), user.uid, user.gid, follow_symlinks=False)
+
+
+def traversable(path: Path) -> None:
+    """Let other uids pass through `path` (not list it): the sandbox user reaches its own folders."""
+    os.chmod(path, os.stat(path).st_mode | 0o111)

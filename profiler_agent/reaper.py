@@ -1,0 +1,103 @@
+"""Making sure every process a judged run started is gone when the run ends.
+
+Killing the run's process group is not enough: a descendant can call setsid() (new session and
+group) and double-fork so that it is no longer our child. Three nets catch those:
+- the agent becomes a child subreaper (Linux prctl), so orphaned descendants are re-parented to
+  it instead of to init, and show up as its children;
+- every judged process inherits a per-run marker in its environment, which the sweep looks for;
+- members of the run's original session.
+The sweep repeats until none is left, because killing one re-parents its own children to us.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+MARKER_ENV = "JUDGED_RUN_MARKER"  # a random tag per run, not a secret
+
+
+def become_subreaper() -> bool:
+    """Orphaned descendants of our children become our children (Linux only; False elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int) -> tuple[int, int, str] | None:
+    """(ppid, session id, state) of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and ')'
+    return int(fields[1]), int(fields[3]), fields[0].decode()
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def children_of(parent: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat and stat[0] == parent:
+                found.add(int(entry))
+    return found
+
+
+def run_processes(session: int, marker: str, spared: set[int]) -> set[int]:
+    """Live (non-zombie) processes of the run: in its session, carrying its marker, or our
+    children that were not there before it started."""
+    me, tagged = os.getpid(), f"{MARKER_ENV}={marker}".encode()
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        stat = _stat(pid)
+        if stat is None or stat[2] == "Z":
+            continue
+        ppid, sid, _ = stat
+        if sid == session or (ppid == me and pid not in spared) or _has_marker(pid, tagged):
+            found.add(pid)
+    return found
+
+
+def _reap(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # not our child: its own parent (or init) reaps it
+
+
+def sweep(session: int, marker: str, spared: set[int], patience_s: float = 5.0) -> int:
+    """Kill every process of the run, again and again until none is left; returns how many."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + patience_s
+    while True:
+        alive = run_processes(session, marker, spared)
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        killed |= alive
+        # orphans re-parented to us (the subreaper) stay zombies until we reap them
+        _reap(killed | (children_of(os.getpid()) - spared))
+        if not alive or time.monotonic() > deadline:
+            return len(killed)
+        time.sleep(0.02)
