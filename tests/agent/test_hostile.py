@@ -298,3 +298,21 @@ def test_a_tolerance_override_per_issue_is_applied(make_bundle, judge):
     ''')
     result = judge(bundle, "--atol", "1e-2", "--rtol", "1e-2", *FAST).result
     assert result["status"] == "passed" and result["correctness"]["atol"] == 1e-2
+
+
+def test_a_compiled_kernel_that_leaves_its_output_unwritten_is_a_wrong_answer(make_bundle, judge):
+    """The one compile of this file: a C++ extension returning at::empty_like without writing it."""
+    bundle = make_bundle('''
+        import torch
+        from torch.utils.cpp_extension import load_inline
+
+        source = "at::Tensor relu_forward(const at::Tensor& x) { return at::empty_like(x); }"
+        ext = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], verbose=True)
+
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                return ext.relu_forward(x)
+    ''')
+    result = judge(bundle, *FAST).result
+    assert result["status"] == "wrong_answer" and result["flags"] == []  # a custom kernel, judged
+    assert result["correctness"]["passed"] is False
