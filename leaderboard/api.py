@@ -108,6 +108,33 @@ def contestant_detail(request, contestant_id: int):
     }
 
 
+class IssuePageOut(Schema):
+    code: str
+    season: str
+    title: str
+    operator: str
+    framework: str
+    level: Optional[int]
+    author: str
+    created_at: str
+    submissions: List[dict]
+
+
+@public_router.get("/issues/{code}", response=IssuePageOut, url_name="issue_page")
+def issue_page(request, code: str):
+    """The issue page's twin: its versions and how each was judged (code stays on the site's own rules)."""
+    issue = selectors.public_issue(code)
+    if issue is None:
+        raise HttpError(404, f"issue {code} does not exist")
+    return {
+        "code": issue.code, "season": issue.season.code, "title": issue.title, "operator": issue.operator,
+        "framework": issue.framework, "level": issue.level, "author": issue.author.display_name,
+        "created_at": issue.created_at.isoformat(),
+        "submissions": [{"id": sub.pk, "created_at": sub.created_at.isoformat(), "runs": _runs_summary(sub)}
+                        for sub in issue.submissions.order_by("created_at", "pk").prefetch_related("runs__gpu_type")],
+    }
+
+
 class HardwareOut(Schema):
     season: str
     gpu_types: List[str]

@@ -108,3 +108,7 @@ def gpu_standings_query(season, gpu_type, search=""):
 
 def season_gpu_type(season, slug):
     return GpuType.objects.filter(seasons=season, slug=slug).first()
+
+
+def public_issue(code):
+    return Issue.objects.select_related("season", "author").filter(code=code.strip().upper()).first()

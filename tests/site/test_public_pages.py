@@ -80,3 +80,13 @@ def test_per_gpu_type_leaderboard_ranks_by_passed_samples_then_geomean(client, s
     assert page.index("Alice") < page.index("Bob") and "8.00×" in page
     assert client.get("/seasons/S1/gpus/h100/").status_code == 404
     assert client.get("/api/v1/seasons/S1/gpus/h100/leaderboard").status_code == 404
+
+
+def test_issue_page_json_twin(client, season, alice, organizer):
+    submission = accepted_sample(season, alice, organizer, {"cpu": (2.5, 1.0)}, title="Fused GELU")
+    body = client.get(f"/api/v1/issues/{submission.issue.code.lower()}").json()
+    assert (body["title"], body["author"], body["season"]) == ("Fused GELU", "Alice", "S1")
+    assert [s["id"] for s in body["submissions"]] == [submission.pk]
+    assert {r["gpu_type"]: r["speedup"] for r in body["submissions"][0]["runs"]} == {"cpu": 2.5, "c500": None}
+    assert "files" not in body["submissions"][0]  # no code in the public twin
+    assert client.get("/api/v1/issues/NOPEXX").status_code == 404
