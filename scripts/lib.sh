@@ -56,9 +56,21 @@ ensure_redis() {
   log "Redis did not start; see var/redis.log"; return 1
 }
 
+# TERM everything started here, give it 15 s to finish, then KILL what is left (a worker busy
+# in a blocking Redis read may not notice TERM at once).
 stop_started() {
+  local pid left
   for pid in "${STARTED_PIDS[@]:-}"; do
     [ -n "$pid" ] && kill "$pid" 2>/dev/null
   done
+  for _ in $(seq 30); do
+    left=""
+    for pid in "${STARTED_PIDS[@]:-}"; do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left="$left $pid"
+    done
+    [ -z "$left" ] && break
+    sleep 0.5
+  done
+  for pid in $left; do kill -KILL "$pid" 2>/dev/null; done
   wait 2>/dev/null
 }
