@@ -71,6 +71,6 @@ stop_started() {
     [ -z "$left" ] && break
     sleep 0.5
   done
-  for pid in $left; do kill -KILL "$pid" 2>/dev/null; done
+  for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
 }
