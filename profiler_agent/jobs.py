@@ -85,9 +85,10 @@ def judge_run(
     config = agent_config.current()
     client = SiteClient(config.token, job_secret)
     start_url, bundle_url, result_url = (site_url(config.site, u) for u in (start_url, bundle_url, result_url))
-    code = client.post_json(start_url, {"agent": config.name}, accept=(200, *SKIP))
-    if code in SKIP:
-        reason = "already finished" if code == 409 else "stale attempt"
+    # 404 too: a job left in Redis from before a site's database was reset names a run that is gone.
+    code = client.post_json(start_url, {"agent": config.name}, accept=(200, *SKIP, 404))
+    if code in (*SKIP, 404):
+        reason = {409: "already finished", 403: "stale attempt", 404: "no such run on the site"}[code]
         log.info("run %s: %s; not judging it", run_id, reason)
         return {"run_id": run_id, "status": None, "skipped": reason}
     try:

@@ -137,12 +137,13 @@ def enqueue(queue, site, run_id: str, bundle: str, *, absolute: bool):
 
 def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_cache):
     site.bundles = {"relu-cpu.zip": zipped("relu-cpu"), "relu-cpu-wrong.zip": zipped("relu-cpu-wrong")}
-    site.start_codes = {"3": 409}  # run 3 is already finished on the site
+    site.start_codes = {"3": 409, "5": 404}  # run 3 is already finished; run 5 is gone from the site
     jobs = {
         "1": enqueue(queue, site, "1", "relu-cpu.zip", absolute=True),
         "2": enqueue(queue, site, "2", "relu-cpu-wrong.zip", absolute=False),
         "3": enqueue(queue, site, "3", "relu-cpu.zip", absolute=False),
         "4": enqueue(queue, site, "4", "missing.zip", absolute=False),  # the download fails: our fault
+        "5": enqueue(queue, site, "5", "relu-cpu.zip", absolute=False),
     }
     name = f"test-agent-{uuid.uuid4().hex[:6]}"
     completed = subprocess.run(
@@ -154,8 +155,8 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     assert completed.returncode == 0, completed.stderr[-4000:]
 
     starts, results = site.posts("/start"), site.posts("/result")
-    assert set(starts) == {"1", "2", "3", "4"}
-    assert set(results) == {"1", "2", "4"}  # nothing for run 3: it was finished already
+    assert set(starts) == {"1", "2", "3", "4", "5"}
+    assert set(results) == {"1", "2", "4"}  # nothing for run 3 (finished already) nor run 5 (no such run)
     for run_id, request in [*starts.items(), *results.items()]:
         assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
         assert request["headers"]["X-Job-Secret"] == f"secret-{run_id}"
