@@ -50,6 +50,7 @@ class StandingOut(Schema):
 class LeaderboardOut(Schema):
     season: str
     ranking_rule: str
+    ranking_settings: dict
     frozen_at: Optional[str]
     total: int
     offset: int
@@ -66,6 +67,7 @@ def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
     freeze = selectors.active_freeze(season, request.user)
     return {
         "season": season.code, "ranking_rule": season.ranking_rule,
+        "ranking_settings": selectors.rule_of(season).settings,
         "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
         "total": selectors.standings_query(season, viewer=request.user).count(), "offset": offset,
         "rows": [

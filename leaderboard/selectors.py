@@ -3,7 +3,7 @@ from django.db.models import Count, Q
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions.ranking import get_rule
+from submissions import ranking
 
 
 def current_season():
@@ -45,7 +45,7 @@ def season_issues(season):
 
 
 def rule_of(season):
-    return get_rule(season.ranking_rule)
+    return ranking.rule_of(season)
 
 
 def accepted_submission_ids(season):

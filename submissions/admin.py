@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from submissions import models
+from submissions.services import seasons
 
 
 @admin.register(models.GpuType)
@@ -12,6 +13,16 @@ class GpuTypeAdmin(admin.ModelAdmin):
 class SeasonAdmin(admin.ModelAdmin):
     list_display = ("code", "name", "ranking_rule", "rubric", "is_open", "starts_at", "ends_at")
     filter_horizontal = ("gpu_types",)
+
+    def save_model(self, request, obj, form, change):
+        """The rule and its settings (validated by Season.clean) go through the service, which audits
+        the change and re-ranks the standings."""
+        ranking = (obj.ranking_rule, obj.ranking_settings)
+        if change:
+            obj.ranking_rule, obj.ranking_settings = models.Season.objects.values_list(
+                "ranking_rule", "ranking_settings").get(pk=obj.pk)
+        super().save_model(request, obj, form, change)
+        seasons.change_ranking(obj, *ranking, actor=request.user, reason="changed in the admin")
 
 
 @admin.register(models.Contestant)

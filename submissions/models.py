@@ -45,6 +45,9 @@ class Season(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     ranking_rule = models.CharField(max_length=32, choices=RankingRule.choices, default=RankingRule.ACCEPTED_COUNT)
+    ranking_settings = models.JSONField(
+        default=dict, blank=True,
+        help_text=_("Settings of the ranking rule, e.g. {\"bonus_breaks_ties\": false}; validated by the rule"))
     gpu_types = models.ManyToManyField(GpuType, related_name="seasons", blank=True)
     starts_at = models.DateTimeField(default=timezone.now)
     ends_at = models.DateTimeField(null=True, blank=True)
@@ -67,12 +70,21 @@ class Season(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
+        from submissions.ranking import RankingSettingsError, get_rule, rule_names
         from submissions.rubrics import RubricConfigError, get_rubric
 
+        errors = {}
         try:
             get_rubric(self.rubric, self.rubric_config)
         except RubricConfigError as exc:
-            raise ValidationError({"rubric_config": str(exc)})
+            errors["rubric_config"] = str(exc)
+        if self.ranking_rule in rule_names():  # an unknown rule is the field's own error
+            try:
+                get_rule(self.ranking_rule, self.ranking_settings)
+            except RankingSettingsError as exc:
+                errors["ranking_settings"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def has_ended(self):

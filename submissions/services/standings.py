@@ -5,7 +5,7 @@ from django.db.models import Max, Min
 import math
 
 from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission, Verdict
-from submissions.ranking import GpuSpeedupRule, get_rule
+from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
 
 
@@ -116,8 +116,8 @@ def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
 
 
 def rerank(season):
-    """Assign ranks with the season's rule; see _rank_in_sql."""
-    return _rank_in_sql(Standing, Standing.objects.filter(season=season), get_rule(season.ranking_rule))
+    """Assign ranks with the season's rule and its settings; see _rank_in_sql."""
+    return _rank_in_sql(Standing, Standing.objects.filter(season=season), rule_of(season))
 
 
 def _rank_in_sql(model, rows, rule):

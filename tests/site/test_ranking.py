@@ -1,10 +1,14 @@
-"""Ranking rules order standings as the seeds say; ties share a rank; unscored rows come last."""
+"""Ranking rules order standings as the seeds say; ties share a rank; unscored rows come last.
+Each rule validates its own per-season settings, and a setting moves ranks the same way in
+Python (the reference) and in SQL (what the site stores)."""
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
+from django.core.exceptions import ValidationError
+from django.utils import translation
 
-from submissions.ranking import get_rule
+from submissions.ranking import RankingSettingsError, get_rule
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -15,8 +19,8 @@ def row(cid, accepted=0, base=0.0, bonus=0.0, total=None, count=0, first=None):
                            first_submission_at=first, rank=None)
 
 
-def ranks(rule, rows):
-    return [(r.contestant_id, r.rank) for r in get_rule(rule).assign_ranks(rows)]
+def ranks(rule, rows, settings=None):
+    return [(r.contestant_id, r.rank) for r in get_rule(rule, settings).assign_ranks(rows)]
 
 
 def test_accepted_count_then_base_then_bonus_with_shared_ties_and_unscored_last():
@@ -37,19 +41,86 @@ def test_unknown_rule_is_a_clear_error():
         get_rule("elo")
 
 
-@pytest.mark.parametrize("rule", ["accepted_count", "cumulative_score"])
-def test_the_database_ranks_exactly_as_the_rule_says(db, rule):
-    """The materialized ranks (computed in SQL) match the rule's reference ordering on the same rows."""
-    from submissions.models import Contestant, Season, Standing
-    from submissions.services.accounts import register_contestant
-    from submissions.services.standings import rerank
+# ---- per-season settings -------------------------------------------------------------------
 
-    season = Season.objects.create(code="SX", name="ranking", ranking_rule=rule)
-    crafted = [row(1, accepted=2, base=10, bonus=5, count=2, first=T0), row(2, accepted=3, base=1, count=5, first=T0),
-               row(3, accepted=2, base=10, bonus=9, count=5, first=T0 + timedelta(days=1)),
-               row(4, accepted=2, base=12, count=1, first=T0), row(5, count=9, first=T0),
-               row(6, accepted=2, base=10, bonus=5, count=2, first=T0), row(7, count=4, first=T0 + timedelta(days=3)),
-               row(8, accepted=1, base=14, count=5, first=T0 + timedelta(days=2))]
+
+def test_without_bonus_breaking_ties_equal_accepted_and_base_share_a_rank():
+    rows = [row(1, accepted=2, base=10, bonus=5), row(2, accepted=3, base=1), row(3, accepted=2, base=10, bonus=9),
+            row(4, accepted=2, base=12), row(5), row(6, accepted=2, base=10, bonus=5), row(7, count=4)]
+    # 3 led 1 and 6 on bonus alone; now the three share third place.
+    assert ranks("accepted_count", rows, {"bonus_breaks_ties": False}) == [
+        (2, 1), (4, 2), (1, 3), (3, 3), (6, 3), (5, 6), (7, 6)]
+
+
+def test_bonus_outside_the_score_only_separates_equal_base_scores():
+    rows = [row(1, base=50, bonus=25, count=1, first=T0), row(2, base=60, count=1, first=T0),
+            row(3, base=60, bonus=10, count=1, first=T0)]
+    assert ranks("cumulative_score", rows) == [(1, 1), (3, 2), (2, 3)]  # 75, 70, 60
+    assert ranks("cumulative_score", rows, {"bonus_in_score": False}) == [(3, 1), (2, 2), (1, 3)]
+
+
+def test_fewer_submissions_no_longer_lose_when_more_submissions_first_is_off():
+    rows = [row(1, base=60, count=9, first=T0 + timedelta(days=1)), row(2, base=60, count=1, first=T0)]
+    assert ranks("cumulative_score", rows) == [(1, 1), (2, 2)]
+    assert ranks("cumulative_score", rows, {"more_submissions_first": False}) == [(2, 1), (1, 2)]
+
+
+def test_defaults_are_filled_in_and_shown():
+    assert get_rule("accepted_count").settings == {"bonus_breaks_ties": True}
+    assert get_rule("cumulative_score", {"bonus_in_score": False}).settings == {
+        "bonus_in_score": False, "more_submissions_first": True}
+
+
+@pytest.mark.parametrize("rule, rule_settings, message", [
+    ("accepted_count", {"bonus_counts": True},
+     "unknown ranking settings for accepted_count: bonus_counts; allowed: bonus_breaks_ties"),
+    ("accepted_count", {"bonus_breaks_ties": "no"},
+     "the ranking setting 'bonus_breaks_ties' must be true or false, not \"no\""),
+    ("cumulative_score", {"more_submissions_first": 0},
+     "the ranking setting 'more_submissions_first' must be true or false, not 0"),
+    ("cumulative_score", ["bonus_in_score"], "the ranking settings must be a JSON object, like {}"),
+])
+def test_invalid_settings_are_refused_with_a_message_naming_the_setting(rule, rule_settings, message):
+    with pytest.raises(RankingSettingsError) as refused:
+        get_rule(rule, rule_settings)
+    assert str(refused.value) == message
+
+
+def test_the_refusal_speaks_the_request_language():
+    with translation.override("zh-hans"), pytest.raises(RankingSettingsError) as refused:
+        get_rule("accepted_count", {"bonus_breaks_ties": "no"})
+    assert str(refused.value) == "排名设置 'bonus_breaks_ties' 必须是 true 或 false，而不是 \"no\""
+
+
+def test_season_validation_reports_the_ranking_settings_error(db):
+    from submissions.models import Season
+
+    season = Season(code="SV", name="validation", ranking_rule="cumulative_score",
+                    ranking_settings={"bonus_breaks_ties": False})
+    with pytest.raises(ValidationError) as refused:
+        season.full_clean()
+    assert refused.value.message_dict == {"ranking_settings": [
+        "unknown ranking settings for cumulative_score: bonus_breaks_ties; "
+        "allowed: bonus_in_score, more_submissions_first"]}
+    season.ranking_settings = {"more_submissions_first": False}
+    season.full_clean()  # valid now
+
+
+# ---- the same ranks in SQL -----------------------------------------------------------------
+
+CRAFTED = [row(1, accepted=2, base=10, bonus=5, count=2, first=T0), row(2, accepted=3, base=1, count=5, first=T0),
+           row(3, accepted=2, base=10, bonus=9, count=5, first=T0 + timedelta(days=1)),
+           row(4, accepted=2, base=12, count=1, first=T0), row(5, count=9, first=T0),
+           row(6, accepted=2, base=10, bonus=5, count=2, first=T0), row(7, count=4, first=T0 + timedelta(days=3)),
+           row(8, accepted=1, base=14, count=5, first=T0 + timedelta(days=2)),
+           row(9, accepted=1, base=6, bonus=9, count=1, first=T0 + timedelta(days=4))]
+
+
+def materialize(season, crafted):
+    """Stored Standing rows with the crafted values; returns {contestant pk: crafted id}."""
+    from submissions.models import Standing
+    from submissions.services.accounts import register_contestant
+
     ids = {}
     for r in crafted:
         contestant = register_contestant(f"u{r.contestant_id}", "pw-123456789")
@@ -57,7 +128,105 @@ def test_the_database_ranks_exactly_as_the_rule_says(db, rule):
         Standing.objects.create(season=season, contestant=contestant, accepted_count=r.accepted_count,
                                 base_score=r.base_score, bonus=r.bonus, total_score=r.total_score,
                                 submission_count=r.submission_count, first_submission_at=r.first_submission_at)
-    assert rerank(season) == len(crafted)
-    stored = sorted((ids[s.contestant_id], s.rank) for s in Standing.objects.filter(season=season))
-    assert stored == sorted(ranks(rule, crafted))
+    return ids
+
+
+def stored_ranks(season, ids):
+    from submissions.models import Standing
+
+    return sorted((ids[s.contestant_id], s.rank) for s in Standing.objects.filter(season=season))
+
+
+@pytest.mark.parametrize("rule, rule_settings", [
+    ("accepted_count", {}), ("accepted_count", {"bonus_breaks_ties": False}),
+    ("cumulative_score", {}), ("cumulative_score", {"bonus_in_score": False}),
+    ("cumulative_score", {"more_submissions_first": False}),
+    ("cumulative_score", {"bonus_in_score": False, "more_submissions_first": False}),
+])
+def test_the_database_ranks_exactly_as_the_rule_says(db, rule, rule_settings):
+    """The materialized ranks (computed in SQL) match the rule's reference ordering on the same rows."""
+    from submissions.models import Season
+    from submissions.services.standings import rerank
+
+    season = Season.objects.create(code="SX", name="ranking", ranking_rule=rule, ranking_settings=rule_settings)
+    ids = materialize(season, CRAFTED)
+    assert rerank(season) == len(CRAFTED)
+    assert stored_ranks(season, ids) == sorted(ranks(rule, CRAFTED, rule_settings))
     assert rerank(season) == 0  # nothing moved: nothing written
+
+
+def test_changing_a_setting_re_ranks_the_stored_standings_and_is_audited(db):
+    from submissions.models import AuditEntry, Season
+    from submissions.services import seasons
+    from submissions.services.accounts import register_contestant
+    from submissions.services.standings import rerank
+
+    season = Season.objects.create(code="SX", name="ranking", ranking_rule="accepted_count")
+    ids = materialize(season, CRAFTED)
+    rerank(season)
+    assert (3, 3) in stored_ranks(season, ids) and (1, 4) in stored_ranks(season, ids)
+    organizer = register_contestant("org", "pw-123456789", is_staff=True).user
+
+    moved = seasons.change_ranking(season, "accepted_count", {"bonus_breaks_ties": False}, actor=organizer,
+                                   reason="bonus only for prizes")
+    # 1 and 6 climb from 4th to share 3rd with 3, who led them on bonus.
+    assert moved == 2
+    assert stored_ranks(season, ids) == sorted(ranks("accepted_count", CRAFTED, {"bonus_breaks_ties": False}))
+    season.refresh_from_db()
+    assert season.ranking_settings == {"bonus_breaks_ties": False}
+    entry = AuditEntry.objects.get(action="season.ranking_changed")
+    assert (entry.before, entry.after, entry.actor_label, entry.reason) == (
+        {"ranking_rule": "accepted_count", "ranking_settings": {}},
+        {"ranking_rule": "accepted_count", "ranking_settings": {"bonus_breaks_ties": False}},
+        "org", "bonus only for prizes")
+
+    # Switching the rule re-ranks everyone by the kernel contest's order.
+    seasons.change_ranking(season, "cumulative_score", {"more_submissions_first": False}, actor=organizer)
+    assert stored_ranks(season, ids) == sorted(ranks("cumulative_score", CRAFTED, {"more_submissions_first": False}))
+
+
+def test_an_invalid_change_writes_nothing(db):
+    from submissions.models import AuditEntry, Season
+    from submissions.services import seasons
+
+    season = Season.objects.create(code="SX", name="ranking", ranking_rule="accepted_count")
+    with pytest.raises(RankingSettingsError, match="'bonus_breaks_ties' must be true or false"):
+        seasons.change_ranking(season, "accepted_count", {"bonus_breaks_ties": "yes"})
+    with pytest.raises(RankingSettingsError, match="unknown ranking rule 'elo'"):
+        seasons.change_ranking(season, "elo", {})
+    season.refresh_from_db()
+    assert (season.ranking_rule, season.ranking_settings) == ("accepted_count", {})
+    assert not AuditEntry.objects.filter(action="season.ranking_changed").exists()
+
+
+def _admin_form(season, **changes):
+    data = {"code": season.code, "name": season.name, "description": "", "ranking_rule": season.ranking_rule,
+            "ranking_settings": "{}", "starts_at_0": "2026-01-01", "starts_at_1": "00:00:00", "ends_at_0": "",
+            "ends_at_1": "", "is_open": "on", "rubric": season.rubric, "rubric_config": "{}",
+            "code_public_after_end": "on", "max_submissions_per_hour": "", "max_submissions_per_day": ""}
+    data.update(changes)
+    return data
+
+
+def test_the_admin_shows_the_rules_error_in_the_organizers_language_and_applies_a_valid_change(db, client):
+    from django.contrib.auth import get_user_model
+
+    from submissions.models import Season
+    from submissions.services.standings import rerank
+
+    season = Season.objects.create(code="SX", name="ranking", ranking_rule="accepted_count")
+    ids = materialize(season, CRAFTED)
+    rerank(season)
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw-123456789"))
+    url = f"/admin/submissions/season/{season.pk}/change/"
+
+    refused = client.post(url, _admin_form(season, ranking_settings='{"bonus_breaks_ties": 1}'),
+                          headers={"Accept-Language": "zh-hans"})
+    assert refused.status_code == 200
+    assert "排名设置 &#x27;bonus_breaks_ties&#x27; 必须是 true 或 false，而不是 1" in refused.content.decode()
+
+    saved = client.post(url, _admin_form(season, ranking_settings='{"bonus_breaks_ties": false}'))
+    assert saved.status_code == 302
+    season.refresh_from_db()
+    assert season.ranking_settings == {"bonus_breaks_ties": False}
+    assert stored_ranks(season, ids) == sorted(ranks("accepted_count", CRAFTED, {"bonus_breaks_ties": False}))
