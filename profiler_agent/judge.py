@@ -189,7 +189,23 @@ def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
 
 
 def _stats(value) -> dict:
-    return value if isinstance(value, dict) else schema.empty_timing_stats()
+    """The schema's timing keys, taken from what the judged process reported (nothing else)."""
+    stats = schema.empty_timing_stats()
+    if isinstance(value, dict):
+        stats.update({key: value.get(key) for key in stats})
+    return stats
+
+
+def _samples(value) -> dict | None:
+    """Per-call times for the latency charts, kept only when well-formed (at most 200 per model)."""
+    if not isinstance(value, dict):
+        return None
+    kept = {}
+    for side in ("reference", "candidate"):
+        times = value.get(side)
+        if isinstance(times, list) and all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
+            kept[side] = [float(t) for t in times[:200]]
+    return kept or None
 
 
 def _faster_than_hardware(nbytes, median_ms, peak_gbps) -> bool:
@@ -216,7 +232,8 @@ def fill_judged_parts(
     speedup = None
     if reference["median_ms"] and candidate["median_ms"]:
         speedup = reference["median_ms"] / candidate["median_ms"]
-    target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup}
+    samples = _samples(timing.get("samples"))
+    target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup, "samples": samples}
     if speedup is not None and speedup > suspicious_speedup:
         flags.append("suspicious_speedup")
     timed_total_ms = report.get("timed_total_ms")

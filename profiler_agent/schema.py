@@ -24,6 +24,7 @@ FLAGS = (
     "suspicious_speedup",
     "faster_than_hardware",
     "nondeterministic_output",
+    "unsynchronized_work",  # the call left work on another stream; timed with a device-wide sync
 )
 
 NUMBER = (int, float)
@@ -40,6 +41,8 @@ _TIMING_STATS = {
     "min_ms": _OPT_NUMBER,
     "std_ms": _OPT_NUMBER,
     "runs": _OPT_INT,
+    "batched_ms": _OPT_NUMBER,  # per call, from batches of back-to-back calls (no per-call overhead)
+    "overhead_pct": _OPT_NUMBER,  # share of median_ms that batched_ms does not have
 }
 _CORRECTNESS = {
     "passed": _OPT_BOOL,
@@ -49,7 +52,9 @@ _CORRECTNESS = {
     "atol": _OPT_NUMBER,
     "rtol": _OPT_NUMBER,
 }
-_TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER}
+# samples: {"reference": [ms, ...], "candidate": [...]}, at most 200 per-call times each, in order
+_TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER,
+           "samples": (dict, type(None))}
 _METRICS = {
     "flops": _OPT_NUMBER,
     "bytes": _OPT_NUMBER,

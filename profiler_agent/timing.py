@@ -116,6 +116,65 @@ class CudaTimer:
         return self._start.elapsed_time(self._end), wall_ms
 
 
+class SynchronizedCudaTimer(CudaTimer):
+    """The end event is recorded only after a device-wide synchronize, so work the call left on
+    another stream is inside the pair. The synchronize's own latency (host wake-up plus the end
+    event's launch) is measured on an empty call and subtracted; used when the plain pair missed work."""
+
+    def __init__(self, device, calibration_calls: int = 21):
+        super().__init__(device)
+        self.overhead_ms = statistics.median(self._timed(lambda: None)[0] for _ in range(calibration_calls))
+
+    def _timed(self, call: Callable[[], object]) -> tuple[float, float]:
+        self._torch.cuda.synchronize()
+        self._flush.zero_()
+        wall_start = _monotonic_ns()
+        self._start.record()
+        call()
+        self._torch.cuda.synchronize()
+        self._end.record()
+        self._torch.cuda.synchronize()
+        wall_ms = (_monotonic_ns() - wall_start) / 1e6
+        return self._start.elapsed_time(self._end), wall_ms
+
+    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
+        timed, wall = self._timed(call)
+        return max(timed - self.overhead_ms, 0.0), wall
+
+
+# Work outside the event pair counts as escaped above this share of the call, or this many ms
+# (below it, the synchronize's own jitter): a few microseconds hidden elsewhere is not a finding.
+ESCAPED_SHARE = 0.10
+ESCAPED_MIN_MS = 0.005
+
+
+def escaped_work_ms(
+    calls: dict[str, Callable[[], object]], timings: "Timings", synced: Callable, rounds: int = 15,
+) -> dict[str, float]:
+    """Per model: how much longer a call takes when the end event waits for the whole device than
+    the plain event pair said, i.e. work the call left on another stream (0 when none)."""
+    synced_ms: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            synced_ms[name].append(synced(call)[0])
+    return {
+        name: max(statistics.median(synced_ms[name]) - statistics.median(timings.times_ms[name]), 0.0)
+        for name in calls
+    }
+
+
+def left_work_behind(escaped_ms: float, median_ms: float) -> bool:
+    return escaped_ms > max(ESCAPED_SHARE * median_ms, ESCAPED_MIN_MS)
+
+
+def sample(values: list[float], limit: int = 200) -> list[float]:
+    """At most `limit` values spread evenly over the run, in the order they were taken."""
+    if len(values) <= limit:
+        return list(values)
+    step = len(values) / limit
+    return [values[int(i * step)] for i in range(limit)]
+
+
 def timer_disagrees(times_ms: list[float], walls_ms: list[float], wall_slack_ms: float = 0.0) -> bool:
     """True when the timer's median is impossible given the wall clock's (see TAMPER_SLACK_MS);
     `wall_slack_ms` is wall time that may precede the timed region (the tail of an L2 flush)."""

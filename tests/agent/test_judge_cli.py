@@ -61,6 +61,12 @@ def test_relu_cpu_passes_with_a_table_and_a_valid_json(relu_cpu):
     for side in ("reference", "candidate"):
         stats = timing[side]
         assert stats["runs"] >= 10 and 0 < stats["min_ms"] <= stats["median_ms"] and stats["std_ms"] >= 0
+        # batches of back-to-back calls: the same work without the per-call timer's overhead
+        assert 0 < stats["batched_ms"] < 5 * stats["median_ms"]
+        assert stats["overhead_pct"] == pytest.approx(
+            100 * max(stats["median_ms"] - stats["batched_ms"], 0) / stats["median_ms"])
+        samples = timing["samples"][side]
+        assert 10 <= len(samples) <= 200 and min(samples) >= stats["min_ms"]
     metrics = result["metrics"]
     assert metrics["bytes"] == RELU_BYTES
     assert metrics["flops"] is None and metrics["tflops"] is None  # FlopCounterMode counts no FLOPs in relu

@@ -1,0 +1,110 @@
+"""Timing batches of back-to-back calls, to tell a small kernel's own time from the per-call
+overhead (launch, event pair, synchronize) that the per-call timer includes.
+
+Every call of a batch gets inputs no other recent call touched: the inputs are copied enough times
+that the copies exceed the L2 cache, and the batch cycles through them, so the cache is as cold as
+with the per-call timer's flush but no flush runs between calls. One event pair (or one pair of
+clock reads on the CPU) brackets the whole batch; per-call time = batch time / calls.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+from profiler_agent.timing import _both_clocks_s, _monotonic_ns, _perf_counter_ns, relative_standard_error
+
+MAX_ROTATION_COPIES = 64
+MAX_ROTATION_BYTES = 1 << 30  # per model: what the copies of its inputs may take in all
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    batch_ms: float = 2.0  # long enough that the pair's overhead is a small share of a batch
+    max_calls: int = 2000
+    min_rounds: int = 5
+    max_rounds: int = 200
+    target_rse: float = 0.005
+    budget_s: float = 1.0
+
+
+def rotation_copies(input_bytes: int, cache_bytes: int) -> int:
+    """How many copies of the inputs a batch cycles through so each call finds them out of cache."""
+    if cache_bytes <= 0 or input_bytes <= 0:
+        return 1
+    wanted = math.ceil(3 * cache_bytes / input_bytes) + 1  # outputs and other data share the cache
+    affordable = max(1, MAX_ROTATION_BYTES // input_bytes)
+    return max(1, min(wanted, affordable, MAX_ROTATION_COPIES))
+
+
+class CpuBatchTimer:
+    def __call__(self, calls: list[Callable[[], object]]) -> tuple[float, float]:
+        wall_start = _monotonic_ns()
+        start = _perf_counter_ns()
+        for call in calls:
+            call()
+        end = _perf_counter_ns()
+        return (end - start) / 1e6, (_monotonic_ns() - wall_start) / 1e6
+
+
+class CudaBatchTimer:
+    def __init__(self):
+        import torch
+
+        self._torch = torch
+        event = torch.cuda.Event
+        self._start, self._end = event(enable_timing=True), event(enable_timing=True)
+
+    def __call__(self, calls: list[Callable[[], object]]) -> tuple[float, float]:
+        self._torch.cuda.synchronize()
+        wall_start = _monotonic_ns()
+        self._start.record()
+        for call in calls:
+            call()
+        self._end.record()
+        self._torch.cuda.synchronize()
+        return self._start.elapsed_time(self._end), (_monotonic_ns() - wall_start) / 1e6
+
+
+def batch_of(rotation: list[Callable[[], object]], per_call_ms: float, plan: BatchPlan) -> list[Callable[[], object]]:
+    calls = math.ceil(plan.batch_ms / per_call_ms) if per_call_ms > 0 else plan.max_calls
+    calls = max(len(rotation), min(calls, plan.max_calls))
+    return [rotation[i % len(rotation)] for i in range(calls)]
+
+
+def time_batched(
+    rotations: dict[str, list[Callable[[], object]]],
+    per_call_ms: dict[str, float],
+    timer: Callable[[list[Callable[[], object]]], tuple[float, float]],
+    plan: BatchPlan = BatchPlan(),
+) -> dict[str, list[float]]:
+    """Per model, the per-call times of its batches; models alternate batch by batch, and rounds
+    stop when every median is precise enough or the budget is spent."""
+    batches = {name: batch_of(rotation, per_call_ms[name], plan) for name, rotation in rotations.items()}
+    for batch in batches.values():
+        timer(batch[: len(batch) // 4 or 1])  # warm-up
+    per_call: dict[str, list[float]] = {name: [] for name in batches}
+    started = _both_clocks_s()
+    for rounds in range(1, plan.max_rounds + 1):
+        for name, batch in batches.items():
+            per_call[name].append(timer(batch)[0] / len(batch))
+        if rounds < plan.min_rounds:
+            continue
+        precise = all(relative_standard_error(t) < plan.target_rse for t in per_call.values())
+        elapsed = max(now - then for now, then in zip(_both_clocks_s(), started))  # either clock ends it
+        if precise or elapsed > plan.budget_s:
+            break
+    return per_call
+
+
+def overhead_pct(per_call_median_ms: float | None, batched_median_ms: float | None) -> float | None:
+    """Share of the per-call time that is overhead rather than the call's own work."""
+    if not per_call_median_ms or batched_median_ms is None:
+        return None
+    return 100.0 * max(per_call_median_ms - batched_median_ms, 0.0) / per_call_median_ms
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None

@@ -1,0 +1,88 @@
+"""Batched timing on the CPU path: rotating input copies, batch sizing, the overhead share, and
+the escaped-work rule that decides when a synchronized timer must replace the plain one."""
+
+import pytest
+
+from profiler_agent import batched_timing, timing
+from profiler_agent.batched_timing import BatchPlan, CpuBatchTimer, rotation_copies, time_batched
+
+MB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    "input_bytes, cache_bytes, copies",
+    [
+        (4 * MB, 50 * MB, 39),  # small inputs: enough copies to overflow the cache three times
+        (1 * MB, 50 * MB, 64),  # capped
+        (512 * MB, 50 * MB, 2),  # large inputs: one other copy is enough
+        (2048 * MB, 50 * MB, 1),  # beyond the rotation's memory budget: no copies
+        (4 * MB, 0, 1),  # no cache to defeat (CPU path)
+    ],
+)
+def test_rotation_copies_outgrow_the_cache_within_the_memory_budget(input_bytes, cache_bytes, copies):
+    assert rotation_copies(input_bytes, cache_bytes) == copies
+
+
+def _work(n: int):
+    return lambda: sum(range(n))
+
+
+def test_batched_times_track_per_call_work_and_rotate_through_every_copy():
+    used = []
+    rotation = {
+        "small": [lambda i=i: used.append(i) or sum(range(2000)) for i in range(3)],
+        "large": [_work(20000)],
+    }
+    per_call = {}
+    for name, calls in rotation.items():
+        walls = [timing.CpuTimer()(calls[0])[0] for _ in range(20)]
+        per_call[name] = sorted(walls)[10]
+    plan = BatchPlan(batch_ms=1.0, min_rounds=5, max_rounds=20, budget_s=2.0)
+    result = time_batched(rotation, per_call, CpuBatchTimer(), plan)
+    assert 5 <= len(result["small"]) == len(result["large"]) <= 20
+    small, large = batched_timing.median(result["small"]), batched_timing.median(result["large"])
+    assert 3 < large / small < 30  # ten times the work takes about ten times as long
+    assert set(used) == {0, 1, 2}  # each batch cycles through every input copy
+
+
+def test_a_batch_is_at_least_one_rotation_and_at_most_the_plans_cap():
+    rotation = [lambda: None] * 4
+    plan = BatchPlan(batch_ms=2.0, max_calls=100)
+    assert len(batched_timing.batch_of(rotation, 1.0, plan)) == 4  # 2 calls wanted, one rotation given
+    assert len(batched_timing.batch_of(rotation, 0.001, plan)) == 100
+    assert len(batched_timing.batch_of(rotation, 0.1, plan)) == 20
+
+
+def test_overhead_share_is_what_the_batch_does_not_pay():
+    assert batched_timing.overhead_pct(10.0, 7.5) == pytest.approx(25.0)
+    assert batched_timing.overhead_pct(10.0, 12.0) == 0.0  # a slower batch is not negative overhead
+    assert batched_timing.overhead_pct(None, 1.0) is None
+    assert batched_timing.overhead_pct(1.0, None) is None
+
+
+def test_work_left_behind_needs_a_real_share_of_the_call():
+    assert timing.left_work_behind(0.030, 0.015)  # twice the event time went unseen
+    assert not timing.left_work_behind(0.003, 0.015)  # synchronize jitter on a small kernel
+    assert not timing.left_work_behind(0.040, 1.0)  # 4% of a long kernel
+    assert timing.left_work_behind(0.2, 1.0)
+
+
+def test_escaped_work_compares_a_synchronized_timer_with_the_plain_one():
+    calls = {"honest": _work(1000), "hiding": _work(1000)}
+    plain = timing.time_interleaved(calls, timing.CpuTimer(), timing.TimingPlan(min_runs=10, budget_s=0.5))
+
+    def synchronized(call):
+        # stands for the device-wide synchronize that also waits for the hiding model's side stream
+        timed, wall = timing.CpuTimer()(call)
+        return (timed + 1.0 if call is calls["hiding"] else timed), wall
+
+    escaped = timing.escaped_work_ms(calls, plain, synchronized, rounds=9)
+    assert escaped["hiding"] == pytest.approx(1.0, abs=0.2)
+    assert escaped["honest"] < 0.2
+
+
+def test_samples_keep_at_most_the_limit_in_order():
+    values = [float(i) for i in range(1000)]
+    kept = timing.sample(values, limit=200)
+    assert len(kept) == 200 and kept == sorted(kept) and kept[0] == 0.0 and kept[-1] >= 990
+    assert timing.sample([3.0, 1.0]) == [3.0, 1.0]
