@@ -58,6 +58,7 @@ def new_report(kind: str) -> dict:
         "metrics": {"flops": None, "bytes": None},
         "telemetry": None,
         "flags": [],
+        "kernels": None,
         "durations_s": {"compile": None, "correctness": None, "timing": None},
         "error": None,
     }
@@ -78,9 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
-    from profiler_agent import device_info, loading
+    from profiler_agent import device_info, kernel_census, loading
     from profiler_agent.measure import measure
-    from profiler_agent.trials import check_correctness
+    from profiler_agent.trials import check_correctness, make_inputs
 
     kind = args.device
     if kind == "cuda":
@@ -104,8 +105,9 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     with submission_code("load_candidate"):
         ModelNew = loading.attribute(cand_module, "ModelNew", args.candidate)
     native_dirs = [bundle] + [Path(p) for p in [os.environ.get("TORCH_EXTENSIONS_DIR")] if p]
-    if not loading.uses_custom_kernel(cand_module, modules_before, native_dirs):
-        report["flags"].append("no_custom_kernel")
+    loaded_native = loading.uses_custom_kernel(cand_module, modules_before, native_dirs)
+    if not loaded_native:
+        report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
 
     limit = settings.get("memory_limit_bytes")
     if limit and kind == "cpu":
@@ -125,6 +127,9 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     started = timing.now_s()
     measure(reference, candidate, api.get_inputs, device, settings, report)
     report["durations_s"]["timing"] = timing.now_s() - started
+    # after timing: a profiler session must not perturb the timed calls
+    draw_inputs = lambda: make_inputs(api.get_inputs, seed + 1, device)  # noqa: E731  (trial 0's)
+    kernel_census.record(report, reference, candidate, draw_inputs, device, loaded_native)
 
 
 def main(argv=None) -> None:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import build_cache, device_info, metrics, privileges, schema
+from profiler_agent import build_cache, device_info, kernel_census, metrics, privileges, schema
 from profiler_agent.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.child_env import child_env
 from profiler_agent.logcap import read_capped
@@ -124,6 +124,8 @@ def judge_candidate(
             user=user,
         )
     report = _parse_report(run.report)
+    if report is not None and isinstance(report.get("correctness"), dict):
+        report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
     status = classify(run, report)
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
@@ -250,6 +252,7 @@ def fill_judged_parts(
     )
     if isinstance(report.get("telemetry"), dict):
         target["telemetry"] = report["telemetry"]
+    target["kernels"] = kernel_census.from_report(report.get("kernels"))
 
     compile_log = judgement.compile_log
     error = report.get("error") or {}

@@ -67,11 +67,13 @@ class ReferenceApi:
     Model: type
     get_inputs: object
     get_init_inputs: object
+    reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.ground_truth)
 
 
 def reference_api(path: Path) -> ReferenceApi:
     module = import_file(path, "reference")
-    return ReferenceApi(*(attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs")))
+    required = (attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs"))
+    return ReferenceApi(*required, reference_numpy=getattr(module, "reference_numpy", None))
 
 
 def build_model(model_class, get_init_inputs, seed: int, device):

@@ -51,7 +51,13 @@ _CORRECTNESS = {
     "max_rel_err": _OPT_NUMBER,
     "atol": _OPT_NUMBER,
     "rtol": _OPT_NUMBER,
+    "reference_numpy": (dict, type(None)),  # _REFERENCE_NUMPY, or null: no reference_numpy / not checked
 }
+# The bundle's numpy ground truth checked against its own reference model (never the verdict).
+_REFERENCE_NUMPY = {"outcome": (str,), "max_abs_err": _OPT_NUMBER, "detail": _OPT_STR}
+REFERENCE_NUMPY_OUTCOMES = ("agrees", "disagrees", "error")
+# The kernel census behind no_custom_kernel (profiler_agent.kernel_census); null: not taken.
+_KERNELS = {"seen": (str,), "candidate": (list,), "reference": (list,), "custom": (list, type(None))}
 # samples: {"reference": [ms, ...], "candidate": [...]}, at most 200 per-call times each, in order
 _TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER,
            "samples": (dict, type(None))}
@@ -96,6 +102,7 @@ VARIANT_SHAPE = {
     "timing": _TIMING,
     "metrics": _METRICS,
     "telemetry": _TELEMETRY,
+    "kernels": (dict, type(None)),
     "logs": _LOGS,
     "durations_s": _DURATIONS,
 }
@@ -110,6 +117,7 @@ RESULT_SHAPE = {
     "telemetry": _TELEMETRY,
     "ncu": (dict, type(None)),
     "variants": (dict,),
+    "kernels": (dict, type(None)),
     "self_test": {"exit_code": _OPT_INT, "output": (str,)},
     "logs": _LOGS,
     "durations_s": _DURATIONS,
@@ -187,9 +195,20 @@ def _check_status_and_flags(value: dict, path: str) -> None:
         raise ValueError(f"{path}flags: unknown flags {unknown}")
 
 
+def _check_nullable_parts(value: dict, path: str) -> None:
+    numpy_check = value["correctness"]["reference_numpy"]
+    if numpy_check is not None:
+        _check(numpy_check, _REFERENCE_NUMPY, f"{path}correctness.reference_numpy")
+        if numpy_check["outcome"] not in REFERENCE_NUMPY_OUTCOMES:
+            raise ValueError(f"{path}correctness.reference_numpy.outcome: {numpy_check['outcome']!r}")
+    if value["kernels"] is not None:
+        _check(value["kernels"], _KERNELS, f"{path}kernels")
+
+
 def validate_variant(variant: dict, path: str = "variant") -> None:
     _check(variant, VARIANT_SHAPE, path)
     _check_status_and_flags(variant, f"{path}.")
+    _check_nullable_parts(variant, f"{path}.")
 
 
 def validate_result(result: dict) -> None:
@@ -200,5 +219,6 @@ def validate_result(result: dict) -> None:
     if result["device"]["kind"] not in ("cuda", "cpu"):
         raise ValueError(f"device.kind: expected 'cuda' or 'cpu', got {result['device']['kind']!r}")
     _check_status_and_flags(result, "")
+    _check_nullable_parts(result, "")
     for name, variant in result["variants"].items():
         validate_variant(variant, f"variants.{name}")

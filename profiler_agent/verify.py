@@ -31,7 +31,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def new_verdict() -> dict:
     return {
         "correctness": {"passed": None, "trials": 0, "max_abs_err": None, "max_rel_err": None,
-                        "atol": None, "rtol": None, "reason": None},
+                        "atol": None, "rtol": None, "reason": None, "reference_numpy": None},
         "flags": [],
         "error": None,
     }
@@ -40,7 +40,7 @@ def new_verdict() -> dict:
 def verify(args, settings: dict, verdict: dict) -> None:
     import torch
 
-    from profiler_agent import correctness, exchange, loading, tensors
+    from profiler_agent import correctness, exchange, ground_truth, loading, tensors
     from profiler_agent.trials import make_inputs, record_comparison
 
     device = torch.device(args.device)
@@ -58,6 +58,9 @@ def verify(args, settings: dict, verdict: dict) -> None:
         inputs = make_inputs(api.get_inputs, seed + 1 + trial, device)
         with submission_code("reference"), torch.no_grad():
             expected = reference(*tensors.fresh_copies(inputs))
+        if trial == 0:  # before the candidate's outputs: recorded whatever its verdict
+            result["reference_numpy"] = ground_truth.check(
+                api.reference_numpy, inputs, expected, settings.get("atol"), settings.get("rtol"))
         try:
             actual = exchange.load_output(outputs, trial)
         except exchange.MissingOutput as missing:
