@@ -1,6 +1,7 @@
 """The site's HTTP API (/api/v1/): one NinjaAPI joining the domain routers and the public leaderboard."""
 from typing import List, Optional
 
+from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Router, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -14,7 +15,7 @@ api = NinjaAPI(title="GPU CodeForces API", version="1", urls_namespace="api",
 
 @api.exception_handler(AuthenticationError)
 def on_auth_error(request, exc):
-    return api.create_response(request, {"detail": "missing or invalid bearer token"}, status=401)
+    return api.create_response(request, {"detail": _("missing or invalid bearer token")}, status=401)
 
 
 @api.exception_handler(ValidationError)
@@ -23,7 +24,8 @@ def on_validation_error(request, exc):
     for error in exc.errors:
         where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload"))
         problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
-    return api.create_response(request, {"detail": "invalid request: " + "; ".join(problems), "errors": exc.errors},
+    return api.create_response(request, {"detail": _("invalid request: %(problems)s") % {"problems": "; ".join(problems)},
+                                         "errors": exc.errors},
                                status=422)
 
 
@@ -61,7 +63,7 @@ class LeaderboardOut(Schema):
 def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
     season = Season.objects.filter(code=code).first()
     if season is None:
-        raise HttpError(404, f"season {code} does not exist")
+        raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
     limit = max(1, min(limit, 500))
     rows = selectors.season_standings(season, offset=max(0, offset), limit=limit, viewer=request.user)
     freeze = selectors.active_freeze(season, request.user)
@@ -97,7 +99,7 @@ def _runs_summary(submission):
 def contestant_detail(request, contestant_id: int):
     contestant = selectors.public_contestant(contestant_id)
     if contestant is None:
-        raise HttpError(404, f"contestant {contestant_id} does not exist")
+        raise HttpError(404, _("contestant %(id)s does not exist") % {"id": contestant_id})
     profile = selectors.contestant_profile(contestant)
     return {
         "id": contestant.pk, "display_name": contestant.display_name, "affiliation": contestant.affiliation,
@@ -127,7 +129,7 @@ def issue_page(request, code: str):
     """The issue page's twin: its versions and how each was judged (code stays on the site's own rules)."""
     issue = selectors.public_issue(code)
     if issue is None:
-        raise HttpError(404, f"issue {code} does not exist")
+        raise HttpError(404, _("issue %(issue)s does not exist") % {"issue": code})
     return {
         "code": issue.code, "season": issue.season.code, "title": issue.title, "operator": issue.operator,
         "framework": issue.framework, "level": issue.level, "author": issue.author.display_name,
@@ -147,7 +149,7 @@ class HardwareOut(Schema):
 def season_hardware(request, code: str):
     season = Season.objects.filter(code=code).first()
     if season is None:
-        raise HttpError(404, f"season {code} does not exist")
+        raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
     gpu_types, rows = selectors.hardware_comparison(season)
     return {
         "season": season.code, "gpu_types": [g.slug for g in gpu_types],
@@ -173,7 +175,7 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = 0, limit: int =
     season = Season.objects.filter(code=code).first()
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
-        raise HttpError(404, f"season {code} is not judged on GPU type {slug}")
+        raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
     rows = selectors.gpu_standings_query(season, gpu_type)[max(0, offset):max(0, offset) + max(1, min(limit, 500))]
     return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                            geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]

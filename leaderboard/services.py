@@ -1,5 +1,6 @@
 """Freezing and unfreezing a season's public scoreboard."""
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import Standing
@@ -13,7 +14,7 @@ SNAPSHOT_FIELDS = ("contestant_id", "rank", "accepted_count", "base_score", "bon
 def freeze_scoreboard(season, user=None, reason=""):
     """Snapshot the standings; later reviews and runs change only the organizers' live board."""
     if ScoreboardFreeze.objects.filter(season=season).exists():
-        raise ValueError(f"the scoreboard of {season.code} is already frozen")
+        raise ValueError(_("the scoreboard of %(season)s is already frozen") % {"season": season.code})
     freeze = ScoreboardFreeze.objects.create(season=season, frozen_by=user)
     rows = Standing.objects.filter(season=season).values(*SNAPSHOT_FIELDS)
     FrozenStanding.objects.bulk_create([FrozenStanding(freeze=freeze, **row) for row in rows], batch_size=2000)
@@ -26,7 +27,7 @@ def freeze_scoreboard(season, user=None, reason=""):
 def unfreeze_scoreboard(season, user=None, reason=""):
     freeze = ScoreboardFreeze.objects.filter(season=season).first()
     if freeze is None:
-        raise ValueError(f"the scoreboard of {season.code} is not frozen")
+        raise ValueError(_("the scoreboard of %(season)s is not frozen") % {"season": season.code})
     frozen_at = freeze.frozen_at.isoformat()
     freeze.delete()
     audit.record("scoreboard.unfrozen", season, actor=user, before={"frozen_at": frozen_at}, reason=reason)

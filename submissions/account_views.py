@@ -5,6 +5,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from submissions.forms import ProfileForm, RegisterForm
@@ -21,7 +22,7 @@ def register(request):
                                     affiliation=form.cleaned_data["affiliation"])
             accounts.accept_agreement(contestant)
         login(request, user)
-        messages.success(request, f"Welcome, {contestant.display_name}.")
+        messages.success(request, _("Welcome, %(name)s.") % {"name": contestant.display_name})
         return redirect("home")
     return render(request, "registration/register.html", {"form": form, "agreement_version": settings.CONTEST_AGREEMENT_VERSION})
 
@@ -32,7 +33,7 @@ def account(request):
     form = ProfileForm(request.POST or None, instance=contestant)
     if request.method == "POST" and form.is_valid():
         accounts.update_profile(contestant, **form.cleaned_data)
-        messages.success(request, "Profile saved.")
+        messages.success(request, _("Profile saved."))
         return redirect("account")
     return render(request, "submissions/account.html", {
         "contestant": contestant, "form": form,
@@ -49,10 +50,11 @@ def agreement(request):
     contestant = accounts.contestant_for(request.user)
     if request.method == "POST":
         if request.POST.get("accept") != "yes":
-            messages.error(request, "Tick the box to accept the agreement.")
+            messages.error(request, _("Tick the box to accept the agreement."))
         else:
             accounts.accept_agreement(contestant)
-            messages.success(request, f"You accepted the contest agreement (version {contestant.agreement_version}).")
+            messages.success(request, _("You accepted the contest agreement (version %(version)s).")
+                             % {"version": contestant.agreement_version})
             return redirect("account")
     return render(request, "registration/agreement.html", {
         "contestant": contestant, "agreement_version": settings.CONTEST_AGREEMENT_VERSION,
@@ -65,7 +67,7 @@ def agreement(request):
 def create_token(request):
     contestant = accounts.contestant_for(request.user)
     token, raw = accounts.create_api_token(contestant, name=request.POST.get("name", "").strip() or "default")
-    messages.success(request, "Your new API token (shown only once): " + raw)
+    messages.success(request, _("Your new API token (shown only once): %(token)s") % {"token": raw})
     return redirect("account")
 
 
@@ -74,7 +76,7 @@ def create_token(request):
 def revoke_token(request, token_id):
     contestant = accounts.contestant_for(request.user)
     if accounts.revoke_api_token(contestant, token_id):
-        messages.success(request, "Token revoked; it no longer works.")
+        messages.success(request, _("Token revoked; it no longer works."))
     else:
-        messages.error(request, "No such active token of yours.")
+        messages.error(request, _("No such active token of yours."))
     return redirect("account")

@@ -3,6 +3,7 @@ import logging
 from typing import List, Optional
 
 from django.http import HttpResponse
+from django.utils.translation import gettext as _
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
@@ -181,7 +182,7 @@ def _issue_out(issue):
 def create_issue(request, payload: IssueIn):
     season = Season.objects.filter(code=payload.season).first()
     if season is None:
-        return Status(404, {"detail": f"season {payload.season} does not exist"})
+        return Status(404, {"detail": _("season %(season)s does not exist") % {"season": payload.season}})
     try:
         issue = submitting.open_issue(season, request.auth, title=payload.title, operator=payload.operator,
                                       framework=payload.framework, level=payload.level,
@@ -198,12 +199,12 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
-        return Status(404, {"detail": f"issue {issue} does not exist"})
+        return Status(404, {"detail": _("issue %(issue)s does not exist") % {"issue": issue}})
     try:
         bundle = bundle_from_uploads(files or [])
         submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
     except BundleError as exc:
-        return Status(400, {"detail": "bundle refused: " + "; ".join(exc.errors)})
+        return Status(400, {"detail": _("bundle refused: %(errors)s") % {"errors": "; ".join(exc.errors)}})
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))
@@ -214,7 +215,7 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
 def read_submission(request, submission_id: int):
     submission = selectors.submission_with_runs(submission_id)
     if submission is None or not selectors.can_see_code(request.auth.user, submission):
-        return Status(404, {"detail": f"submission {submission_id} does not exist or is not yours"})
+        return Status(404, {"detail": _("submission %(id)s does not exist or is not yours") % {"id": submission_id}})
     return SubmissionOut.from_submission(request, submission)
 
 
@@ -232,7 +233,7 @@ def create_submissions_from_pull_request(request, payload: PullRequestIn):
     if payload.issue:
         issue_row = Issue.objects.select_related("season").filter(code=payload.issue.strip().upper()).first()
         if issue_row is None or issue_row.author_id != request.auth.pk:
-            return Status(404, {"detail": f"issue {payload.issue} does not exist or is not yours"})
+            return Status(404, {"detail": _("issue %(issue)s does not exist or is not yours") % {"issue": payload.issue}})
     try:
         created = pr_intake.submit_pull_request(request.auth, payload.pr_url, issue=issue_row)
     except (PullRequestError, submitting.SubmissionRefused) as exc:

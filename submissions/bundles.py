@@ -11,6 +11,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.utils.translation import gettext as _, ngettext
 
 REFERENCE_NAMES = ("torchcode.py", "example_torchcode.py")
 CANDIDATE_NAMES = ("cudacode.py", "cudacode_opt.py", "example_cudacode.py")
@@ -53,27 +54,34 @@ def _limits():
     return settings.BUNDLE_MAX_FILE_BYTES, settings.BUNDLE_MAX_TOTAL_BYTES, settings.BUNDLE_MAX_FILES
 
 
-def _human(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:g} {unit}" if unit == "bytes" else f"{n:.1f} {unit}".replace(".0 ", " ")
+def human_size(n: int) -> str:
+    if n < 1024:
+        return ngettext("%(count)s byte", "%(count)s bytes", n) % {"count": n}
+    for unit in ("KiB", "MiB", "GiB"):
         n /= 1024
-    return str(n)
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}".replace(".0 ", " ")
+
+
+def _too_large(path, size, limit):
+    return _("'%(path)s' is %(size)s; the limit is %(limit)s a file") % {
+        "path": path, "size": human_size(size), "limit": human_size(limit)}
 
 
 def clean_path(raw: str) -> str:
     """A safe relative POSIX path, or BundleError naming the problem."""
     path = raw.replace("\\", "/")
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        raise BundleError([f"'{raw}': absolute paths are not allowed in a bundle"])
+        raise BundleError([_("'%(path)s': absolute paths are not allowed in a bundle") % {"path": raw}])
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if any(p == ".." for p in parts):
-        raise BundleError([f"'{raw}': the path leaves the bundle folder ('..')"])
+        raise BundleError([_("'%(path)s': the path leaves the bundle folder ('..')") % {"path": raw}])
     if not parts:
-        raise BundleError([f"'{raw}': empty file name"])
+        raise BundleError([_("'%(path)s': empty file name") % {"path": raw}])
     normalized = posixpath.join(*parts)
     if len(normalized) > 255 or not SAFE_PATH.match(normalized):
-        raise BundleError([f"'{raw}': file names may use letters, digits, '.', '_', '-', ' ' and '/' only (255 characters at most)"])
+        raise BundleError([_("'%(path)s': file names may use letters, digits, '.', '_', '-', ' ' and '/' only "
+                              "(255 characters at most)") % {"path": raw}])
     return normalized
 
 
@@ -97,14 +105,14 @@ def read_zip(data: bytes) -> dict[str, bytes]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
-        raise BundleError(["the archive is not a valid zip file"])
+        raise BundleError([_("the archive is not a valid zip file")])
     errors, files, total = [], {}, 0
     with archive:
         for info in archive.infolist():
             if info.is_dir():
                 continue
             if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                errors.append(f"'{info.filename}': symbolic links are not allowed in a bundle")
+                errors.append(_("'%(path)s': symbolic links are not allowed in a bundle") % {"path": info.filename})
                 continue
             try:
                 path = clean_path(info.filename)
@@ -114,19 +122,19 @@ def read_zip(data: bytes) -> dict[str, bytes]:
             if _is_ignored(path):
                 continue
             if info.file_size > max_file:
-                errors.append(f"'{path}' is {_human(info.file_size)}; the limit is {_human(max_file)} a file")
+                errors.append(_too_large(path, info.file_size, max_file))
                 continue
             total += info.file_size
             if total > max_total:
-                errors.append(f"the bundle unpacks to more than {_human(max_total)}")
+                errors.append(_("the bundle unpacks to more than %(limit)s") % {"limit": human_size(max_total)})
                 break
             if len(files) >= max_files:
-                errors.append(f"the bundle has more than {max_files} files")
+                errors.append(_("the bundle has more than %(limit)s files") % {"limit": max_files})
                 break
             try:
                 files[path] = archive.read(info)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
-                errors.append(f"'{path}' could not be read from the archive: {exc}")
+                errors.append(_("'%(path)s' could not be read from the archive: %(error)s") % {"path": path, "error": exc})
     if errors:
         raise BundleError(errors)
     return _strip_common_folder(files)
@@ -137,12 +145,12 @@ def build_bundle(raw_files: dict[str, bytes]) -> Bundle:
     max_file, max_total, max_files = _limits()
     errors = []
     if not raw_files:
-        raise BundleError(["no files were submitted"])
+        raise BundleError([_("no files were submitted")])
     if len(raw_files) > max_files:
-        errors.append(f"the bundle has {len(raw_files)} files; the limit is {max_files}")
+        errors.append(_("the bundle has %(count)s files; the limit is %(limit)s") % {"count": len(raw_files), "limit": max_files})
     total = sum(len(d) for d in raw_files.values())
     if total > max_total:
-        errors.append(f"the bundle is {_human(total)}; the limit is {_human(max_total)}")
+        errors.append(_("the bundle is %(size)s; the limit is %(limit)s") % {"size": human_size(total), "limit": human_size(max_total)})
     files = {}
     for raw_path, data in sorted(raw_files.items()):
         try:
@@ -151,29 +159,29 @@ def build_bundle(raw_files: dict[str, bytes]) -> Bundle:
             errors.extend(exc.errors)
             continue
         if path in files:
-            errors.append(f"'{path}' appears twice")
+            errors.append(_("'%(path)s' appears twice") % {"path": path})
             continue
         if len(data) == 0:
-            errors.append(f"'{path}' is empty")
+            errors.append(_("'%(path)s' is empty") % {"path": path})
             continue
         if len(data) > max_file:
-            errors.append(f"'{path}' is {_human(len(data))}; the limit is {_human(max_file)} a file")
+            errors.append(_too_large(path, len(data), max_file))
             continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            errors.append(f"'{path}' is not UTF-8 text (byte {exc.start})")
+            errors.append(_("'%(path)s' is not UTF-8 text (byte %(byte)s)") % {"path": path, "byte": exc.start})
             continue
         if "\x00" in text:
-            errors.append(f"'{path}' contains NUL bytes; only text files are accepted")
+            errors.append(_("'%(path)s' contains NUL bytes; only text files are accepted") % {"path": path})
             continue
         files[path] = text
     bundle = Bundle(files)
     names = set(raw_files) | set(files)
     if not any(n in names for n in REFERENCE_NAMES):
-        errors.append("the bundle has no reference: add torchcode.py (or example_torchcode.py)")
+        errors.append(_("the bundle has no reference: add torchcode.py (or example_torchcode.py)"))
     if not any(n in names for n in CANDIDATE_NAMES):
-        errors.append("the bundle has no candidate: add cudacode.py (or cudacode_opt.py, example_cudacode.py)")
+        errors.append(_("the bundle has no candidate: add cudacode.py (or cudacode_opt.py, example_cudacode.py)"))
     if errors:
         raise BundleError(errors)
     return bundle
@@ -182,16 +190,17 @@ def build_bundle(raw_files: dict[str, bytes]) -> Bundle:
 def bundle_from_uploads(uploads) -> Bundle:
     """Uploaded files (Django UploadedFile objects); a single .zip upload is unpacked."""
     raw = {}
-    max_file, max_total, _ = _limits()
+    max_file, max_total, _files = _limits()
     for upload in uploads:
         name = upload.name or ""
         if upload.size is not None and upload.size > max(max_total, max_file) * 2:
-            raise BundleError([f"'{name}' is {_human(upload.size)}; the limit is {_human(max_total)} a bundle"])
+            raise BundleError([_("'%(path)s' is %(size)s; the limit is %(limit)s a bundle")
+                               % {"path": name, "size": human_size(upload.size), "limit": human_size(max_total)}])
         data = upload.read()
         if name.lower().endswith(".zip"):
             for path, content in read_zip(data).items():
                 if path in raw:
-                    raise BundleError([f"'{path}' appears twice"])
+                    raise BundleError([_("'%(path)s' appears twice") % {"path": path}])
                 raw[path] = content
         else:
             # Browsers send only the base name; a folder upload may keep "relative/path".

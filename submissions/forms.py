@@ -2,6 +2,7 @@
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+from django.utils.translation import gettext_lazy as _
 
 from submissions.models import Contestant, Framework, Issue, Season
 
@@ -24,21 +25,28 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)] if data else []
 
 
+def _issue_label(issue):
+    return f"{issue.season.code}/{issue.code} — {issue.title}"
+
+
 class SubmitForm(forms.Form):
-    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False, empty_label="— open a new issue —",
-                                   help_text="One of your issues, or leave empty to open a new one below.")
-    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), required=False,
-                                    help_text="Season of the new issue")
-    new_issue_title = forms.CharField(max_length=200, required=False, label="New issue title")
-    new_issue_operator = forms.CharField(max_length=200, required=False, label="Operator")
-    new_issue_framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, required=False, label="Framework")
-    files = MultipleFileField(help_text="torchcode.py, cudacode.py and the rest, or one .zip of the folder")
-    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False, label=_("Issue"),
+                                   empty_label=_("— open a new issue —"),
+                                   help_text=_("One of your issues, or leave empty to open a new one below."))
+    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), required=False, label=_("Season"),
+                                    help_text=_("Season of the new issue"))
+    new_issue_title = forms.CharField(max_length=200, required=False, label=_("New issue title"))
+    new_issue_operator = forms.CharField(max_length=200, required=False, label=_("Operator"))
+    new_issue_framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, required=False,
+                                            label=_("Framework"))
+    files = MultipleFileField(label=_("Files"),
+                              help_text=_("torchcode.py, cudacode.py and the rest, or one .zip of the folder"))
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"))
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
-        self.fields["issue"].label_from_instance = lambda i: f"{i.season.code}/{i.code} — {i.title}"
+        self.fields["issue"].label_from_instance = _issue_label
         open_seasons = self.fields["season"].queryset
         if open_seasons.count() == 1:
             self.fields["season"].initial = open_seasons.first()
@@ -47,19 +55,20 @@ class SubmitForm(forms.Form):
         data = super().clean()
         if not data.get("issue"):
             if not (data.get("new_issue_title") or "").strip():
-                self.add_error("new_issue_title", "Pick one of your issues, or give the new issue a title.")
+                self.add_error("new_issue_title", _("Pick one of your issues, or give the new issue a title."))
             if not data.get("season"):
-                self.add_error("season", "Pick the season of the new issue.")
+                self.add_error("season", _("Pick the season of the new issue."))
         return data
 
 
 class RegisterForm(UserCreationForm):
-    display_name = forms.CharField(max_length=100, required=False, help_text="Shown on the leaderboard")
-    affiliation = forms.CharField(max_length=200, required=False)
-    email = forms.EmailField(required=False, help_text="For password reset mails")
+    display_name = forms.CharField(max_length=100, required=False, label=_("Display name"),
+                                   help_text=_("Shown on the leaderboard"))
+    affiliation = forms.CharField(max_length=200, required=False, label=_("Affiliation"))
+    email = forms.EmailField(required=False, label=_("Email"), help_text=_("For password reset mails"))
     accept_agreement = forms.BooleanField(
-        required=True, label="I accept the contest agreement",
-        error_messages={"required": "You must accept the contest agreement to take part."})
+        required=True, label=_("I accept the contest agreement"),
+        error_messages={"required": _("You must accept the contest agreement to take part.")})
 
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
@@ -70,46 +79,52 @@ class ProfileForm(forms.ModelForm):
     class Meta:
         model = Contestant
         fields = ("display_name", "affiliation", "gitee_handle", "gitlink_handle", "github_handle")
-        labels = {"gitee_handle": "Gitee handle", "gitlink_handle": "GitLink handle", "github_handle": "GitHub handle"}
+        labels = {"display_name": _("Display name"), "affiliation": _("Affiliation"),
+                  "gitee_handle": _("Gitee handle"), "gitlink_handle": _("GitLink handle"),
+                  "github_handle": _("GitHub handle")}
 
     def clean_display_name(self):
         name = self.cleaned_data["display_name"].strip()
         if not name:
-            raise forms.ValidationError("The display name must not be empty.")
+            raise forms.ValidationError(_("The display name must not be empty."))
         return name
 
 
 class PullRequestForm(forms.Form):
-    pr_url = forms.URLField(label="Pull request URL", max_length=500, assume_scheme="https",
-                            help_text="A pull request on Gitee, GitLink or GitHub that adds S1/<issue code>/")
-    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False,
-                                   empty_label="— every folder of my issues in the PR —")
+    pr_url = forms.URLField(label=_("Pull request URL"), max_length=500, assume_scheme="https",
+                            help_text=_("A pull request on Gitee, GitLink or GitHub that adds S1/<issue code>/"))
+    issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False, label=_("Issue"),
+                                   empty_label=_("— every folder of my issues in the PR —"))
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
-        self.fields["issue"].label_from_instance = lambda i: f"{i.season.code}/{i.code} — {i.title}"
+        self.fields["issue"].label_from_instance = _issue_label
 
 
-LEVEL_CHOICES = [("", "—"), (1, "1: one operator"), (2, "2: 2-9 fused operators"), (3, "3: fused with MMA"),
-                 (4, "4: complex fused operator for LLM inference")]
+LEVEL_CHOICES = [("", "—"), (1, _("1: one operator")), (2, _("2: 2-9 fused operators")), (3, _("3: fused with MMA")),
+                 (4, _("4: complex fused operator for LLM inference"))]
 
 
 class IssueForm(forms.Form):
-    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), empty_label=None)
-    title = forms.CharField(max_length=200, help_text="What the task is, e.g. 对001-example数据集进行性能优化")
-    operator = forms.CharField(max_length=200, required=False, help_text="e.g. torch.nn.functional.gelu")
-    framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH)
+    season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), empty_label=None, label=_("Season"))
+    title = forms.CharField(max_length=200, label=_("Title"),
+                            help_text=_("What the task is, e.g. 对001-example数据集进行性能优化"))
+    operator = forms.CharField(max_length=200, required=False, label=_("Operator"),
+                               help_text=_("e.g. torch.nn.functional.gelu"))
+    framework = forms.ChoiceField(choices=Framework.choices, initial=Framework.PYTORCH, label=_("Framework"))
     level = forms.TypedChoiceField(choices=LEVEL_CHOICES, coerce=int, empty_value=None, required=False,
-                                   label="Claimed level")
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False,
-                                  help_text="Expected result, how to verify it, background")
+                                   label=_("Claimed level"))
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, label=_("Description"),
+                                  help_text=_("Expected result, how to verify it, background"))
 
 
 class IssueFilterForm(forms.Form):
-    q = forms.CharField(required=False, label="Search")
-    season = forms.ModelChoiceField(queryset=Season.objects.all(), required=False, to_field_name="code")
-    framework = forms.ChoiceField(choices=[("", "any framework")] + list(Framework.choices), required=False)
-    level = forms.TypedChoiceField(choices=[("", "any level")] + LEVEL_CHOICES[1:], coerce=int, empty_value=None,
-                                   required=False)
-    mine = forms.BooleanField(required=False, label="only mine")
+    q = forms.CharField(required=False, label=_("Search"))
+    season = forms.ModelChoiceField(queryset=Season.objects.all(), required=False, to_field_name="code",
+                                    label=_("Season"), empty_label=_("any season"))
+    framework = forms.ChoiceField(choices=[("", _("any framework"))] + list(Framework.choices), required=False,
+                                  label=_("Framework"))
+    level = forms.TypedChoiceField(choices=[("", _("any level"))] + LEVEL_CHOICES[1:], coerce=int, empty_value=None,
+                                   required=False, label=_("Level"))
+    mine = forms.BooleanField(required=False, label=_("only mine"))

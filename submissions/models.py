@@ -41,7 +41,7 @@ class RankingRule(models.TextChoices):
 
 
 class Season(models.Model):
-    code = models.CharField(max_length=16, unique=True, help_text="e.g. S1")
+    code = models.CharField(max_length=16, unique=True, help_text=_("e.g. S1"))
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     ranking_rule = models.CharField(max_length=32, choices=RankingRule.choices, default=RankingRule.ACCEPTED_COUNT)
@@ -51,14 +51,14 @@ class Season(models.Model):
     gpu_types = models.ManyToManyField(GpuType, related_name="seasons", blank=True)
     starts_at = models.DateTimeField(default=timezone.now)
     ends_at = models.DateTimeField(null=True, blank=True)
-    is_open = models.BooleanField(default=True, help_text="Accepts new submissions")
+    is_open = models.BooleanField(default=True, help_text=_("Accepts new submissions"))
     rubric = models.CharField(max_length=32, default="s1_dataset",
-                              help_text="Scoring rubric, a name from submissions.rubrics (s1_dataset, kernel_contest)")
-    rubric_config = models.JSONField(default=dict, blank=True, help_text="Overrides of the rubric's points; validated by the rubric")
+                              help_text=_("Scoring rubric, a name from submissions.rubrics (s1_dataset, kernel_contest)"))
+    rubric_config = models.JSONField(default=dict, blank=True, help_text=_("Overrides of the rubric's points; validated by the rubric"))
     code_public_after_end = models.BooleanField(
-        default=True, help_text="Everyone's code becomes visible once the season has ended (accepted code always is)")
-    max_submissions_per_hour = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the site default")
-    max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the site default")
+        default=True, help_text=_("Everyone's code becomes visible once the season has ended (accepted code always is)"))
+    max_submissions_per_hour = models.PositiveIntegerField(null=True, blank=True, help_text=_("Empty: the site default"))
+    max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True, help_text=_("Empty: the site default"))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

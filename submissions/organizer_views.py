@@ -6,6 +6,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _, ngettext
 from django.views.decorators.http import require_POST
 
 from submissions import exports, highlighting, rubrics, selectors
@@ -21,7 +23,7 @@ def organizer_required(view):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if not selectors.is_organizer(request.user):
-            raise PermissionDenied("organizers only")
+            raise PermissionDenied(_("organizers only"))
         return view(request, *args, **kwargs)
     return wrapper
 
@@ -99,7 +101,9 @@ def review_submit(request, submission_id):
     except reviewing.ReviewRefused as exc:
         context = _review_context(request, submission, form_values=points, error=str(exc))
         return render(request, "organizer/review.html", context, status=400)
-    messages.success(request, f"Submission #{submission.pk} {review.decision}: base {review.base_score:g}, bonus {review.bonus:g}.")
+    messages.success(request, _("Submission #%(id)s %(decision)s: base %(base)s, bonus %(bonus)s.") % {
+        "id": submission.pk, "decision": review.get_decision_display(),
+        "base": number_format(review.base_score), "bonus": number_format(review.bonus)})
     return redirect("organizer_review", submission_id=submission.pk)
 
 
@@ -110,7 +114,9 @@ def _rejudge(request, scope, target, back):
         messages.error(request, str(exc))
         return redirect(back)
     done, total = rejudging.progress(batch)
-    messages.success(request, f"Rejudge of {scope} {batch.target}: {total} new runs queued.")
+    messages.success(request, ngettext("Rejudge of %(scope)s %(target)s: %(count)s new run queued.",
+                                       "Rejudge of %(scope)s %(target)s: %(count)s new runs queued.", total)
+                     % {"scope": batch.get_scope_display(), "target": batch.target, "count": total})
     return redirect("organizer_rejudge", rejudge_id=batch.pk)
 
 

@@ -3,6 +3,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -23,10 +24,11 @@ def submit_pull_request(request):
             form.add_error(None, str(exc))
         else:
             if not created:
-                form.add_error(None, "This commit of the pull request was already submitted; push a new commit first.")
+                form.add_error(None, _("This commit of the pull request was already submitted; push a new commit first."))
             else:
                 listed = ", ".join(f"#{s.pk} ({s.issue.code})" for s in created)
-                messages.success(request, f"Submitted from the pull request: {listed}; queued for judging.")
+                messages.success(request, _("Submitted from the pull request: %(submissions)s; queued for judging.")
+                                 % {"submissions": listed})
                 return redirect("submission_detail", submission_id=created[0].pk)
     return render(request, "submissions/submit_pr.html", {"form": form})
 

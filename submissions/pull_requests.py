@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+
+from submissions.bundles import human_size
 
 
 class PullRequestError(ValueError):
@@ -48,12 +51,12 @@ def parse_pr_url(url):
         path = urlsplit(url).path[len(urlsplit(web).path):]
         match = re.match(rf"^/([\w.-]+)/([\w.-]+?)(?:\.git)?/{re.escape(config['pull_path'])}/(\d+)/?$", path)
         if not match:
-            raise PullRequestError(f"{url} is not a pull request URL of {host}; expected "
-                                   f"{web}/OWNER/REPO/{config['pull_path']}/NUMBER")
+            raise PullRequestError(_("%(url)s is not a pull request URL of %(host)s; expected %(pattern)s")
+                                   % {"url": url, "host": host, "pattern": f"{web}/OWNER/REPO/{config['pull_path']}/NUMBER"})
         owner, repo, number = match.groups()
         return PullRequest(host, owner, repo, int(number), f"{web}/{owner}/{repo}/{config['pull_path']}/{number}")
     known = ", ".join(f"{h} ({c['web']})" for h, c in settings.PR_HOSTS.items())
-    raise PullRequestError(f"unknown pull-request host in {url!r}; known hosts: {known}")
+    raise PullRequestError(_("unknown pull-request host in '%(url)s'; known hosts: %(known)s") % {"url": url, "known": known})
 
 
 def _git(args, cwd, timeout):
@@ -66,12 +69,14 @@ def _fetch_error(pr, stderr):
     text = stderr.decode(errors="replace")
     lowered = text.lower()
     if "couldn't find remote ref" in lowered or "could not find remote ref" in lowered:
-        return PullRequestError(f"pull request {pr.number} does not exist in {pr.owner}/{pr.repo} ({pr.ref} is missing)")
+        return PullRequestError(_("pull request %(number)s does not exist in %(repo)s (%(ref)s is missing)")
+                                % {"number": pr.number, "repo": f"{pr.owner}/{pr.repo}", "ref": pr.ref})
     if any(s in lowered for s in ("authentication", "could not read username", "terminal prompts disabled",
                                   "repository not found", "does not appear to be a git repository", "403", "401")):
-        return PullRequestError(f"the repository {pr.owner}/{pr.repo} on {pr.host} is private or does not exist; "
-                                "make it public (or mirror it) so the site can fetch it")
-    return PullRequestError(f"git could not fetch {pr.url}: {text.strip()[-300:]}")
+        return PullRequestError(_("the repository %(repo)s on %(host)s is private or does not exist; "
+                                  "make it public (or mirror it) so the site can fetch it")
+                                % {"repo": f"{pr.owner}/{pr.repo}", "host": pr.host})
+    return PullRequestError(_("git could not fetch %(url)s: %(output)s") % {"url": pr.url, "output": text.strip()[-300:]})
 
 
 @dataclass
@@ -105,7 +110,8 @@ class FetchedPullRequest:
             paths = [p for p in listing.stdout.decode(errors="replace").split("\0") if p]
         except subprocess.TimeoutExpired:
             self._tmp.cleanup()
-            raise PullRequestError(f"fetching {self.pr.url} timed out after {self.timeout} s; try again later")
+            raise PullRequestError(_("fetching %(url)s timed out after %(seconds)s s; try again later")
+                                   % {"url": self.pr.url, "seconds": self.timeout})
         except PullRequestError:
             self._tmp.cleanup()
             raise
@@ -122,15 +128,21 @@ class FetchedPullRequest:
             meta, path = entry.split("\t", 1)
             mode, kind, sha, size = meta.split()
             if kind != "blob" or mode == "120000":
-                raise PullRequestError(f"'{path}' is not a regular file (links and submodules are not allowed)")
+                raise PullRequestError(_("'%(path)s' is not a regular file (links and submodules are not allowed)")
+                                       % {"path": path})
             if int(size) > settings.BUNDLE_MAX_FILE_BYTES:
-                raise PullRequestError(f"'{path}' is {size} bytes; the limit is {settings.BUNDLE_MAX_FILE_BYTES} bytes a file")
+                raise PullRequestError(_("'%(path)s' is %(size)s; the limit is %(limit)s a file")
+                                       % {"path": path, "size": human_size(int(size)),
+                                          "limit": human_size(settings.BUNDLE_MAX_FILE_BYTES)})
             entries.append((path, sha, int(size)))
         if len(entries) > settings.BUNDLE_MAX_FILES:
-            raise PullRequestError(f"{prefix} has {len(entries)} files; the limit is {settings.BUNDLE_MAX_FILES}")
+            raise PullRequestError(_("%(folder)s has %(count)s files; the limit is %(limit)s")
+                                   % {"folder": prefix, "count": len(entries), "limit": settings.BUNDLE_MAX_FILES})
         total = sum(size for _, _, size in entries)
         if total > settings.BUNDLE_MAX_TOTAL_BYTES:
-            raise PullRequestError(f"{prefix} holds {total} bytes; the limit is {settings.BUNDLE_MAX_TOTAL_BYTES} bytes")
+            raise PullRequestError(_("%(folder)s holds %(size)s; the limit is %(limit)s")
+                                   % {"folder": prefix, "size": human_size(total),
+                                      "limit": human_size(settings.BUNDLE_MAX_TOTAL_BYTES)})
         return {path[len(prefix):]: _git(["cat-file", "blob", sha], self.dir, self.timeout).stdout
                 for path, sha, _ in entries}
 

@@ -7,6 +7,8 @@ only: a submission with its files and its latest runs.
 import ast
 from dataclasses import dataclass
 
+from django.utils.translation import gettext, gettext_lazy as _
+
 _RUBRICS = {}
 
 
@@ -31,7 +33,8 @@ def get_rubric(name, config=None):
     try:
         cls = _RUBRICS[name]
     except KeyError:
-        raise RubricConfigError(f"unknown rubric {name!r}; known: {', '.join(rubric_names())}")
+        raise RubricConfigError(gettext("unknown rubric '%(name)s'; known: %(known)s")
+                                % {"name": name, "known": ", ".join(rubric_names())})
     return cls(config or {})
 
 
@@ -51,9 +54,9 @@ class Item:
 
 def _number(value, where):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RubricConfigError(f"{where} must be a number, not {value!r}")
+        raise RubricConfigError(gettext("%(where)s must be a number, not %(value)r") % {"where": where, "value": value})
     if value < 0:
-        raise RubricConfigError(f"{where} must not be negative ({value})")
+        raise RubricConfigError(gettext("%(where)s must not be negative (%(value)s)") % {"where": where, "value": value})
     return float(value)
 
 
@@ -83,19 +86,21 @@ class Rubric:
 
     def __init__(self, config):
         if not isinstance(config, dict):
-            raise RubricConfigError("the rubric config must be a JSON object")
+            raise RubricConfigError(gettext("the rubric config must be a JSON object"))
         unknown = sorted(set(config) - set(self.allowed_config))
         if unknown:
-            raise RubricConfigError(f"unknown rubric config keys for {self.name}: {', '.join(unknown)}; "
-                                    f"allowed: {', '.join(self.allowed_config)}")
+            raise RubricConfigError(gettext("unknown rubric config keys for %(rubric)s: %(keys)s; allowed: %(allowed)s")
+                                    % {"rubric": self.name, "keys": ", ".join(unknown),
+                                       "allowed": ", ".join(self.allowed_config)})
         self.config = config
         points = config.get("points", {})
         if not isinstance(points, dict):
-            raise RubricConfigError("'points' must be an object of item -> points")
+            raise RubricConfigError(gettext("'points' must be an object of item -> points"))
         defaults = {item.key: item for item in self.default_items()}
         for key, value in points.items():
             if key not in defaults:
-                raise RubricConfigError(f"'points.{key}' is not an item of {self.name}; items: {', '.join(defaults)}")
+                raise RubricConfigError(gettext("'points.%(key)s' is not an item of %(rubric)s; items: %(items)s")
+                                        % {"key": key, "rubric": self.name, "items": ", ".join(defaults)})
             _number(value, f"'points.{key}'")
         self.items = [Item(i.key, i.label, float(points.get(i.key, i.points)), i.bonus, i.measured)
                       for i in self.default_items()]
@@ -115,16 +120,17 @@ class Rubric:
         keys = {i.key for i in self.items}
         unknown = sorted(set(raw) - keys)
         if unknown:
-            raise RubricPointsError(f"unknown rubric items: {', '.join(unknown)}; items: {', '.join(sorted(keys))}")
+            raise RubricPointsError(gettext("unknown rubric items: %(unknown)s; items: %(items)s")
+                                    % {"unknown": ", ".join(unknown), "items": ", ".join(sorted(keys))})
         points = {}
         for item in self.items:
             value = raw.get(item.key, 0)
             try:
                 value = float(value if value not in ("", None) else 0)
             except (TypeError, ValueError):
-                raise RubricPointsError(f"{item.label}: {value!r} is not a number")
+                raise RubricPointsError(gettext("%(item)s: %(value)r is not a number") % {"item": item.label, "value": value})
             if value < 0:
-                raise RubricPointsError(f"{item.label}: points must not be negative")
+                raise RubricPointsError(gettext("%(item)s: points must not be negative") % {"item": item.label})
             points[item.key] = value
         return points
 
@@ -140,16 +146,16 @@ class S1DatasetRubric(Rubric):
     """GPUCodeForces S1 (seed 001): measured items from the runs, and a bonus for the LLM prompt."""
 
     name = "s1_dataset"
-    label = "GPUCodeForces S1: dataset samples"
+    label = _("GPUCodeForces S1: dataset samples")
     allowed_config = ("points",)
 
     def default_items(self):
         return [
-            Item("ground_truth", "Ground-truth function (reference_numpy)", 2, measured=True),
-            Item("execution_time", "CUDA execution time measured", 5, measured=True),
-            Item("throughput", "CUDA throughput measured", 4, measured=True),
-            Item("bandwidth", "CUDA memory bandwidth measured", 3, measured=True),
-            Item("llm_prompt", "LLM prompt whose generated code was judged too", 5, bonus=True, measured=True),
+            Item("ground_truth", _("Ground-truth function (reference_numpy)"), 2, measured=True),
+            Item("execution_time", _("CUDA execution time measured"), 5, measured=True),
+            Item("throughput", _("CUDA throughput measured"), 4, measured=True),
+            Item("bandwidth", _("CUDA memory bandwidth measured"), 3, measured=True),
+            Item("llm_prompt", _("LLM prompt whose generated code was judged too"), 5, bonus=True, measured=True),
         ]
 
     def prefill(self, submission, files, runs):
@@ -169,7 +175,7 @@ class KernelContestRubric(Rubric):
     """GPUKernelContest (seed 000): points by the issue's level, merged upstream, and bonus items."""
 
     name = "kernel_contest"
-    label = "GPUKernelContest: level, merge and bonus items"
+    label = _("GPUKernelContest: level, merge and bonus items")
     allowed_config = ("points", "level_points", "clear_speedup_at_least")
     DEFAULT_LEVEL_POINTS = {"1": 5, "2": 10, "3": 50, "4": 50}
 
@@ -177,22 +183,22 @@ class KernelContestRubric(Rubric):
         super().__init__(config)
         levels = config.get("level_points", self.DEFAULT_LEVEL_POINTS)
         if not isinstance(levels, dict) or not levels:
-            raise RubricConfigError("'level_points' must be an object of level -> points, e.g. {\"1\": 5}")
+            raise RubricConfigError(gettext("'level_points' must be an object of level -> points, e.g. {\"1\": 5}"))
         self.level_points = {}
         for level, value in levels.items():
             if str(level) not in {"1", "2", "3", "4"}:
-                raise RubricConfigError(f"'level_points' has level {level!r}; levels are 1-4")
+                raise RubricConfigError(gettext("'level_points' has level %(level)r; levels are 1-4") % {"level": level})
             self.level_points[int(level)] = _number(value, f"'level_points.{level}'")
         self.clear_speedup = _number(config.get("clear_speedup_at_least", 1.3), "'clear_speedup_at_least'")
 
     def default_items(self):
         return [
-            Item("level", "Level 1-4 of the issue (5/10/50/50)", 50, measured=True),
-            Item("merged", "Merged into the official repository", 50),
-            Item("clean_code", "Clean, clear code", 10, bonus=True),
-            Item("clear_speedup", "Clear speedup", 10, bonus=True, measured=True),
-            Item("documented", "Optimization process and model source documented", 20, bonus=True),
-            Item("llm_prompt", "LLM prompt and generated code", 20, bonus=True, measured=True),
+            Item("level", _("Level 1-4 of the issue (5/10/50/50)"), 50, measured=True),
+            Item("merged", _("Merged into the official repository"), 50),
+            Item("clean_code", _("Clean, clear code"), 10, bonus=True),
+            Item("clear_speedup", _("Clear speedup"), 10, bonus=True, measured=True),
+            Item("documented", _("Optimization process and model source documented"), 20, bonus=True),
+            Item("llm_prompt", _("LLM prompt and generated code"), 20, bonus=True, measured=True),
         ]
 
     def prefill(self, submission, files, runs):

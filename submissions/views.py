@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 
 from submissions import queueing, selectors
 from submissions.bundles import BundleError, bundle_from_uploads
@@ -36,7 +37,8 @@ def open_issue(request):
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Issue {issue.code} opened: submit the folder {issue.season.code}/{issue.code}/.")
+            messages.success(request, _("Issue %(issue)s opened: submit the folder %(folder)s/.")
+                             % {"issue": issue.code, "folder": f"{issue.season.code}/{issue.code}"})
             return redirect("issue_detail", code=issue.code)
     return render(request, "submissions/issue_new.html", {"form": form})
 
@@ -107,6 +109,7 @@ def submit(request):
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Submission #{submission.pk} for {issue.code} is queued for judging.")
+            messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
+                             % {"id": submission.pk, "issue": issue.code})
             return redirect("submission_detail", submission_id=submission.pk)
     return render(request, "submissions/submit.html", {"form": form})

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import ngettext
 
 from submissions import fingerprints
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
@@ -25,20 +26,35 @@ class RateLimited(ValueError):
 def _limits(season):
     hour = season.max_submissions_per_hour or settings.SUBMISSIONS_PER_HOUR
     day = season.max_submissions_per_day or settings.SUBMISSIONS_PER_DAY
-    return ((timedelta(hours=1), hour, "hour"), (timedelta(days=1), day, "day"))
+    return ((timedelta(hours=1), hour, _refused_in_hour), (timedelta(days=1), day, _refused_in_day))
+
+
+def _refused_in_hour(limit):
+    return ngettext("you made %(count)s submission in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s submissions in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _refused_in_day(limit):
+    return ngettext("you made %(count)s submission in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s submissions in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s", limit)
 
 
 def check_rate_limit(contestant, season, now=None):
     now = now or timezone.now()
-    for window, limit, label in _limits(season):
+    for window, limit, message in _limits(season):
         if not limit:
             continue
         recent = Submission.objects.filter(contestant=contestant, issue__season=season, created_at__gte=now - window)
         if recent.count() >= limit:
             oldest = recent.order_by("created_at").values_list("created_at", flat=True)[recent.count() - limit]
-            retry = (oldest + window).strftime("%Y-%m-%d %H:%M UTC")
-            raise RateLimited(f"you made {limit} submissions in season {season.code} in the last {label}, "
-                              f"the limit; try again after {retry}")
+            # In the reader's date format, with the zone named (the site's TIME_ZONE).
+            retry = timezone.localtime(oldest + window)
+            when = f"{formats.date_format(retry, 'DATETIME_FORMAT')} {retry.tzname()}"
+            raise RateLimited(message(limit) % {"count": limit, "season": season.code, "when": when})
 
 
 def fingerprint_submission(submission, files):

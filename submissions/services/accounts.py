@@ -3,6 +3,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from submissions.models import Agent, ApiToken, Contestant, hash_secret, new_token
 
@@ -24,8 +25,8 @@ def has_current_agreement(contestant):
 
 
 def agreement_missing_message():
-    return (f"accept the contest agreement (version {settings.CONTEST_AGREEMENT_VERSION}) on your account page "
-            f"before submitting")
+    return _("accept the contest agreement (version %(version)s) on your account page before submitting") % {
+        "version": settings.CONTEST_AGREEMENT_VERSION}
 
 
 def accept_agreement(contestant):
@@ -50,7 +51,7 @@ def update_profile(contestant, **values):
     if unknown:
         raise ValueError(f"not profile fields: {', '.join(sorted(unknown))}")
     if "display_name" in values and not values["display_name"].strip():
-        raise ValueError("the display name must not be empty")
+        raise ValueError(_("the display name must not be empty"))
     for key, value in values.items():
         setattr(contestant, key, value.strip())
     contestant.save(update_fields=list(values))

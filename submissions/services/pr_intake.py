@@ -5,6 +5,7 @@ import hmac
 import json
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from submissions import queueing
 from submissions.bundles import BundleError, build_bundle
@@ -32,14 +33,15 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
         if issue is not None:
             issues = [issue]
             if not head.folder(_folder(issue)):
-                raise PullRequestError(f"the pull request has no folder {_folder(issue)}/ at commit {head.commit[:10]}")
+                raise PullRequestError(_("the pull request has no folder %(folder)s/ at commit %(commit)s")
+                                       % {"folder": _folder(issue), "commit": head.commit[:10]})
         else:
             mine = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
             issues = [i for i in mine if head.folder(_folder(i))]
             if not issues:
-                codes = ", ".join(_folder(i) + "/" for i in mine) or "none yet: open an issue first"
-                raise PullRequestError(f"the pull request has no folder of your issues at commit {head.commit[:10]} "
-                                       f"(your folders: {codes})")
+                codes = ", ".join(_folder(i) + "/" for i in mine) or _("none yet: open an issue first")
+                raise PullRequestError(_("the pull request has no folder of your issues at commit %(commit)s "
+                                         "(your folders: %(folders)s)") % {"commit": head.commit[:10], "folders": codes})
         created = []
         for each in issues:
             if each.submissions.filter(contestant=contestant, pr_url=pr.url, pr_commit=head.commit).exists():
@@ -48,10 +50,11 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
             try:
                 bundle = build_bundle(raw)
             except BundleError as exc:
-                raise PullRequestError(f"{_folder(each)}/ at {head.commit[:10]}: " + "; ".join(exc.errors))
+                raise PullRequestError(_("%(folder)s/ at %(commit)s: %(errors)s") % {
+                    "folder": _folder(each), "commit": head.commit[:10], "errors": "; ".join(exc.errors)})
             created.append(submitting.create_submission(
                 contestant, each, bundle, source=SubmissionSource.PULL_REQUEST, pr_url=pr.url, pr_commit=head.commit,
-                note=f"pull request {pr.url} at {head.commit[:10]}"))
+                note=f"pull request {pr.url} at {head.commit[:10]}"))  # stored: not translated
         return created
 
 
@@ -61,7 +64,7 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
 def _secret(host):
     secret = settings.PR_HOSTS[host].get("webhook_secret", "")
     if not secret:
-        raise WebhookRefused(f"webhooks from {host} are not enabled (no secret configured)")
+        raise WebhookRefused(_("webhooks from %(host)s are not enabled (no secret configured)") % {"host": host})
     return secret
 
 
@@ -70,18 +73,18 @@ def verify_webhook(host, headers, body):
     if host == "github":
         expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, headers.get("X-Hub-Signature-256", "")):
-            raise WebhookRefused("the X-Hub-Signature-256 signature does not match")
+            raise WebhookRefused(_("the %(header)s signature does not match") % {"header": "X-Hub-Signature-256"})
     elif host == "gitee":
         # Gitee sends either the password itself or a signature of "timestamp\nsecret".
         token, timestamp = headers.get("X-Gitee-Token", ""), headers.get("X-Gitee-Timestamp", "")
         signed = base64.b64encode(hmac.new(secret.encode(), f"{timestamp}\n{secret}".encode(),
                                            hashlib.sha256).digest()).decode()
         if not (hmac.compare_digest(token, secret) or (timestamp and hmac.compare_digest(token, signed))):
-            raise WebhookRefused("the X-Gitee-Token does not match")
+            raise WebhookRefused(_("the %(header)s signature does not match") % {"header": "X-Gitee-Token"})
     else:  # GitLink speaks Gitea's dialect: a hex HMAC-SHA256 of the body
         expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, headers.get("X-Gitea-Signature", "")):
-            raise WebhookRefused("the X-Gitea-Signature signature does not match")
+            raise WebhookRefused(_("the %(header)s signature does not match") % {"header": "X-Gitea-Signature"})
 
 
 def _pull_request_event(host, headers, payload):
@@ -103,23 +106,23 @@ def handle_webhook(host, headers, body):
     """Verify a host's webhook and queue the PR's intake on the site queue (git fetches can take
     longer than hosts wait for an answer). Returns (queued, a message for the host's delivery log)."""
     if host not in settings.PR_HOSTS:
-        raise WebhookRefused(f"unknown host {host}")
+        raise WebhookRefused(_("unknown host %(host)s") % {"host": host})
     verify_webhook(host, headers, body)
     try:
         payload = json.loads(body)
     except ValueError:
-        raise PullRequestError("the webhook body is not JSON")
+        raise PullRequestError(_("the webhook body is not JSON"))
     event = _pull_request_event(host, headers, payload)
     if event is None:
-        return False, "ignored: not a pull request being opened or updated"
+        return False, _("ignored: not a pull request being opened or updated")
     url, login = event
     parse_pr_url(url)  # an unknown host or a malformed URL is refused now, not in the worker
     contestant = Contestant.objects.filter(**{HANDLE_FIELDS[host] + "__iexact": login}).first() if login else None
     if contestant is None:
-        return False, f"ignored: no contestant has the {host} handle {login!r}"
+        return False, _("ignored: no contestant has the %(host)s handle '%(login)s'") % {"host": host, "login": login}
     queueing.enqueue_site_job(JOB_FUNCTION, kwargs={"contestant_id": contestant.pk, "pr_url": url},
                               description=f"pull request {url}")
-    return True, f"queued: {url} for {contestant.display_name}"
+    return True, _("queued: %(url)s for %(contestant)s") % {"url": url, "contestant": contestant.display_name}
 
 
 JOB_FUNCTION = "submissions.jobs.submit_pull_request"

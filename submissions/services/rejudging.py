@@ -1,5 +1,6 @@
 """Rejudging: new runs for a submission, an issue or a season; the old runs stay as history."""
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from submissions.models import Rejudge, RejudgeScope, RunStatus, Submission
 from submissions.services import audit, judging
@@ -26,12 +27,13 @@ def _label(scope, target):
 def rejudge(scope, target, actor, reason):
     """Queue new runs for every submission in scope; returns the Rejudge that tracks their progress."""
     if scope not in RejudgeScope.values:
-        raise RejudgeRefused(f"scope must be one of {', '.join(RejudgeScope.values)}")
+        raise RejudgeRefused(_("the scope must be one of %(known)s") % {"known": ", ".join(RejudgeScope.values)})
     if not reason.strip():
-        raise RejudgeRefused("a rejudge needs a reason (it is kept in the audit trail)")
+        raise RejudgeRefused(_("a rejudge needs a reason (it is kept in the audit trail)"))
     submissions = list(_submissions(scope, target).select_related("issue__season").order_by("pk"))
     if not submissions:
-        raise RejudgeRefused(f"nothing to rejudge: {scope} {_label(scope, target)} has no submissions")
+        raise RejudgeRefused(_("nothing to rejudge: %(scope)s %(target)s has no submissions")
+                             % {"scope": RejudgeScope(scope).label, "target": _label(scope, target)})
     batch = Rejudge.objects.create(scope=scope, target=_label(scope, target), requested_by=actor, reason=reason.strip())
     for submission in submissions:
         runs = judging.create_runs(submission, rejudge=batch)

@@ -1,5 +1,6 @@
 """Organizers' decisions on submissions, scored with the season's rubric."""
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from submissions import rubrics, selectors
 from submissions.models import Review, ReviewDecision
@@ -29,9 +30,9 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
     """Accept (with rubric points) or reject (with a reason). Points that differ from what the runs
     suggest are an override and need their own reason. Every review is a new row; none is edited."""
     if decision not in ReviewDecision.values:
-        raise ReviewRefused(f"decision must be one of {', '.join(ReviewDecision.values)}")
+        raise ReviewRefused(_("the decision must be one of %(known)s") % {"known": ", ".join(ReviewDecision.values)})
     if decision == ReviewDecision.REJECTED and not reason.strip():
-        raise ReviewRefused("a rejection needs a reason")
+        raise ReviewRefused(_("a rejection needs a reason"))
     season_rubric = rubrics.rubric_of(submission.issue.season)
     suggested = prefill(submission)
     try:
@@ -40,8 +41,9 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
         raise ReviewRefused(str(exc))
     overridden = sorted(k for k in points if points[k] != suggested.get(k, 0.0))
     if decision == ReviewDecision.ACCEPTED and overridden and not override_reason.strip():
-        labels = ", ".join(season_rubric.item(k).label for k in overridden)
-        raise ReviewRefused(f"points differ from what the runs suggest ({labels}); give a reason for the override")
+        labels = ", ".join(str(season_rubric.item(k).label) for k in overridden)
+        raise ReviewRefused(_("points differ from what the runs suggest (%(items)s); give a reason for the override")
+                            % {"items": labels})
     accepted = decision == ReviewDecision.ACCEPTED
     base, bonus = season_rubric.totals(points) if accepted else (0.0, 0.0)
     previous = submission.reviews.order_by("-created_at", "-pk").first()

@@ -2,6 +2,7 @@
 import hashlib
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from submissions.bundles import Bundle
 from submissions.models import Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
@@ -14,14 +15,15 @@ class SubmissionRefused(ValueError):
 
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
     if not season.is_open:
-        raise SubmissionRefused(f"season {season.code} is closed")
+        raise SubmissionRefused(_("season %(season)s is closed") % {"season": season.code})
     if not title.strip():
-        raise SubmissionRefused("an issue needs a title")
+        raise SubmissionRefused(_("an issue needs a title"))
     if framework not in Framework.values:
-        raise SubmissionRefused(f"unknown framework {framework!r}; one of {', '.join(Framework.values)}")
+        raise SubmissionRefused(_("unknown framework '%(framework)s'; one of %(known)s")
+                                % {"framework": framework, "known": ", ".join(Framework.values)})
     if level is not None and level not in (1, 2, 3, 4):
-        raise SubmissionRefused(f"the claimed level must be 1, 2, 3 or 4, not {level}")
-    for _ in range(10):
+        raise SubmissionRefused(_("the claimed level must be 1, 2, 3 or 4, not %(level)s") % {"level": level})
+    for _attempt in range(10):
         try:
             with transaction.atomic():
                 return Issue.objects.create(
@@ -37,9 +39,9 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
     """Store the bundle, fingerprint and flag it, fan out one run per GPU type, enqueue them after commit."""
     if issue.author_id != contestant.pk:
-        raise SubmissionRefused(f"issue {issue.code} belongs to another contestant; open your own issue")
+        raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:
-        raise SubmissionRefused(f"season {issue.season.code} is closed")
+        raise SubmissionRefused(_("season %(season)s is closed") % {"season": issue.season.code})
     if not accounts.has_current_agreement(contestant):
         raise SubmissionRefused(accounts.agreement_missing_message())
     # Serialize one contestant's concurrent submissions so the rate limit counts them all.

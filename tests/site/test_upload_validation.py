@@ -37,6 +37,7 @@ BAD_BUNDLES = {
     "zip absolute": ({"bundle.zip": zip_of({**valid_files(), "/tmp/x.py": b"boom"})}, "absolute paths are not allowed"),
     "zip symlink": ({"bundle.zip": symlink_zip()}, "symbolic links are not allowed"),
     "not a zip": ({"bundle.zip": b"PK\x03\x04 this is not really a zip"}, "not a valid zip file"),
+    "upload far too large": ({"bundle.zip": b"z" * 13_000}, "'bundle.zip' is 12.7 KiB; the limit is 6 KiB a bundle"),
 }
 
 
