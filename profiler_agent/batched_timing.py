@@ -4,7 +4,9 @@ overhead (launch, event pair, synchronize) that the per-call timer includes.
 Every call of a batch gets inputs no other recent call touched: the inputs are copied enough times
 that the copies exceed the L2 cache, and the batch cycles through them, so the cache is as cold as
 with the per-call timer's flush but no flush runs between calls. One event pair (or one pair of
-clock reads on the CPU) brackets the whole batch; per-call time = batch time / calls.
+clock reads on the CPU) brackets the whole batch; per-call time = batch time / calls. On CUDA the
+calls of one rotation are captured in a CUDA graph where they allow it: a small kernel finishes
+faster than Python can launch the next call, and only graph replays take the launch path away.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class BatchPlan:
     min_rounds: int = 5
     max_rounds: int = 200
     target_rse: float = 0.005
-    budget_s: float = 1.0
+    budget_s: float = 0.5
 
 
 def rotation_copies(input_bytes: int, cache_bytes: int) -> int:
@@ -68,14 +70,47 @@ class CudaBatchTimer:
         return self._start.elapsed_time(self._end), (_monotonic_ns() - wall_start) / 1e6
 
 
-def batch_of(rotation: list[Callable[[], object]], per_call_ms: float, plan: BatchPlan) -> list[Callable[[], object]]:
-    calls = math.ceil(plan.batch_ms / per_call_ms) if per_call_ms > 0 else plan.max_calls
-    calls = max(len(rotation), min(calls, plan.max_calls))
-    return [rotation[i % len(rotation)] for i in range(calls)]
+@dataclass
+class Rotation:
+    """What a batch repeats: plain calls (one per input copy), or CUDA-graph replays that each run
+    one call per input copy, so the CPU's launch path is out of the way of small kernels too."""
+
+    units: list[Callable[[], object]]
+    calls_per_unit: int = 1
+
+
+def graph_rotation(calls: list[Callable[[], object]]) -> Rotation | None:
+    """One CUDA graph calling each of `calls` once; None when the calls cannot be captured (they
+    synchronize, use the CPU, ...), and the plain calls are timed instead."""
+    import torch
+
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # capture needs its warm-up off the default stream
+            for call in calls:
+                call()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for call in calls:
+                call()
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001  (any failure to capture means: time plain calls)
+        torch.cuda.synchronize()
+        return None
+    return Rotation([graph.replay], len(calls))
+
+
+def batch_of(rotation: Rotation, per_call_ms: float, plan: BatchPlan) -> list[Callable[[], object]]:
+    unit_ms = per_call_ms * rotation.calls_per_unit
+    units = math.ceil(plan.batch_ms / unit_ms) if unit_ms > 0 else plan.max_calls
+    units = max(len(rotation.units), min(units, max(1, plan.max_calls // rotation.calls_per_unit)))
+    return [rotation.units[i % len(rotation.units)] for i in range(units)]
 
 
 def time_batched(
-    rotations: dict[str, list[Callable[[], object]]],
+    rotations: dict[str, Rotation],
     per_call_ms: dict[str, float],
     timer: Callable[[list[Callable[[], object]]], tuple[float, float]],
     plan: BatchPlan = BatchPlan(),
@@ -83,13 +118,14 @@ def time_batched(
     """Per model, the per-call times of its batches; models alternate batch by batch, and rounds
     stop when every median is precise enough or the budget is spent."""
     batches = {name: batch_of(rotation, per_call_ms[name], plan) for name, rotation in rotations.items()}
+    calls = {name: len(batches[name]) * rotations[name].calls_per_unit for name in batches}
     for batch in batches.values():
         timer(batch[: len(batch) // 4 or 1])  # warm-up
     per_call: dict[str, list[float]] = {name: [] for name in batches}
     started = _both_clocks_s()
     for rounds in range(1, plan.max_rounds + 1):
         for name, batch in batches.items():
-            per_call[name].append(timer(batch)[0] / len(batch))
+            per_call[name].append(timer(batch)[0] / calls[name])
         if rounds < plan.min_rounds:
             continue
         precise = all(relative_standard_error(t) < plan.target_rse for t in per_call.values())

@@ -3,6 +3,7 @@ NVML telemetry, energy per call and peak memory."""
 
 import contextlib
 import statistics
+import sys
 
 import torch
 
@@ -13,6 +14,7 @@ from profiler_agent.trials import make_inputs
 
 
 def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:
+    stages = timing.Stages()
     inputs = make_inputs(get_inputs, settings["seed"] + 1 + settings["trials"], device)
     ref_inputs, cand_inputs = tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)
     calls = {
@@ -28,15 +30,19 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
         timer = timing.CpuTimer()
         sampler = contextlib.nullcontext()
     energy = None
+    stages.end("setup")
     try:
         with torch.no_grad(), sampler:
             plan = timing.TimingPlan.from_settings(settings.get("timing"))
             timings = timing.time_interleaved(calls, timer, plan)
+            stages.end("per-call")
             if device.type == "cuda":
                 timings, escaped = _count_work_left_on_other_streams(calls, timings, timer, device, plan)
                 if escaped:
                     report["flags"].append("unsynchronized_work")
+                stages.end("synchronized check")
             batched = _time_batches(reference, candidate, inputs, timings, device)
+            stages.end("batched")
             if device.type == "cuda":
                 # a second of back-to-back candidate calls: NVML's energy counter and power sensor
                 # update too slowly for the interleaved region alone, which can last milliseconds
@@ -60,15 +66,19 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
         report["flags"].append("timer_tampered")
     del timer  # frees the L2 flush buffer before memory is measured
 
+    stages.end("energy")
     report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
     report["telemetry"]["energy_j_per_call"] = energy
     with torch.no_grad(), submission_code("reference"):
         output = reference(*tensors.fresh_copies(inputs))
     report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
     report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
+    stages.end("bytes and FLOPs")
     if device.type == "cuda":
         del output
         report["telemetry"]["peak_memory_bytes"] = candidate_peak_memory(candidate, cand_inputs, device)
+        stages.end("peak memory")
+    stages.report()
 
 
 def _count_work_left_on_other_streams(calls, timings, timer, device, plan):
@@ -85,10 +95,17 @@ def _time_batches(reference, candidate, inputs, timings, device) -> dict[str, li
     """Per-call times from batches of back-to-back calls on rotating input copies (see batched_timing)."""
     cache_bytes = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 0
     copies = batched_timing.rotation_copies(tensors.tensor_bytes(inputs), cache_bytes)
-    rotations = {}
+    plain = {}
     for name, model in (("reference", reference), ("candidate", candidate)):
         copied = [tensors.fresh_copies(inputs) for _ in range(copies)]
-        rotations[name] = [guarded(name, lambda args=args, model=model: model(*args)) for args in copied]
+        plain[name] = [guarded(name, lambda args=args, model=model: model(*args)) for args in copied]
+    rotations = {name: batched_timing.Rotation(calls) for name, calls in plain.items()}
+    if device.type == "cuda":
+        graphs = {name: batched_timing.graph_rotation(calls) for name, calls in plain.items()}
+        if all(graphs.values()):  # both models timed the same way, or neither in graphs
+            rotations = graphs
+        print(f"[profiler_agent] batched timing: {'CUDA graphs' if rotations is graphs else 'plain calls'}, "
+              f"{copies} input copies", file=sys.stderr, flush=True)
     timer = batched_timing.CudaBatchTimer() if device.type == "cuda" else batched_timing.CpuBatchTimer()
     per_call = {name: statistics.median(values) for name, values in timings.times_ms.items()}
     return batched_timing.time_batched(rotations, per_call, timer)

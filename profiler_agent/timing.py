@@ -218,3 +218,23 @@ def time_interleaved(
         if precise or elapsed > plan.budget_s:
             break
     return timings
+
+
+class Stages:
+    """How long each stage of the timing phase took, printed to the judged process's stderr (the
+    result's logs) so an operator sees where a judgement's time goes."""
+
+    def __init__(self):
+        self._last = now_s()
+        self._seconds: list[tuple[str, float]] = []
+
+    def end(self, name: str) -> None:
+        now = now_s()
+        self._seconds.append((name, now - self._last))
+        self._last = now
+
+    def report(self) -> None:
+        import sys
+
+        parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in self._seconds)
+        print(f"[profiler_agent] timing phase (s): {parts}", file=sys.stderr, flush=True)

@@ -1,10 +1,12 @@
 """Batched timing on the CPU path: rotating input copies, batch sizing, the overhead share, and
 the escaped-work rule that decides when a synchronized timer must replace the plain one."""
 
+import time
+
 import pytest
 
 from profiler_agent import batched_timing, timing
-from profiler_agent.batched_timing import BatchPlan, CpuBatchTimer, rotation_copies, time_batched
+from profiler_agent.batched_timing import BatchPlan, CpuBatchTimer, Rotation, rotation_copies, time_batched
 
 MB = 1 << 20
 
@@ -30,14 +32,14 @@ def _work(n: int):
 def test_batched_times_track_per_call_work_and_rotate_through_every_copy():
     used = []
     rotation = {
-        "small": [lambda i=i: used.append(i) or sum(range(2000)) for i in range(3)],
-        "large": [_work(20000)],
+        "small": Rotation([lambda i=i: used.append(i) or time.sleep(0.0005) for i in range(3)]),
+        "large": Rotation([lambda: time.sleep(0.005)]),
     }
     per_call = {}
     for name, calls in rotation.items():
-        walls = [timing.CpuTimer()(calls[0])[0] for _ in range(20)]
+        walls = [timing.CpuTimer()(calls.units[0])[0] for _ in range(20)]
         per_call[name] = sorted(walls)[10]
-    plan = BatchPlan(batch_ms=1.0, min_rounds=5, max_rounds=20, budget_s=2.0)
+    plan = BatchPlan(batch_ms=10.0, min_rounds=5, max_rounds=20, budget_s=2.0)
     result = time_batched(rotation, per_call, CpuBatchTimer(), plan)
     assert 5 <= len(result["small"]) == len(result["large"]) <= 20
     small, large = batched_timing.median(result["small"]), batched_timing.median(result["large"])
@@ -46,11 +48,32 @@ def test_batched_times_track_per_call_work_and_rotate_through_every_copy():
 
 
 def test_a_batch_is_at_least_one_rotation_and_at_most_the_plans_cap():
-    rotation = [lambda: None] * 4
+    rotation = Rotation([lambda: None] * 4)
     plan = BatchPlan(batch_ms=2.0, max_calls=100)
     assert len(batched_timing.batch_of(rotation, 1.0, plan)) == 4  # 2 calls wanted, one rotation given
     assert len(batched_timing.batch_of(rotation, 0.001, plan)) == 100
     assert len(batched_timing.batch_of(rotation, 0.1, plan)) == 20
+    # a graph replay runs 10 calls: the cap and the batch length count calls, not replays
+    graphs = Rotation([lambda: None], calls_per_unit=10)
+    assert len(batched_timing.batch_of(graphs, 0.001, plan)) == 10
+    assert len(batched_timing.batch_of(graphs, 0.1, plan)) == 2
+
+
+def test_per_call_time_divides_by_the_calls_a_unit_runs():
+    # sleeps, not arithmetic: their length holds on a loaded machine
+    def one_call():
+        time.sleep(0.001)
+
+    def ten_calls():
+        for _ in range(10):
+            time.sleep(0.001)
+
+    plan = BatchPlan(batch_ms=20.0, min_rounds=5, max_rounds=5)
+    result = time_batched({"single": Rotation([one_call]), "tenfold": Rotation([ten_calls], calls_per_unit=10)},
+                          {"single": 1.0, "tenfold": 1.0}, CpuBatchTimer(), plan)
+    single, tenfold = batched_timing.median(result["single"]), batched_timing.median(result["tenfold"])
+    assert 1.0 <= single < 3.0 and 1.0 <= tenfold < 3.0  # per call, however the calls are packed
+    assert 0.5 < tenfold / single < 2.0
 
 
 def test_overhead_share_is_what_the_batch_does_not_pay():
