@@ -11,8 +11,6 @@ whole bench compiles once. Run on the device machine in one call per part (see b
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import platform
@@ -145,28 +143,22 @@ def ncu_profile(bundles: list[Path], out: Path) -> dict[str, dict]:
     use_harness_build(bundles[0])
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
     (out / "ncu.log").write_text(completed.stdout[-200000:] + "\n--- stderr ---\n" + completed.stderr[-50000:])
-    rows = [line for line in completed.stdout.splitlines() if line.startswith('"')]
-    launches: dict[int, dict] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(rows))):
-        launch = launches.setdefault(int(row["ID"]), {})
-        launch[row["Metric Name"]] = (float(row["Metric Value"].replace(",", "")), row["Metric Unit"])
-    ordered = [launches[i] for i in sorted(launches)]
+    from profiler_agent.ncu import parse_launches  # the agent's parser: thousands separators, units
+
+    def med(values):
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
+    launches = parse_launches(completed.stdout)
     found = {}
     for index, bundle in enumerate(bundles):
-        group = ordered[index * 4 + 1:index * 4 + 4]  # the first launch of each is the warm-up
+        group = launches[index * 4 + 1:index * 4 + 4]  # the first launch of each is the warm-up
         if not group:
             continue
-
-        def med(metric, scale):
-            values = [g[metric][0] * scale(g[metric][1]) for g in group if metric in g]
-            return statistics.median(values) if values else None
-
-        to_ms = lambda unit: {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "ns": 1e-6}.get(unit, 1e-6)
-        to_bytes = lambda unit: {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(unit, 1)
         found[bundle.name] = {
-            "duration_ms": med("gpu__time_duration.sum", to_ms),
-            "dram_read_bytes": med("dram__bytes_read.sum", to_bytes),
-            "dram_write_bytes": med("dram__bytes_write.sum", to_bytes),
+            "duration_ms": med([k.duration_ms for k in group]),
+            "dram_read_bytes": med([k.dram_read_bytes for k in group]),
+            "dram_write_bytes": med([k.dram_write_bytes for k in group]),
         }
     return found
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from profiler_agent.config import ncu_from_env, ncu_timeout_from_env
 from profiler_agent.sizes import parse_size
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -49,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop timing once the medians' relative standard error is below this (default 0.005)")
     judge.add_argument("--suspicious-speedup", type=_positive, metavar="RATIO",
                        help="flag speedups above this (default 20)")
+    judge.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
+                       help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
+                       "default: PROFILER_AGENT_NCU=1)")
+    judge.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
+                       help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
 
     work = commands.add_parser("work", help="serve judge jobs from RQ queues")
     work.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
@@ -62,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--cache-dir", type=Path, metavar="DIR")
     work.add_argument("--timeout", type=_positive, metavar="SECONDS")
     work.add_argument("--memory-limit", type=_size, metavar="SIZE")
+    work.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
+                      help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
+                      "default: PROFILER_AGENT_NCU=1)")
+    work.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
+                      help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
     return parser
 
 
@@ -85,11 +96,15 @@ def run_judge(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         timing_budget_s=args.timing_budget,
         target_rse=args.target_rse,
+        ncu=args.ncu,
     )
     if args.suspicious_speedup:
         options.suspicious_speedup = args.suspicious_speedup
     if args.timeout:
         options.timeout_s = args.timeout
+    ncu_timeout = args.ncu_timeout or ncu_timeout_from_env()
+    if ncu_timeout:
+        options.ncu_timeout_s = ncu_timeout
     with tempfile.TemporaryDirectory(prefix="profiler-agent-bundle-") as tmp:
         try:
             bundle = open_bundle(args.bundle, Path(tmp))
@@ -119,6 +134,8 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         cache_dir=args.cache_dir or default_cache_dir(),
         timeout_s=args.timeout,
         memory_limit_bytes=args.memory_limit,
+        ncu=args.ncu,
+        ncu_timeout_s=args.ncu_timeout or ncu_timeout_from_env(),
     )
     run_worker(config, args.queues, args.redis, burst=args.burst, heartbeat_s=args.heartbeat_seconds)
     return 0

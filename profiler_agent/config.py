@@ -18,6 +18,8 @@ NAME_ENV = "PROFILER_AGENT_NAME"
 DEVICE_ENV = "PROFILER_AGENT_DEVICE"
 TIMEOUT_ENV = "PROFILER_AGENT_TIMEOUT"
 MEMORY_LIMIT_ENV = "PROFILER_AGENT_MEMORY_LIMIT"
+NCU_ENV = "PROFILER_AGENT_NCU"  # 1: profile passed candidates with Nsight Compute (as --ncu)
+NCU_TIMEOUT_ENV = "PROFILER_AGENT_NCU_TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class AgentConfig:
     cache_dir: Path | None = None
     timeout_s: float | None = None
     memory_limit_bytes: int | None = None
+    ncu: bool = False
+    ncu_timeout_s: float | None = None
 
 
 _installed: AgentConfig | None = None
@@ -42,6 +46,15 @@ def install(config: AgentConfig) -> None:
 def default_name() -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     return f"{socket.gethostname()}-gpu{visible}" if visible else socket.gethostname()
+
+
+def ncu_from_env() -> bool:
+    return os.environ.get(NCU_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def ncu_timeout_from_env() -> float | None:
+    value = os.environ.get(NCU_TIMEOUT_ENV)
+    return float(value) if value else None
 
 
 def from_env() -> AgentConfig:
@@ -65,6 +78,8 @@ def from_env() -> AgentConfig:
         cache_dir=default_cache_dir(),
         timeout_s=float(timeout) if timeout else None,
         memory_limit_bytes=parse_size(memory) if memory else None,
+        ncu=ncu_from_env(),
+        ncu_timeout_s=ncu_timeout_from_env(),
     )
 
 

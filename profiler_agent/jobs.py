@@ -42,6 +42,9 @@ def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptio
     )
     if config.timeout_s:
         judged.timeout_s = config.timeout_s
+    judged.ncu = config.ncu
+    if config.ncu_timeout_s:
+        judged.ncu_timeout_s = config.ncu_timeout_s
     if options.get("timeout_s") is not None:
         judged.timeout_s = float(options["timeout_s"])
     for key in ("atol", "rtol"):

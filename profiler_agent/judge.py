@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import build_cache, device_info, kernel_census, metrics, privileges, schema
+from profiler_agent import build_cache, device_info, kernel_census, metrics, ncu, privileges, schema
 from profiler_agent.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.child_env import child_env
 from profiler_agent.logcap import read_capped
@@ -38,6 +38,9 @@ class JudgeOptions:
     timing_budget_s: float | None = None  # None: timing.TimingPlan's defaults
     target_rse: float | None = None
     suspicious_speedup: float = SUSPICIOUS_SPEEDUP
+    # read before the field below shadows the module's name in this class body
+    ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
+    ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.ncu)
 
 
 @dataclass
@@ -316,6 +319,8 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         else:
             result["device"] = device_info.describe_device_without_torch(options.device)
         fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
+        if options.ncu:
+            ncu.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 
         if bundle.llm_variant is not None:
             llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, scratch / "llm", sources)

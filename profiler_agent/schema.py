@@ -87,6 +87,17 @@ _DEVICE = {
     "peak_gbps": _OPT_NUMBER,
     "peak_tflops": _OPT_NUMBER,
 }
+# Nsight Compute (profiler_agent.ncu): per candidate call, median over the profiled calls
+_NCU = {
+    "kernels": (list,),
+    "calls": (int,),
+    "duration_ms": _OPT_NUMBER,
+    "dram_read_bytes": _OPT_NUMBER,
+    "dram_write_bytes": _OPT_NUMBER,
+    "dram_bandwidth_gbs": _OPT_NUMBER,
+    "pct_peak_bandwidth": _OPT_NUMBER,
+    "version": _OPT_STR,
+}
 _LOGS = {"compile": (str,), "stdout": (str,), "stderr": (str,)}
 _DURATIONS = {
     "compile": _OPT_NUMBER,
@@ -115,14 +126,14 @@ RESULT_SHAPE = {
     "timing": _TIMING,
     "metrics": _METRICS,
     "telemetry": _TELEMETRY,
-    "ncu": (dict, type(None)),
+    "ncu": _NCU,
     "variants": (dict,),
     "kernels": (dict, type(None)),
     "self_test": {"exit_code": _OPT_INT, "output": (str,)},
     "logs": _LOGS,
     "durations_s": _DURATIONS,
 }
-_NULLABLE_OBJECTS = {"self_test"}
+_NULLABLE_OBJECTS = {"self_test", "ncu"}
 
 
 def _empty(shape: dict) -> dict:
@@ -159,6 +170,7 @@ def empty_result() -> dict:
     result["status"] = None
     result["device"]["kind"] = None
     result["self_test"] = None
+    result["ncu"] = None
     return result
 
 
