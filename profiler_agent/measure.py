@@ -41,7 +41,9 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
                 if escaped:
                     report["flags"].append("unsynchronized_work")
                 stages.end("synchronized check")
-            batched = _time_batches(reference, candidate, inputs, timings, device)
+            # work that escapes the end event would escape a batch's too: no batched figure then
+            escaped = "unsynchronized_work" in report["flags"]
+            batched = {n: [] for n in calls} if escaped else _time_batches(reference, candidate, inputs, timings, device)
             stages.end("batched")
             if device.type == "cuda":
                 # a second of back-to-back candidate calls: NVML's energy counter and power sensor
