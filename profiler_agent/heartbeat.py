@@ -21,7 +21,7 @@ def heartbeat_payload(config: AgentConfig, queues: list[str]) -> dict:
     return {
         "name": config.name,
         "queues": list(queues),
-        "inventory": {"devices": inventory.devices(config.device)},
+        "inventory": {"devices": inventory.devices_of(config.device)},
         "versions": inventory.versions(),
     }
 

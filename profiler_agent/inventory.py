@@ -5,13 +5,12 @@ from __future__ import annotations
 import platform
 
 import profiler_agent
-from profiler_agent import build_cache, host, nvml
+from profiler_agent import build_cache, devices
 
 
-def devices(kind: str) -> list[dict]:
-    if kind == "cuda":
-        return [nvml.describe(handle) for handle in nvml.visible_handles()]
-    return [{"kind": "cpu", "name": host.cpu_name(), "uuid": None, "memory_bytes": host.memory_total_bytes()}]
+def devices_of(kind: str) -> list[dict]:
+    """One {"kind", "name", "uuid", "memory_bytes"} per device this agent judges on (NVML, MetaX or CPU)."""
+    return devices.backend_for_kind(kind).inventory()
 
 
 def versions() -> dict:
@@ -19,5 +18,5 @@ def versions() -> dict:
         "agent": profiler_agent.__version__,
         "torch": build_cache.torch_version(),
         "python": platform.python_version(),
-        "driver": nvml.driver_version(),
+        "driver": devices.backend().driver_version(),
     }

@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from profiler_agent import batched_timing, device_info, metrics, nvml, tensors, telemetry, timing
+from profiler_agent import batched_timing, device_info, metrics, tensors, telemetry, timing
 from profiler_agent.guard import SubmissionFailure, guarded, is_device_fault, submission_code
 from profiler_agent.tensors import synchronize
 from profiler_agent.trials import make_inputs
@@ -24,8 +24,8 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     handle = None
     if device.type == "cuda":
         timer = timing.CudaTimer(device)
-        handle = nvml.handle_by_uuid(device_info.cuda_uuid(0))
-        sampler = telemetry.NvmlSampler(handle)
+        handle = device_info.judged_gpu()  # NVML or MetaX view of the device; None when neither sees it
+        sampler = telemetry.TelemetrySampler(handle)
     else:
         timer = timing.CpuTimer()
         sampler = contextlib.nullcontext()
@@ -75,6 +75,9 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
         output = reference(*tensors.fresh_copies(inputs))
     report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
     report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
+    if device.type == "cuda":
+        # the peak that applies depends on the dtype the reference computes in
+        report["device"]["peak_tflops"] = device_info.peak_tflops(report["device"]["name"], [*inputs, output])
     stages.end("bytes and FLOPs")
     if device.type == "cuda":
         del output

@@ -37,7 +37,7 @@ def load():
     return _loaded["module"]
 
 
-def _text(value) -> str:
+def text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -53,7 +53,7 @@ def call(name: str, *args):
 
 def driver_version() -> str | None:
     version = call("nvmlSystemGetDriverVersion")
-    return _text(version) if version is not None else None
+    return text(version) if version is not None else None
 
 
 def handle_by_uuid(uuid: str | None):
@@ -87,8 +87,8 @@ def describe(handle) -> dict:
     uuid = call("nvmlDeviceGetUUID", handle)
     return {
         "kind": "cuda",
-        "name": _text(name) if name is not None else None,
-        "uuid": _text(uuid) if uuid is not None else None,
+        "name": text(name) if name is not None else None,
+        "uuid": text(uuid) if uuid is not None else None,
         "memory_bytes": int(memory.total) if memory is not None else None,
     }
 

@@ -77,7 +77,10 @@ _TELEMETRY = {
     "temperature_c": _OPT_NUMBER,
     "throttle_reasons": (list,),
     "peak_memory_bytes": _OPT_NUMBER,
+    "trace": (list,),  # [_TRACE_POINT, ...] over the timed region, at most ~200; [] when not sampled
 }
+# one telemetry sample: seconds since sampling started, board power, SM (MetaX: XCORE) clock
+_TRACE_POINT = {"t_s": NUMBER, "power_w": _OPT_NUMBER, "sm_clock_mhz": _OPT_NUMBER}
 _DEVICE = {
     "kind": (str,),
     "name": _OPT_STR,
@@ -217,8 +220,14 @@ def _check_nullable_parts(value: dict, path: str) -> None:
         _check(value["kernels"], _KERNELS, f"{path}kernels")
 
 
+def _check_trace(value: dict, path: str) -> None:
+    for i, point in enumerate(value["telemetry"]["trace"]):
+        _check(point, _TRACE_POINT, f"{path}telemetry.trace[{i}]")
+
+
 def validate_variant(variant: dict, path: str = "variant") -> None:
     _check(variant, VARIANT_SHAPE, path)
+    _check_trace(variant, f"{path}.")
     _check_status_and_flags(variant, f"{path}.")
     _check_nullable_parts(variant, f"{path}.")
 
@@ -232,5 +241,6 @@ def validate_result(result: dict) -> None:
         raise ValueError(f"device.kind: expected 'cuda' or 'cpu', got {result['device']['kind']!r}")
     _check_status_and_flags(result, "")
     _check_nullable_parts(result, "")
+    _check_trace(result, "")
     for name, variant in result["variants"].items():
         validate_variant(variant, f"variants.{name}")

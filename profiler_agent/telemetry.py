@@ -1,14 +1,17 @@
-"""NVML samples (power, clocks, temperature, throttling) taken in a thread while timing runs."""
+"""Device samples (power, clocks, temperature, throttling) taken in a thread while timing runs, a
+power/clock trace of them, and energy per call from the device's energy counter."""
 
 from __future__ import annotations
 
 import statistics
 import threading
-
-from profiler_agent import nvml
+import time
 
 SAMPLE_INTERVAL_S = 0.01
+MAX_TRACE_POINTS = 200  # the site's power/clock chart needs no more, and results stay small
 ENERGY_BURST_S = 1.0  # the energy counter ticks coarsely; a second of calls keeps its error small
+
+_clock_s = time.perf_counter  # bound at import: submission code patching time cannot bend the trace
 
 
 def empty_telemetry() -> dict:
@@ -20,24 +23,39 @@ def empty_telemetry() -> dict:
         "temperature_c": None,
         "throttle_reasons": [],
         "peak_memory_bytes": None,
+        "trace": [],
     }
 
 
-class NvmlSampler:
-    """Use as a context manager around the timed region; `telemetry()` summarizes what it saw."""
+def downsample(points: list, limit: int = MAX_TRACE_POINTS) -> list:
+    """At most `limit` points, evenly spaced over the list, first and last kept. Points are picked,
+    never averaged, so every one is a reading the device gave."""
+    if len(points) <= limit:
+        return list(points)
+    if limit <= 1:
+        return points[:limit]
+    last = len(points) - 1
+    return [points[round(i * last / (limit - 1))] for i in range(limit)]
 
-    def __init__(self, handle):
-        self._handle = handle
+
+class TelemetrySampler:
+    """Use as a context manager around the timed region; `telemetry()` summarizes what it saw.
+
+    `source` is anything with `sample() -> devices.Sample` (a backend's Gpu), or None: then nothing
+    is sampled and the telemetry stays empty."""
+
+    def __init__(self, source, interval_s: float = SAMPLE_INTERVAL_S, max_trace_points: int = MAX_TRACE_POINTS):
+        self._source = source
+        self._interval_s = interval_s
+        self._max_trace_points = max_trace_points
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nvml-sampler", daemon=True)
-        self._power_w: list[float] = []
-        self._sm_mhz: list[int] = []
-        self._mem_mhz: list[int] = []
-        self._temp_c: list[int] = []
-        self._reasons: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name="telemetry-sampler", daemon=True)
+        self._started_s: float | None = None
+        self._readings: list[tuple[float, object]] = []  # (seconds since start, Sample)
 
     def __enter__(self):
-        if self._handle is not None:
+        self._started_s = _clock_s()
+        if self._source is not None:
             self._thread.start()
         return self
 
@@ -48,47 +66,57 @@ class NvmlSampler:
         return False
 
     def _sample(self) -> None:
-        nv = nvml.load()
-        watts = nvml.power_w(self._handle)
-        if watts is not None:
-            self._power_w.append(watts)
-        for values, clock in ((self._sm_mhz, nv.NVML_CLOCK_SM), (self._mem_mhz, nv.NVML_CLOCK_MEM)):
-            mhz = nvml.call("nvmlDeviceGetClockInfo", self._handle, clock)
-            if mhz is not None:
-                values.append(mhz)
-        temp = nvml.call("nvmlDeviceGetTemperature", self._handle, nv.NVML_TEMPERATURE_GPU)
-        if temp is not None:
-            self._temp_c.append(temp)
-        self._reasons.update(nvml.throttle_reasons(self._handle) or [])
+        try:
+            reading = self._source.sample()
+        except Exception:
+            return  # a failed reading is a missing point, never a failed judgement
+        self._readings.append((_clock_s() - self._started_s, reading))
 
     def _run(self) -> None:
         while True:
             self._sample()
-            if self._stop.wait(SAMPLE_INTERVAL_S):
+            if self._stop.wait(self._interval_s):
                 self._sample()  # one last sample at the end of the region
                 return
 
     @property
     def samples(self) -> int:
-        return len(self._power_w)
+        return len(self._readings)
+
+    def trace(self) -> list[dict]:
+        """Power and SM clock over the region: [{"t_s", "power_w", "sm_clock_mhz"}], t_s from the start
+        of sampling, readings with neither value left out, at most `max_trace_points` points."""
+        points = [
+            {"t_s": round(t_s, 4), "power_w": reading.power_w, "sm_clock_mhz": reading.sm_clock_mhz}
+            for t_s, reading in self._readings
+            if reading.power_w is not None or reading.sm_clock_mhz is not None
+        ]
+        return downsample(points, self._max_trace_points)
 
     def telemetry(self) -> dict:
         out = empty_telemetry()
-        if self._power_w:
-            out["power_w"] = {"mean": statistics.fmean(self._power_w), "max": max(self._power_w)}
-        if self._sm_mhz:
-            out["sm_clock_mhz"] = statistics.fmean(self._sm_mhz)
-        if self._mem_mhz:
-            out["mem_clock_mhz"] = statistics.fmean(self._mem_mhz)
-        if self._temp_c:
-            out["temperature_c"] = max(self._temp_c)
-        out["throttle_reasons"] = sorted(self._reasons)
+        readings = [reading for _, reading in self._readings]
+        power = [r.power_w for r in readings if r.power_w is not None]
+        sm_mhz = [r.sm_clock_mhz for r in readings if r.sm_clock_mhz is not None]
+        mem_mhz = [r.mem_clock_mhz for r in readings if r.mem_clock_mhz is not None]
+        temperature = [r.temperature_c for r in readings if r.temperature_c is not None]
+        if power:
+            out["power_w"] = {"mean": statistics.fmean(power), "max": max(power)}
+        if sm_mhz:
+            out["sm_clock_mhz"] = statistics.fmean(sm_mhz)
+        if mem_mhz:
+            out["mem_clock_mhz"] = statistics.fmean(mem_mhz)
+        if temperature:
+            out["temperature_c"] = max(temperature)
+        out["throttle_reasons"] = sorted({reason for r in readings for reason in r.throttle_reasons})
+        out["trace"] = self.trace()
         return out
 
 
-def energy_per_call_j(call, synchronize, now_s, handle, burst_s: float = ENERGY_BURST_S) -> float | None:
-    """Joules per call from NVML's total-energy counter (mJ) across a burst of back-to-back calls."""
-    before = nvml.call("nvmlDeviceGetTotalEnergyConsumption", handle) if handle is not None else None
+def energy_per_call_j(call, synchronize, now_s, source, burst_s: float = ENERGY_BURST_S) -> float | None:
+    """Joules per call from the device's total-energy counter (mJ) across a burst of back-to-back
+    calls; None when `source` (a backend's Gpu, or None) has no energy counter."""
+    before = source.energy_mj() if source is not None else None
     if before is None:
         return None
     synchronize()
@@ -100,7 +128,7 @@ def energy_per_call_j(call, synchronize, now_s, handle, burst_s: float = ENERGY_
             synchronize()
             if now_s() - started >= burst_s:
                 break
-    after = nvml.call("nvmlDeviceGetTotalEnergyConsumption", handle)
+    after = source.energy_mj()
     if after is None or after <= before:
         return None
     return (after - before) / 1000.0 / calls
