@@ -1,6 +1,10 @@
-from django.contrib import admin
+import json
 
-from submissions import models
+from django.contrib import admin
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
+
+from submissions import models, ranking
 from submissions.services import seasons
 
 
@@ -13,6 +17,16 @@ class GpuTypeAdmin(admin.ModelAdmin):
 class SeasonAdmin(admin.ModelAdmin):
     list_display = ("code", "name", "ranking_rule", "rubric", "is_open", "starts_at", "ends_at")
     filter_horizontal = ("gpu_types",)
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        # Organizers see which settings each rule takes, next to the JSON they type.
+        form.base_fields["ranking_settings"].help_text = format_html(
+            "{}<ul>{}</ul>", form.base_fields["ranking_settings"].help_text,
+            format_html_join("", "<li><code>{}</code> ({}): <code>{}</code>, {} <code>{}</code>. {}</li>",
+                             ((name, label, s.key, _("default"), json.dumps(s.default), s.help)
+                              for name, label, spec in ranking.settings_catalog() for s in spec)))
+        return form
 
     def save_model(self, request, obj, form, change):
         """The rule and its settings (validated by Season.clean) go through the service, which audits

@@ -46,6 +46,12 @@ def rule_names():
     return sorted(_RULES)
 
 
+def settings_catalog():
+    """(rule name, rule label, [Setting, ...]) of every rule that has settings, for organizers' forms."""
+    return [(name, _RULES[name].label, list(_RULES[name].settings_spec))
+            for name in rule_names() if _RULES[name].settings_spec]
+
+
 _TYPE_NAMES = {bool: _("true or false"), int: _("a whole number")}
 
 

@@ -220,6 +220,10 @@ def test_the_admin_shows_the_rules_error_in_the_organizers_language_and_applies_
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw-123456789"))
     url = f"/admin/submissions/season/{season.pk}/change/"
 
+    form = client.get(url, headers={"Accept-Language": "zh-hans"}).content.decode()
+    assert ("<code>bonus_breaks_ties</code>, 默认 <code>true</code>. "
+            "接受数量和基础得分都相同时，用加分区分名次；设为 false：名次并列。") in form
+
     refused = client.post(url, _admin_form(season, ranking_settings='{"bonus_breaks_ties": 1}'),
                           headers={"Accept-Language": "zh-hans"})
     assert refused.status_code == 200
