@@ -196,6 +196,10 @@ def run_precision(out: Path, repeats: int, budget_s: float, compare: bool = True
             "candidate_medians_ms": medians,
             "reference_medians_ms": ref_medians,
             "runs": [r["timing"]["candidate"]["runs"] for r in runs],
+            "batched_ms": [r["timing"]["candidate"].get("batched_ms") for r in runs],
+            "overhead_pct": [r["timing"]["candidate"].get("overhead_pct") for r in runs],
+            "timing_s": [r["durations_s"]["timing"] for r in runs],
+            "correctness_s": [r["durations_s"]["correctness"] for r in runs],
             "compile_s": [r["durations_s"]["compile"] for r in runs],
             "total_s": [r["durations_s"]["total"] for r in runs],
             "last": {k: runs[-1][k] for k in ("metrics", "telemetry", "correctness", "timing")},
@@ -223,7 +227,7 @@ HOSTILE = [
     ("honest relu (control)", None, "relu", {}, "passed"),
     ("unwritten output (kernel never launched)", None, "unwritten", {}, "wrong_answer"),
     ("returns its first output again", None, "cached", {}, "wrong_answer"),
-    ("work left on a side stream", None, "side_stream", {}, "passed, time counted"),
+    ("work left on a side stream", None, "side_stream", {}, "passed + unsynchronized_work, time counted"),
     ("output noise below tolerance", None, "noise", {}, "passed + nondeterministic_output"),
     ("hung kernel (spins forever)", None, "hang", {"timeout_s": 30.0}, "timeout"),
     ("honest relu right after the hang", None, "relu", {}, "passed"),
@@ -309,8 +313,9 @@ def render(directory: Path) -> str:
                   "(per-call events, L2 cleared). ncu = Nsight Compute `gpu__time_duration` (median of 3 launches, "
                   "`--clock-control none`, cache flushed by ncu).", "",
                   "| kernel | harness median (ms) | CV | do_bench (ms) | ncu (ms) | harness/ncu | do_bench/ncu | "
+                  "batched (ms) | batched/ncu | overhead share | "
                   "ncu DRAM read+write (MB) | min bytes (MB) | runs/judging | harness s/judging (no compile) |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for name, k in precision["kernels"].items():
             medians = k["candidate_medians_ms"]
             mean = statistics.fmean(medians) if medians else None
@@ -321,11 +326,16 @@ def render(directory: Path) -> str:
             dram_mb = ((dram.get("dram_read_bytes") or 0) + (dram.get("dram_write_bytes") or 0)) / 1e6 if dram else None
             nbytes = (k["last"]["metrics"] or {}).get("bytes")
             cost = [t - (c or 0) for t, c in zip(k["total_s"], k["compile_s"])]
+            batched = statistics.median([b for b in k.get("batched_ms", []) if b]) if any(k.get("batched_ms", [])) else None
+            overhead = statistics.median([o for o in k.get("overhead_pct", []) if o is not None]) \
+                if any(o is not None for o in k.get("overhead_pct", [])) else None
             lines.append(
                 f"| {name} | {_fmt(median)} | {_fmt(cv * 100 if cv is not None else None, '.2f')}% | "
                 f"{_fmt(k.get('do_bench_ms'))} | {_fmt(ncu)} | "
                 f"{_fmt(median / ncu if median and ncu else None, '.3f')} | "
                 f"{_fmt(k['do_bench_ms'] / ncu if k.get('do_bench_ms') and ncu else None, '.3f')} | "
+                f"{_fmt(batched)} | {_fmt(batched / ncu if batched and ncu else None, '.3f')} | "
+                f"{_fmt(overhead, '.1f')}% | "
                 f"{_fmt(dram_mb, '.1f')} | {_fmt(nbytes / 1e6 if nbytes else None, '.1f')} | "
                 f"{int(statistics.median(k['runs']))} | {_fmt(statistics.median(cost), '.1f')} |")
         lines += ["", "Statuses: " + "; ".join(f"{n}: {sorted(set(k['statuses']))} flags {k['flags']}"
