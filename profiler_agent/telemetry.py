@@ -42,11 +42,12 @@ class TelemetrySampler:
     """Use as a context manager around the timed region; `telemetry()` summarizes what it saw.
 
     `source` is anything with `sample() -> devices.Sample` (a backend's Gpu), or None: then nothing
-    is sampled and the telemetry stays empty."""
+    is sampled and the telemetry stays empty. A source whose readings are costly (mx-smi) says how
+    long to pause between them in `min_sample_interval_s`."""
 
     def __init__(self, source, interval_s: float = SAMPLE_INTERVAL_S, max_trace_points: int = MAX_TRACE_POINTS):
         self._source = source
-        self._interval_s = interval_s
+        self._interval_s = max(interval_s, getattr(source, "min_sample_interval_s", 0.0))
         self._max_trace_points = max_trace_points
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="telemetry-sampler", daemon=True)

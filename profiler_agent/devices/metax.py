@@ -18,6 +18,10 @@ SAMPLE_TIMEOUT_S = 5.0  # one mx-smi reading; a hung one must not hold the timed
 class MxSmiSource:
     """Device facts and readings parsed from `mx-smi` output."""
 
+    # each reading starts processes (about a second each on the recorded hosts): pause between them so
+    # the sampler does not keep the host's CPUs busy while the timed region runs
+    min_sample_interval_s = 0.5
+
     def __init__(self):
         self._devices: list[dict] | None = None
         self._table_text: str | None = None
@@ -65,6 +69,8 @@ class MxSmiSource:
 class PymxsmlDeviceSource:
     """pymxsml's readings keyed by the device dicts the backend hands around."""
 
+    min_sample_interval_s = 0.0
+
     def __init__(self, source: pymxsml_source.PymxsmlSource):
         self._source = source
         self._devices: list[dict] | None = None
@@ -89,6 +95,10 @@ class MetaxGpu:
     def facts(self) -> GpuFacts:
         d = self.device
         return GpuFacts(name=d["name"], uuid=d["uuid"], pci_bus_id=d["bus_id"], memory_bytes=d["memory_bytes"])
+
+    @property
+    def min_sample_interval_s(self) -> float:
+        return self._source.min_sample_interval_s
 
     def peak_gbps(self) -> float | None:
         return peaks.peak_gbps_for(self.device["name"])

@@ -312,8 +312,10 @@ def test_sampling_the_replayed_c500_gives_a_power_and_clock_trace(replayed_mx_sm
     from profiler_agent import telemetry
 
     gpu = devices.detect().gpu_for(uuid=C500_SLICE_UUID, pci_bus_id=None)
+    assert gpu.min_sample_interval_s == 0.5  # mx-smi readings start processes: not every 10 ms
     with telemetry.TelemetrySampler(gpu, interval_s=0.01) as sampler:
         time.sleep(0.2)
+    assert sampler.samples == 2  # the first reading, then the last one at exit
     out = sampler.telemetry()
     assert out["trace"] and all(p["power_w"] == 62.015 and p["sm_clock_mhz"] == 1125.0 for p in out["trace"])
     assert (out["temperature_c"], out["mem_clock_mhz"], out["throttle_reasons"]) == (38.5, 1800.0, [])
