@@ -13,6 +13,8 @@ ALLOWED = (
     "LANG",
     "LC_ALL",
     "CUDA_VISIBLE_DEVICES",
+    "MACA_VISIBLE_DEVICES",  # MetaX hosts pin a worker's GPU with this one
+    "MACA_PATH",
     "CUDA_HOME",
     "CUDA_PATH",
     "TORCH_CUDA_ARCH_LIST",
