@@ -24,10 +24,27 @@ def _size(text: str) -> int:
 
 
 def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return value
+
+
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compile-timeout", type=_positive, metavar="SECONDS",
+                        help="wall-clock limit on importing the candidate, where load_inline builds (default 600); "
+                        "past it the status is compile_error")
+    parser.add_argument("--run-timeout", "--timeout", type=_positive, metavar="SECONDS", dest="run_timeout",
+                        help="wall-clock limit from the end of the build to the end of the judged process "
+                        "(default 600; --timeout is its older name); a process lives at most both limits together")
+    parser.add_argument("--memory-limit", type=_size, metavar="SIZE",
+                        help="memory after the build (e.g. 4G): cgroup v2 memory.max where the agent can make a "
+                        "cgroup, on any device; elsewhere an address-space limit, CPU only")
+    parser.add_argument("--compile-memory-limit", type=_size, metavar="SIZE",
+                        help="memory during the build, cgroup only (default: the larger of --memory-limit and 4G)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,8 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("bundle", type=Path, help="a bundle folder or a .zip of one")
     judge.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
     judge.add_argument("--json", type=Path, metavar="FILE", help="also write the result JSON to FILE")
-    judge.add_argument("--timeout", type=_positive, metavar="SECONDS", help="wall-clock limit per judged process")
-    judge.add_argument("--memory-limit", type=_size, metavar="SIZE", help="address-space limit, CPU only (e.g. 4G)")
+    _add_limit_options(judge)
     judge.add_argument("--cache-dir", type=Path, metavar="DIR", help="where extension builds are kept")
     judge.add_argument("--seed", type=int, help="input seed (default: a fresh secret one)")
     judge.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
@@ -66,8 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--burst", action="store_true", help="exit once the queues are empty")
     work.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
     work.add_argument("--cache-dir", type=Path, metavar="DIR")
-    work.add_argument("--timeout", type=_positive, metavar="SECONDS")
-    work.add_argument("--memory-limit", type=_size, metavar="SIZE")
+    _add_limit_options(work)
     work.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
                       help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
                       "default: PROFILER_AGENT_NCU=1)")
@@ -90,6 +105,7 @@ def run_judge(args: argparse.Namespace) -> int:
     options = JudgeOptions(
         device=args.device or _default_device(),
         memory_limit_bytes=args.memory_limit,
+        compile_memory_limit_bytes=args.compile_memory_limit,
         cache_dir=args.cache_dir,
         seed=args.seed,
         atol=args.atol,
@@ -100,8 +116,10 @@ def run_judge(args: argparse.Namespace) -> int:
     )
     if args.suspicious_speedup:
         options.suspicious_speedup = args.suspicious_speedup
-    if args.timeout:
-        options.timeout_s = args.timeout
+    if args.run_timeout:
+        options.timeout_s = args.run_timeout
+    if args.compile_timeout:
+        options.compile_timeout_s = args.compile_timeout
     ncu_timeout = args.ncu_timeout or ncu_timeout_from_env()
     if ncu_timeout:
         options.ncu_timeout_s = ncu_timeout
@@ -132,8 +150,10 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         name=args.name or default_name(),
         device=args.device or default_device_kind(),
         cache_dir=args.cache_dir or default_cache_dir(),
-        timeout_s=args.timeout,
+        timeout_s=args.run_timeout,
+        compile_timeout_s=args.compile_timeout,
         memory_limit_bytes=args.memory_limit,
+        compile_memory_limit_bytes=args.compile_memory_limit,
         ncu=args.ncu,
         ncu_timeout_s=args.ncu_timeout or ncu_timeout_from_env(),
     )

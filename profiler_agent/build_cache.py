@@ -1,15 +1,25 @@
-"""Where load_inline builds go: one folder per candidate source, torch version and device kind.
+"""Where load_inline builds go: one folder per build key.
 
 Bundles reuse extension names (`name="relu"`), so builds of different submissions must never share a
-folder; the same submission judged again finds its build and skips the compile.
+folder; the same submission judged again finds its build and skips the compile. The key covers all
+a build can read or depend on: the candidate, every source file of its bundle (a header next to it
+included), torch and its CUDA version, Python, the C++ compiler, and on CUDA nvcc,
+TORCH_CUDA_ARCH_LIST and the GPU's compute capability (read through NVML: the agent never makes a
+CUDA context, it forks RQ work-horses).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
+import importlib.util
 import os
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -32,11 +42,117 @@ def torch_version() -> str:
         return "unknown"
 
 
-def extensions_dir(cache_dir: Path, source_file: Path, device_kind: str) -> Path:
+# What a build may read: Python that calls load_inline / load, and C, C++ and CUDA sources and headers.
+SOURCE_SUFFIXES = (".py", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc")
+PROBE_TIMEOUT_S = 30
+
+
+def torch_cuda_version() -> str:
+    """torch.version.cuda, read from torch/version.py without importing torch; "none" on CPU builds."""
+    spec = importlib.util.find_spec("torch")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            text = (Path(folder) / "version.py").read_text()
+        except OSError:
+            continue
+        match = re.search(r"^cuda(?:\s*:[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, flags=re.MULTILINE)
+        return match.group(1) if match else "none"
+    return "unknown"
+
+
+def _probe_path() -> str:
+    """The PATH a judged process gets (child_env): the interpreter's folder first."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")])
+
+
+def _version_output(program: str) -> str:
+    """`program --version` as the build would meet it, or why it could not be run."""
+    found = shutil.which(program, path=_probe_path())
+    if found is None:
+        return f"{program}: not found"
+    try:
+        completed = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+            env={"PATH": _probe_path(), "LC_ALL": "C"},  # gcc translates its banner
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{found}: {type(exc).__name__}"
+    return f"{found}\n{completed.stdout}{completed.stderr}"
+
+
+def _nvcc() -> str:
+    """nvcc as torch.utils.cpp_extension finds it: CUDA_HOME or CUDA_PATH, PATH, /usr/local/cuda."""
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(variable):
+            return str(Path(os.environ[variable]) / "bin" / "nvcc")
+    if shutil.which("nvcc", path=_probe_path()):
+        return "nvcc"
+    return "/usr/local/cuda/bin/nvcc"
+
+
+def gpu_compute_capability() -> str:
+    """The first visible GPU's compute capability from NVML (no CUDA context), or "unknown"."""
+    from profiler_agent import nvml
+
+    handles = nvml.visible_handles()
+    capability = nvml.call("nvmlDeviceGetCudaComputeCapability", handles[0]) if handles else None
+    return f"{capability[0]}.{capability[1]}" if capability else "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def _toolchain(device_kind: str, environment: tuple) -> str:
+    parts = [
+        f"torch {torch_version()} cuda {torch_cuda_version()}",
+        f"python {sys.version} {sys.implementation.cache_tag}",
+        "c++: " + _version_output(os.environ.get("CXX") or "c++"),  # torch builds with $CXX, else c++
+    ]
+    if device_kind == "cuda":
+        parts.append("nvcc: " + _version_output(_nvcc()))
+        parts.append(f"TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '')}")
+        parts.append(f"compute capability {gpu_compute_capability()}")
+    return "\n".join(parts)
+
+
+def toolchain_fingerprint(device_kind: str) -> str:
+    """Everything outside the bundle that shapes a build. It runs compilers, so it is cached per
+    process, keyed by the environment it reads."""
+    environment = tuple(os.environ.get(name, "") for name in (
+        "PATH", "CXX", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES"))
+    return _toolchain(device_kind, environment)
+
+
+def bundle_sources(root: Path) -> list[Path]:
+    """The files a build may read, in a stable order: every source under `root`, links left out."""
+    found = [
+        p for p in Path(root).rglob("*")
+        if p.suffix.lower() in SOURCE_SUFFIXES and p.is_file() and not p.is_symlink()
+        and "__pycache__" not in p.parts
+    ]
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def build_key(source_file: Path, device_kind: str, bundle_root: Path | None = None) -> str:
+    """Hash of the candidate (by name and bytes), its bundle's sources and the toolchain."""
+    source_file = Path(source_file)
+    root = Path(bundle_root) if bundle_root is not None else source_file.parent
     digest = hashlib.sha256()
-    digest.update(Path(source_file).read_bytes())
-    digest.update(b"\0" + torch_version().encode() + b"\0" + device_kind.encode())
-    return Path(cache_dir) / digest.hexdigest()[:16]
+
+    def field(data: bytes) -> None:  # length-prefixed, so no two inputs run together
+        digest.update(len(data).to_bytes(8, "little") + data)
+
+    field(source_file.name.encode())
+    field(source_file.read_bytes())
+    for path in bundle_sources(root):
+        field(path.relative_to(root).as_posix().encode())
+        field(path.read_bytes())
+    field(device_kind.encode())
+    field(toolchain_fingerprint(device_kind).encode())
+    return digest.hexdigest()
+
+
+def extensions_dir(cache_dir: Path, source_file: Path, device_kind: str, bundle_root: Path | None = None) -> Path:
+    """The build folder of `source_file` (its bundle: the folder it is in, unless given)."""
+    return Path(cache_dir) / build_key(source_file, device_kind, bundle_root)[:16]
 
 
 def reachable_cache_dir(cache_dir: Path, user) -> Path:

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
-from profiler_agent.wire import read_settings, send_report
+from profiler_agent.wire import read_settings, send_phase_compiled, send_report
 
 
 @contextlib.contextmanager
@@ -102,6 +102,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
             cand_module = loading.import_file(bundle / args.candidate, "candidate")
     finally:
         report["durations_s"]["compile"] = timing.now_s() - started
+    send_phase_compiled(args.result_fd)  # the parent switches to the run's time and memory limits
     with submission_code("load_candidate"):
         ModelNew = loading.attribute(cand_module, "ModelNew", args.candidate)
     native_dirs = [bundle] + [Path(p) for p in [os.environ.get("TORCH_EXTENSIONS_DIR")] if p]

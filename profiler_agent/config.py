@@ -16,8 +16,11 @@ SITE_ENV = "PROFILER_AGENT_SITE"
 TOKEN_ENV = "PROFILER_AGENT_TOKEN"
 NAME_ENV = "PROFILER_AGENT_NAME"
 DEVICE_ENV = "PROFILER_AGENT_DEVICE"
-TIMEOUT_ENV = "PROFILER_AGENT_TIMEOUT"
+RUN_TIMEOUT_ENV = "PROFILER_AGENT_RUN_TIMEOUT"
+TIMEOUT_ENV = "PROFILER_AGENT_TIMEOUT"  # the run timeout's older name, read when the other is unset
+COMPILE_TIMEOUT_ENV = "PROFILER_AGENT_COMPILE_TIMEOUT"
 MEMORY_LIMIT_ENV = "PROFILER_AGENT_MEMORY_LIMIT"
+COMPILE_MEMORY_LIMIT_ENV = "PROFILER_AGENT_COMPILE_MEMORY_LIMIT"
 NCU_ENV = "PROFILER_AGENT_NCU"  # 1: profile passed candidates with Nsight Compute (as --ncu)
 NCU_TIMEOUT_ENV = "PROFILER_AGENT_NCU_TIMEOUT"
 
@@ -29,8 +32,10 @@ class AgentConfig:
     name: str
     device: str
     cache_dir: Path | None = None
-    timeout_s: float | None = None
+    timeout_s: float | None = None  # the run timeout
+    compile_timeout_s: float | None = None
     memory_limit_bytes: int | None = None
+    compile_memory_limit_bytes: int | None = None
     ncu: bool = False
     ncu_timeout_s: float | None = None
 
@@ -57,6 +62,29 @@ def ncu_timeout_from_env() -> float | None:
     return float(value) if value else None
 
 
+def _seconds_from_env(name: str) -> float | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise RuntimeError(f"{name} must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _size_from_env(name: str) -> int | None:
+    from profiler_agent.sizes import parse_size
+
+    text = os.environ.get(name, "").strip()
+    try:
+        return parse_size(text) if text else None
+    except ValueError as exc:
+        raise RuntimeError(f"{name}: {exc}") from exc
+
+
 def from_env() -> AgentConfig:
     site, token = os.environ.get(SITE_ENV), os.environ.get(TOKEN_ENV)
     if not site or not token:
@@ -66,18 +94,17 @@ def from_env() -> AgentConfig:
         )
     from profiler_agent.build_cache import default_cache_dir
     from profiler_agent.device_info import default_device_kind
-    from profiler_agent.sizes import parse_size
 
-    timeout = os.environ.get(TIMEOUT_ENV)
-    memory = os.environ.get(MEMORY_LIMIT_ENV)
     return AgentConfig(
         site=site,
         token=token,
         name=os.environ.get(NAME_ENV) or default_name(),
         device=os.environ.get(DEVICE_ENV) or default_device_kind(),
         cache_dir=default_cache_dir(),
-        timeout_s=float(timeout) if timeout else None,
-        memory_limit_bytes=parse_size(memory) if memory else None,
+        timeout_s=_seconds_from_env(RUN_TIMEOUT_ENV) or _seconds_from_env(TIMEOUT_ENV),
+        compile_timeout_s=_seconds_from_env(COMPILE_TIMEOUT_ENV),
+        memory_limit_bytes=_size_from_env(MEMORY_LIMIT_ENV),
+        compile_memory_limit_bytes=_size_from_env(COMPILE_MEMORY_LIMIT_ENV),
         ncu=ncu_from_env(),
         ncu_timeout_s=ncu_timeout_from_env(),
     )

@@ -33,20 +33,34 @@ def site_url(site: str, url: str) -> str:
     return site.rstrip("/") + "/" + url.lstrip("/")
 
 
+def _positive_option(options: dict, key: str) -> float:
+    value = float(options[key])
+    if not value > 0:
+        raise ValueError(f"job option {key} must be positive, got {options[key]!r}")
+    return value
+
+
 def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptions:
     """The agent's settings, overridden by the run's options (unknown keys are ignored)."""
     judged = JudgeOptions(
         device=config.device,
         cache_dir=config.cache_dir,
         memory_limit_bytes=config.memory_limit_bytes,
+        compile_memory_limit_bytes=config.compile_memory_limit_bytes,
     )
     if config.timeout_s:
         judged.timeout_s = config.timeout_s
+    if config.compile_timeout_s:
+        judged.compile_timeout_s = config.compile_timeout_s
     judged.ncu = config.ncu
     if config.ncu_timeout_s:
         judged.ncu_timeout_s = config.ncu_timeout_s
-    if options.get("timeout_s") is not None:
-        judged.timeout_s = float(options["timeout_s"])
+    # the site's timeout_s is the run timeout; run_timeout_s is its newer name and wins
+    for key in ("timeout_s", "run_timeout_s"):
+        if options.get(key) is not None:
+            judged.timeout_s = _positive_option(options, key)
+    if options.get("compile_timeout_s") is not None:
+        judged.compile_timeout_s = _positive_option(options, "compile_timeout_s")
     for key in ("atol", "rtol"):
         if options.get(key) is not None:
             setattr(judged, key, float(options[key]))

@@ -16,10 +16,13 @@ from profiler_agent import build_cache, device_info, kernel_census, metrics, ncu
 from profiler_agent.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.child_env import child_env
 from profiler_agent.logcap import read_capped
-from profiler_agent.sandbox import SandboxRun, run_sandboxed
+from profiler_agent.sandbox import Limits, SandboxRun, run_sandboxed
+from profiler_agent.sizes import format_size
 from profiler_agent.verdicts import classify
 
-DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
+DEFAULT_COMPILE_TIMEOUT_S = 600.0  # importing the candidate, where load_inline builds
+COMPILE_MEMORY_FLOOR = 4 * 1024**3  # a build needs room: its default memory limit is at least this
 DEFAULT_TRIALS = 3
 # Far beyond what tuning one kernel usually buys; an organizer takes a look, the verdict stands.
 SUSPICIOUS_SPEEDUP = 20.0
@@ -28,8 +31,11 @@ SUSPICIOUS_SPEEDUP = 20.0
 @dataclass
 class JudgeOptions:
     device: str = "cpu"
-    timeout_s: float = DEFAULT_TIMEOUT_S  # per judged process (compile included)
-    memory_limit_bytes: int | None = None  # address-space limit, CPU only
+    timeout_s: float = DEFAULT_TIMEOUT_S  # the run limit (--run-timeout, alias --timeout)
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
+    # after the build: cgroup memory.max where one can be made (any device), else RLIMIT_AS (CPU only)
+    memory_limit_bytes: int | None = None
+    compile_memory_limit_bytes: int | None = None  # during the build, cgroup only (see compile_memory_limit)
     cache_dir: Path | None = None
     seed: int | None = None  # None: a fresh secret seed per judgement
     atol: float | None = None  # None: the per-dtype default
@@ -42,6 +48,32 @@ class JudgeOptions:
     ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
     ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.ncu)
 
+    def compile_memory_limit(self) -> int | None:
+        """The build's memory limit: the one given, else max(memory limit, 4 GiB) when there is one."""
+        if self.compile_memory_limit_bytes:
+            return self.compile_memory_limit_bytes
+        if self.memory_limit_bytes:
+            return max(self.memory_limit_bytes, COMPILE_MEMORY_FLOOR)
+        return None
+
+
+def memory_note(run: SandboxRun, options: JudgeOptions, status: str) -> str:
+    """Which mechanism limited memory, when a limit was asked for or the run ran out of it."""
+    if not (options.memory_limit_bytes or options.compile_memory_limit_bytes or status == "memory_limit"):
+        return ""
+    if run.cgroup:
+        note = (f"cgroup v2 memory.max {format_size(options.compile_memory_limit())} while compiling, "
+                f"{format_size(options.memory_limit_bytes)} after, no swap; "
+                f"peak {format_size(run.memory_peak_bytes) if run.memory_peak_bytes else 'unknown'}")
+        if run.oom_kills:
+            note += f"; the OOM killer ended {run.oom_kills} process(es)"
+    elif options.device == "cpu" and options.memory_limit_bytes:
+        note = f"RLIMIT_AS {format_size(options.memory_limit_bytes)} after the build (no cgroup: {run.no_cgroup})"
+    else:
+        reason = "; RLIMIT_AS would break CUDA" if options.device == "cuda" else ""
+        note = f"not limited (no cgroup: {run.no_cgroup}{reason})"
+    return f"[profiler_agent] memory: {note}\n"
+
 
 @dataclass
 class CandidateJudgement:
@@ -49,6 +81,7 @@ class CandidateJudgement:
     report: dict | None
     run: SandboxRun
     compile_log: str
+    limits_note: str = ""  # how memory was limited (memory_note)
 
 
 def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
@@ -125,11 +158,18 @@ def judge_candidate(
             stdin_data=json.dumps(settings).encode(),
             result_pipe=True,
             user=user,
+            compile_timeout_s=options.compile_timeout_s,
+            limits=Limits(memory_bytes=options.memory_limit_bytes,
+                          compile_memory_bytes=options.compile_memory_limit()),
         )
     report = _parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
     status = classify(run, report)
+    compile_text = read_capped(compile_log)
+    if run.timed_out and run.phase == "compile":
+        compile_text += (f"\n[profiler_agent] compile timed out after {options.compile_timeout_s:g} s; "
+                         "the process and its children were killed\n")
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
         # its folder is a sibling: the judged process owned everything under `scratch`
@@ -137,7 +177,7 @@ def judge_candidate(
         status = verify_outputs(bundle, options, seed, settings, verify_scratch, outputs, sources, report)
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
-    return CandidateJudgement(status, report, run, read_capped(compile_log))
+    return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status))
 
 
 def verify_outputs(
@@ -165,6 +205,8 @@ def verify_outputs(
         stdin_data=json.dumps(settings).encode(),
         result_pipe=True,
         user=user,
+        # trusted code, but it holds the reference's and the candidate's outputs: the looser limit
+        limits=Limits(memory_bytes=options.compile_memory_limit()),
     )
     verdict = _parse_report(run.report)
     flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
@@ -186,8 +228,11 @@ def verify_outputs(
 
 def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
     run = judgement.run
+    if run.timed_out and run.phase == "compile":
+        return f"[profiler_agent] compile timed out after {run.limit_s:g} s (see the compile log)\n"
     if run.timed_out:
-        return f"[profiler_agent] timed out after {timeout_s:g} s; the process and its children were killed\n"
+        limit_s = run.limit_s if run.limit_s is not None else timeout_s
+        return f"[profiler_agent] timed out after {limit_s:g} s; the process and its children were killed\n"
     if judgement.report is None:
         return f"[profiler_agent] the judged process ended (exit code {run.exit_code}) without a report\n"
     return ""
@@ -264,11 +309,13 @@ def fill_judged_parts(
     target["logs"] = {
         "compile": compile_log,
         "stdout": judgement.run.stdout,
-        "stderr": judgement.run.stderr + (report.get("verdict_note") or "") + _harness_note(judgement, timeout_s),
+        "stderr": judgement.run.stderr + (report.get("verdict_note") or "") + _harness_note(judgement, timeout_s)
+        + judgement.limits_note,
     }
     durations = report.get("durations_s") or {}
     target["durations_s"] = {
-        "compile": durations.get("compile"),
+        # no report after a compile timeout: the parent's clock says how long the build ran
+        "compile": durations.get("compile") if durations.get("compile") is not None else judgement.run.compile_s,
         "correctness": durations.get("correctness"),
         "timing": durations.get("timing"),
         "total": judgement.run.wall_s,
@@ -291,14 +338,16 @@ def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratc
             [sys.executable, bundle.self_test.name],
             cwd=workdir,
             env=child_env(home, tmp, extensions),
-            timeout_s=options.timeout_s,
+            # it may build the candidate and sends no phase message: both limits, together
+            timeout_s=options.compile_timeout_s + options.timeout_s,
             logs_dir=scratch / "logs",
             merge_stderr=True,
             user=user,
+            limits=Limits(memory_bytes=options.compile_memory_limit()),
         )
     output = run.stdout
     if run.timed_out:
-        output += f"\n[profiler_agent] timed out after {options.timeout_s:g} s\n"
+        output += f"\n[profiler_agent] timed out after {options.compile_timeout_s + options.timeout_s:g} s\n"
     return {"exit_code": run.exit_code, "output": output}
 
 

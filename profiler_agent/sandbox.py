@@ -1,5 +1,6 @@
-"""Running one untrusted command: its own session, rlimits, an allowlisted environment, a
-wall-clock limit, output to capped log files, an optional pipe that carries its report back, and a
+"""Running one untrusted command: its own session, rlimits, a cgroup where one can be made
+(profiler_agent.cgroup), an allowlisted environment, wall-clock limits (one, or a compile limit
+then a run limit), output to capped log files, an optional pipe that carries its report back, and a
 sweep that leaves no descendant behind (profiler_agent.reaper)."""
 
 from __future__ import annotations
@@ -14,20 +15,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import privileges, reaper
+from profiler_agent import cgroup, privileges, reaper
 from profiler_agent.logcap import read_capped
+from profiler_agent.wire import PHASE_COMPILED
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Limits:
-    """rlimits of a judged process. Processes count per uid (threads included) and root is exempt,
-    so the count is added on top of what the uid already runs."""
+    """Limits of a judged process. RLIMIT_NPROC counts per uid (threads included) and root is
+    exempt, so extra_processes is added on top of what the uid already runs; in a cgroup it is also
+    pids.max, which counts the run's own tasks and binds root too. The memory limits need a cgroup
+    (RLIMIT_AS, which breaks CUDA, is the child's own business: profiler_agent.child)."""
 
     extra_processes: int = 4096
     file_size_bytes: int = 16 * 1024**3
-    cpu_s: int | None = None  # None: wall-clock limit x CPU count (a compile is parallel)
+    cpu_s: int | None = None  # None: wall-clock limits x CPU count (a compile is parallel)
+    memory_bytes: int | None = None  # cgroup memory.max; with a compile limit, once it reports "compiled"
+    compile_memory_bytes: int | None = None  # cgroup memory.max until then (None: unlimited)
 
 
 def _uid_tasks(uid: int) -> int:
@@ -43,11 +49,13 @@ def _uid_tasks(uid: int) -> int:
     return count
 
 
-def _limiter(limits: Limits, timeout_s: float, user: privileges.SandboxUser | None):
+def _limiter(limits: Limits, wall_s: float, user: privileges.SandboxUser | None, cgroup_procs: str | None):
     nproc = _uid_tasks(user.uid if user else os.getuid()) + limits.extra_processes
-    cpu = limits.cpu_s or int(timeout_s * (os.cpu_count() or 1)) + 10
+    cpu = limits.cpu_s or int(wall_s * (os.cpu_count() or 1)) + 10
 
     def apply() -> None:  # runs in the child between fork and exec
+        if cgroup_procs is not None:
+            cgroup.join(cgroup_procs)  # first, while still privileged enough to write there
         if user is not None:
             privileges.drop_to(user)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
@@ -67,6 +75,13 @@ class SandboxRun:
     stderr: str
     wall_s: float
     swept: int = 0  # descendants still alive when the run ended, killed by the sweep
+    phase: str | None = None  # with a compile limit: "compile" or "run", the phase it ended in
+    compile_s: float | None = None  # with a compile limit: until "compiled" came (or the end, if never)
+    limit_s: float | None = None  # the wall-clock limit in force at the end (the one exceeded, if timed out)
+    cgroup: str | None = None  # the cgroup it ran in
+    no_cgroup: str | None = None  # why it ran in none
+    oom_kills: int = 0  # processes of the run the OOM killer ended (cgroup only)
+    memory_peak_bytes: int | None = None  # the cgroup's memory.peak
 
 
 def kill_session(pid: int) -> None:
@@ -77,27 +92,75 @@ def kill_session(pid: int) -> None:
         pass
 
 
-def _read_pipe(fd: int, deadline: float, proc: subprocess.Popen) -> tuple[bytes, bool]:
+class _Clock:
+    """The run's deadline. Without a compile limit: start + timeout. With one: start + compile limit
+    until the child sends PHASE_COMPILED, then the moment it came + run limit. It can only come
+    before the compile deadline, so a run lives at most compile + run limits, whoever sends it
+    (submission code can write to the result pipe too); only the first one counts."""
+
+    def __init__(self, started: float, run_s: float, compile_s: float | None):
+        self.started, self.run_s, self.compile_s = started, run_s, compile_s
+        self.compiled_at: float | None = None
+
+    @property
+    def phased(self) -> bool:
+        return self.compile_s is not None
+
+    def in_compile_phase(self) -> bool:
+        return self.phased and self.compiled_at is None
+
+    def deadline(self) -> float:
+        if self.in_compile_phase():
+            return self.started + self.compile_s
+        return (self.compiled_at or self.started) + self.run_s
+
+    def limit_s(self) -> float:
+        return self.compile_s if self.in_compile_phase() else self.run_s
+
+
+def _read_pipe(fd: int, clock: _Clock, proc: subprocess.Popen, on_compiled) -> tuple[bytes, bool]:
     """Read until EOF, the child's exit, or the deadline; True when it ended in time. The child's
-    exit counts as the end: a descendant that inherited the write end must not hold us open."""
+    exit counts as the end: a descendant that inherited the write end must not hold us open. The
+    first PHASE_COMPILED switches the clock (and calls on_compiled); every one is cut from the data."""
     chunks, size = [], 0
     exited = False
+    tail = b""  # the last bytes read, for a phase message split across two reads
+
+    def data() -> bytes:
+        return b"".join(chunks).replace(PHASE_COMPILED, b"")
+
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = clock.deadline() - time.monotonic()
         if remaining <= 0:
-            return b"".join(chunks), False
+            return data(), False
         ready, _, _ = select.select([fd], [], [], 0 if exited else min(remaining, 0.1))
         if not ready:
             if exited:
-                return b"".join(chunks), True
+                return data(), True
             exited = proc.poll() is not None  # one more pass drains what it wrote before exiting
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks), True
+            return data(), True
+        if clock.in_compile_phase() and PHASE_COMPILED in tail + chunk:
+            clock.compiled_at = time.monotonic()
+            on_compiled()
+        tail = (tail + chunk)[-(len(PHASE_COMPILED) - 1):]
         size += len(chunk)
         if size <= MAX_REPORT_BYTES:  # past the cap keep draining, so the child is never blocked
             chunks.append(chunk)
+
+
+def _make_cgroup(limits: Limits, phased: bool) -> tuple[cgroup.JudgedCgroup | None, str | None]:
+    """The run's cgroup, or None and why not."""
+    try:
+        where = cgroup.hierarchy()
+        first_memory = limits.compile_memory_bytes if phased else limits.memory_bytes
+        return cgroup.JudgedCgroup.create(where, first_memory, limits.extra_processes), None
+    except cgroup.Unavailable as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"the run's cgroup could not be made: {exc}"
 
 
 def run_sandboxed(
@@ -112,9 +175,15 @@ def run_sandboxed(
     merge_stderr: bool = False,
     limits: Limits = Limits(),
     user: privileges.SandboxUser | None = None,
+    compile_timeout_s: float | None = None,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
-    to fd N. The whole session is killed when the run ends, on timeout or not."""
+    to fd N. With compile_timeout_s the run has two phases (see _Clock): compile_timeout_s and
+    limits.compile_memory_bytes until the child sends wire.PHASE_COMPILED on that pipe, then
+    timeout_s and limits.memory_bytes. Everything the run started is killed when it ends, on
+    timeout or not."""
+    if compile_timeout_s is not None and not result_pipe:
+        raise ValueError("a compile limit needs the result pipe, which carries the phase message")
     logs_dir.mkdir(parents=True, exist_ok=True)
     stdout_path, stderr_path = logs_dir / "stdout.log", logs_dir / "stderr.log"
     read_fd = write_fd = None
@@ -125,8 +194,15 @@ def run_sandboxed(
     spared = reaper.children_of(os.getpid())
     marker = secrets.token_hex(8)
     env = {**env, reaper.MARKER_ENV: marker}
+    judged_cgroup, no_cgroup = _make_cgroup(limits, compile_timeout_s is not None)
+    wall_limit_s = timeout_s + (compile_timeout_s or 0.0)
     started = time.monotonic()
-    deadline = started + timeout_s
+    clock = _Clock(started, timeout_s, compile_timeout_s)
+
+    def on_compiled() -> None:
+        if judged_cgroup is not None:
+            judged_cgroup.set_memory_max(limits.memory_bytes)
+
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
             proc = subprocess.Popen(
@@ -139,8 +215,12 @@ def run_sandboxed(
                 pass_fds=(write_fd,) if result_pipe else (),
                 start_new_session=True,  # own session and process group: one killpg ends it all
                 close_fds=True,
-                preexec_fn=_limiter(limits, timeout_s, user),
+                preexec_fn=_limiter(limits, wall_limit_s, user, judged_cgroup and judged_cgroup.procs_file),
             )
+        except BaseException:
+            if judged_cgroup is not None:
+                judged_cgroup.remove()
+            raise
         finally:
             if write_fd is not None:
                 os.close(write_fd)  # the child holds the only write end now, so EOF means it is done
@@ -153,18 +233,28 @@ def run_sandboxed(
         except BrokenPipeError:
             pass  # the child exited without reading its settings; its exit code tells why
         if read_fd is not None:
-            data, complete = _read_pipe(read_fd, deadline, proc)
+            data, complete = _read_pipe(read_fd, clock, proc, on_compiled)
             report = data if complete and data else None
         try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            proc.wait(timeout=max(0.0, clock.deadline() - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:
+        ended = time.monotonic()
         kill_session(proc.pid)
+        if judged_cgroup is not None:
+            judged_cgroup.kill()  # everything in it, escaped sessions included
         exit_code = proc.wait()
-        swept = reaper.sweep(proc.pid, marker, spared)
+        swept = reaper.sweep(proc.pid, marker, spared)  # the net where no cgroup could be made
+        oom_kills, peak = 0, None
+        if judged_cgroup is not None:
+            oom_kills, peak = judged_cgroup.oom_kills(), judged_cgroup.memory_peak()
+            judged_cgroup.remove()
         if read_fd is not None:
             os.close(read_fd)
+    compile_s = None
+    if clock.phased:
+        compile_s = (clock.compiled_at or ended) - started
     return SandboxRun(
         exit_code=None if timed_out else exit_code,
         timed_out=timed_out,
@@ -173,4 +263,11 @@ def run_sandboxed(
         stderr="" if merge_stderr else read_capped(stderr_path),
         wall_s=time.monotonic() - started,
         swept=swept,
+        phase=("compile" if clock.in_compile_phase() else "run") if clock.phased else None,
+        compile_s=compile_s,
+        limit_s=clock.limit_s(),
+        cgroup=str(judged_cgroup.path) if judged_cgroup is not None else None,
+        no_cgroup=no_cgroup,
+        oom_kills=oom_kills,
+        memory_peak_bytes=peak,
     )

@@ -16,3 +16,13 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise ValueError(f"size must be positive: {text!r}")
     return size
+
+
+def format_size(size: int | None) -> str:
+    """1073741824 -> '1 GiB', 1610612736 -> '1.5 GiB'; None -> 'unlimited'."""
+    if size is None:
+        return "unlimited"
+    for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor:
+            return f"{size / factor:.3g} {unit}"
+    return f"{size} B"

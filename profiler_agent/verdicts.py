@@ -19,9 +19,12 @@ def is_memory_error(error: dict) -> bool:
 
 
 def classify(run: SandboxRun, report: dict | None) -> str:
+    if run.oom_kills and (report is None or report.get("error")):
+        return "memory_limit"  # the cgroup's OOM killer ended it (memory.events)
     if report is None:
         if run.timed_out:
-            return "timeout"
+            # past the compile limit while importing the candidate (where load_inline builds)
+            return "compile_error" if run.phase == "compile" else "timeout"
         if run.exit_code == -signal.SIGKILL:
             return "memory_limit"  # we only SIGKILL on timeout; otherwise it was the OOM killer
         return "runtime_error"  # died without a report: a crash (segfault, os._exit) in submission code

@@ -29,6 +29,16 @@ def finite(value):
     return value
 
 
+# Sent once, ahead of the report, when importing the candidate (its build) is done: the parent then
+# switches from the compile limits to the run limits. JSON escapes control characters, so the record
+# separator that starts it never occurs in a report.
+PHASE_COMPILED = b"\x1ecompiled\n"
+
+
+def send_phase_compiled(fd: int) -> None:
+    os.write(fd, PHASE_COMPILED)
+
+
 def send_report(fd: int, report: dict) -> None:
     data = json.dumps(finite(report), allow_nan=False).encode()
     with os.fdopen(fd, "wb") as pipe:

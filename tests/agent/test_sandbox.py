@@ -1,8 +1,11 @@
 """The sandbox on its own, with small Python programs instead of bundles (no torch needed)."""
 
+import json
 import os
 import sys
 import time
+
+import pytest
 
 from profiler_agent.sandbox import run_sandboxed
 
@@ -100,3 +103,66 @@ def test_secrets_are_blanked_in_proc_environ_and_cmdline_but_kept_in_os_environ(
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split() == ["tok-123", "0", "0"]
+
+
+# A child that plays the judged process's side of the phase protocol: "compiles" for COMPILE_S,
+# sends the phase message (at every time in SEND_AT, counted from its start), then "runs" for RUN_S
+# and reports. Submission code can write to the pipe too, hence the repeated and early messages.
+PHASED_CHILD = r"""
+import json, os, sys, time
+from profiler_agent.wire import PHASE_COMPILED
+fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
+compile_s, run_s, send_at = float(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+started = time.monotonic()
+for moment in send_at:
+    time.sleep(max(0.0, started + moment - time.monotonic()))
+    os.write(fd, PHASE_COMPILED)
+time.sleep(max(0.0, started + compile_s - time.monotonic()))
+time.sleep(run_s)
+os.write(fd, json.dumps({"ran": True}).encode())
+"""
+
+
+def run_phased(tmp_path, compile_s, run_s, send_at, compile_limit, run_limit):
+    from profiler_agent.child_env import package_root
+
+    return run_sandboxed(
+        [sys.executable, "-c", PHASED_CHILD, str(compile_s), str(run_s), json.dumps(send_at)],
+        cwd=tmp_path, env={"PATH": os.environ["PATH"], "PYTHONPATH": package_root()},
+        timeout_s=run_limit, compile_timeout_s=compile_limit, logs_dir=tmp_path / "logs", result_pipe=True,
+    )
+
+
+def test_a_build_past_the_compile_limit_is_killed_in_the_compile_phase(tmp_path):
+    run = run_phased(tmp_path, compile_s=60, run_s=0, send_at=[], compile_limit=2, run_limit=60)
+    assert run.timed_out and run.phase == "compile" and run.limit_s == 2
+    assert 2 <= run.wall_s < 10 and run.compile_s == pytest.approx(run.wall_s, abs=1)
+    assert run.report is None
+
+
+def test_after_the_phase_message_the_run_limit_applies_from_that_moment(tmp_path):
+    # 1.5 s building then 2 s running: past one 2 s limit, within 2 s + 3 s
+    run = run_phased(tmp_path, compile_s=1.5, run_s=2, send_at=[1.5], compile_limit=2, run_limit=3)
+    assert not run.timed_out and run.exit_code == 0 and run.phase == "run"
+    assert run.report == b'{"ran": true}'  # the phase message is cut from the report
+    assert 1.4 <= run.compile_s < 2.5
+
+
+def test_a_run_past_its_limit_times_out_in_the_run_phase(tmp_path):
+    run = run_phased(tmp_path, compile_s=0, run_s=60, send_at=[0], compile_limit=30, run_limit=2)
+    assert run.timed_out and run.phase == "run" and run.limit_s == 2
+    assert 2 <= run.wall_s < 10  # the unused compile time is not added to the run's
+
+
+def test_a_second_phase_message_does_not_restart_the_run_clock(tmp_path):
+    # as submission code could send it: the first message at 0 s starts the 3 s run limit, the one at
+    # 2 s changes nothing, so the run ends at about 3 s, not 5 s
+    run = run_phased(tmp_path, compile_s=0, run_s=60, send_at=[0, 2], compile_limit=30, run_limit=3)
+    assert run.timed_out and run.phase == "run"
+    assert 3 <= run.wall_s < 4.5
+
+
+def test_a_compile_limit_needs_the_result_pipe(tmp_path):
+    with pytest.raises(ValueError, match="needs the result pipe"):
+        run_sandboxed([sys.executable, "-c", "pass"], cwd=tmp_path, env={}, timeout_s=5, compile_timeout_s=5,
+                      logs_dir=tmp_path / "logs")
