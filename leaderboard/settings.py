@@ -116,12 +116,18 @@ BUNDLE_MAX_FILES = env_int("BUNDLE_MAX_FILES", 64)
 DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
 FILE_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
 
-# Judging: a run still "running" this long after it started is handed to another agent.
-RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", 3600)
+# Judging limits passed to agents with each job: a judged process may compile for up to the first,
+# then run for up to the second.
+JUDGE_COMPILE_TIMEOUT_SECONDS = env_int("JUDGE_COMPILE_TIMEOUT_SECONDS", 600)
+JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 900)
+# The whole job: candidate, LLM variant and self-test may each compile and run, and two verifiers run.
+JUDGE_JOB_TIMEOUT_SECONDS = 3 * (JUDGE_COMPILE_TIMEOUT_SECONDS + JUDGE_TIMEOUT_SECONDS) + 2 * JUDGE_TIMEOUT_SECONDS + 300
+# A run still "running" this long after it started is handed to another agent: never before its
+# job could have ended on its own.
+RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS + 300)
 # A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
-JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 900)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 

@@ -21,8 +21,7 @@ def enqueue_judging(queue_name, job_id, kwargs):
         JOB_FUNCTION,
         kwargs=kwargs,
         job_id=job_id,
-        # The agent may spend the timeout on each of candidate, LLM variant and self-test.
-        job_timeout=3 * settings.JUDGE_TIMEOUT_SECONDS + 300,
+        job_timeout=settings.JUDGE_JOB_TIMEOUT_SECONDS,
         result_ttl=24 * 3600,
         failure_ttl=7 * 24 * 3600,
         description=f"judge {job_id}",

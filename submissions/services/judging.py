@@ -50,7 +50,8 @@ def enqueue_run(run):
         "start_url": reverse("api:agent_run_start", args=[run.pk]),
         "result_url": reverse("api:agent_run_result", args=[run.pk]),
         "job_secret": secret,
-        "options": {"timeout_s": settings.JUDGE_TIMEOUT_SECONDS},
+        "options": {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
+                    "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS},
     }
     queue_name, job_id = run.gpu_type.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.

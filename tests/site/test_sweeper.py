@@ -58,3 +58,15 @@ def test_a_silent_agent_past_the_deadline_loses_the_run_and_attempts_are_bounded
     assert judging.sweep_runs() == 1
     run.refresh_from_db()
     assert (run.status, run.verdict) == (RunStatus.DONE, Verdict.INTERNAL_ERROR)
+
+
+def test_the_job_carries_compile_and_run_limits_and_the_deadline_outlasts_the_job(
+        season, alice, settings, django_capture_on_commit_callbacks):
+    run = make_run(season, alice, django_capture_on_commit_callbacks)
+    job = Queue(run.gpu_type.queue_name, connection=queueing.connection()).fetch_job(run.rq_job_id)
+    assert job.kwargs["options"] == {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
+                                     "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+    # candidate, LLM variant and self-test may each use both limits; RQ must not kill a job that keeps them
+    assert job.timeout >= 3 * (settings.JUDGE_TIMEOUT_SECONDS + settings.JUDGE_COMPILE_TIMEOUT_SECONDS)
+    # the sweeper must not hand a run to another agent while its first job may still be legitimately running
+    assert settings.RUN_DEADLINE_SECONDS > job.timeout
