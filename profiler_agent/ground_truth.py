@@ -44,7 +44,8 @@ def as_tensors_like(expected, output) -> list:
     converted = []
     for exp, leaf in zip(expected_leaves, leaves):
         if isinstance(exp, torch.Tensor) and not isinstance(leaf, torch.Tensor):
-            leaf = torch.as_tensor(numpy.ascontiguousarray(leaf))  # also a numpy scalar or a number
+            # a C-ordered copy (torch refuses negative strides); 0-d for a numpy scalar or a number
+            leaf = torch.as_tensor(numpy.array(leaf, order="C"))
         if isinstance(exp, torch.Tensor):
             leaf = leaf.to(dtype=exp.dtype)
         elif isinstance(leaf, numpy.generic):
