@@ -3,7 +3,8 @@ torch.profiler sees one call of each.
 
 CUDA: the names of the GPU kernels each call launched. The candidate has a custom kernel when it
 launched at least one kernel that the reference did not launch and that is no ATen or vendor-library
-kernel (`is_library_kernel`).
+kernel (`is_library_kernel`). A reference that launched no kernel leaves it undecided: the profiler
+may not see the device at all.
 
 CPU: the profiler sees aten ops, never the loops of a compiled extension. The candidate has a custom
 kernel when it loaded a native module (or a kernel toolkit; `loading.uses_custom_kernel`) and its
@@ -185,10 +186,11 @@ class Census:
         return custom_kernels(self.candidate, self.reference) if self.seen == "cuda_kernels" else None
 
     def has_custom_kernel(self, loaded_native: bool) -> bool | None:
-        """True/False, or None when the census cannot tell (CPU, a reference without compute ops).
+        """True/False, or None when the census cannot tell (a reference without kernels or compute ops).
         `loaded_native`: the candidate loaded a native module or a kernel toolkit."""
         if self.seen == "cuda_kernels":
-            return bool(self.custom())
+            # a reference that launched nothing: the profiler may not see the device (no CUPTI)
+            return bool(self.custom()) if self.reference else None
         if not loaded_native:
             return False
         if not self.reference:
