@@ -93,6 +93,8 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     with submission_code("load_reference"):
         api = loading.reference_api(bundle / args.reference)
+    # which peak applies is the reference's choice: read before the candidate could change it
+    settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
 
     modules_before = set(sys.modules)
     started = timing.now_s()

@@ -77,12 +77,9 @@ def describe_device_without_torch(kind: str) -> dict:
     return device
 
 
-def peak_tflops(device_name: str | None, tensors_seen: list) -> float | None:
+def peak_tflops(device_name: str | None, tensors_seen: list, allow_tf32: bool) -> float | None:
     """Dense peak TFLOP/s of the device for the dtype the reference computes in (its floating-point
-    inputs and outputs; fp32 counts as tf32 when torch lets matmuls use TF32), or None."""
-    import torch
-
-    allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    inputs and outputs; fp32 counts as tf32 when the reference lets matmuls use TF32), or None."""
     return peaks.peak_tflops(device_name, metrics.flops_dtype(tensors_seen, allow_tf32))
 
 

@@ -240,10 +240,7 @@ def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
 
 def _stats(value) -> dict:
     """The schema's timing keys, taken from what the judged process reported (nothing else)."""
-    stats = schema.empty_timing_stats()
-    if isinstance(value, dict):
-        stats.update({key: value.get(key) for key in stats})
-    return stats
+    return schema.conform(value, schema.TIMING_STATS_SHAPE)
 
 
 def _samples(value) -> dict | None:
@@ -273,9 +270,7 @@ def fill_judged_parts(
     target["status"] = judgement.status
     flags = [f for f in report.get("flags", []) if f in schema.FLAGS]
 
-    correctness = report.get("correctness") or {}
-    for key in target["correctness"]:
-        target["correctness"][key] = correctness.get(key)
+    target["correctness"] = schema.conform(report.get("correctness"), schema.CORRECTNESS_SHAPE)
 
     timing = report.get("timing") or {}
     reference, candidate = _stats(timing.get("reference")), _stats(timing.get("candidate"))

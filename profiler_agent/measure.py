@@ -77,7 +77,8 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
     if device.type == "cuda":
         # the peak that applies depends on the dtype the reference computes in
-        report["device"]["peak_tflops"] = device_info.peak_tflops(report["device"]["name"], [*inputs, output])
+        report["device"]["peak_tflops"] = device_info.peak_tflops(
+            report["device"]["name"], [*inputs, output], settings.get("reference_allows_tf32", False))
     stages.end("bytes and FLOPs")
     if device.type == "cuda":
         del output

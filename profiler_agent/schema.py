@@ -155,6 +155,23 @@ def _empty(shape: dict) -> dict:
     return out
 
 
+def conform(values, shape: dict) -> dict:
+    """The flat keys of `shape` taken from `values` (an untrusted report), each kept only when its
+    type is the schema's, else null: a malformed field never makes the whole result invalid."""
+    out = {}
+    values = values if isinstance(values, dict) else {}
+    for key, spec in shape.items():
+        item = values.get(key)
+        if isinstance(spec, dict) or (isinstance(item, bool) and bool not in spec) or not isinstance(item, spec):
+            item = None
+        out[key] = item
+    return out
+
+
+TIMING_STATS_SHAPE = _TIMING_STATS
+CORRECTNESS_SHAPE = _CORRECTNESS
+
+
 def empty_timing_stats() -> dict:
     return _empty(_TIMING_STATS)
 

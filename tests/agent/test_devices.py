@@ -285,18 +285,12 @@ def test_h20_is_not_mistaken_for_h200_or_the_reverse():
 def test_the_reference_dtype_picks_the_peak():
     h100 = "NVIDIA H100 80GB HBM3"
     half = [torch.ones(4, dtype=torch.float16), torch.ones(4, dtype=torch.float16)]
-    assert device_info.peak_tflops(h100, half) == 989.4
+    assert device_info.peak_tflops(h100, half, False) == 989.4
     single = [torch.ones(4), torch.arange(3), 2.0]  # integer tensors and scalars do not count
-    previous = torch.backends.cuda.matmul.allow_tf32
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        assert device_info.peak_tflops(h100, single) == 66.9
-        torch.backends.cuda.matmul.allow_tf32 = True
-        assert device_info.peak_tflops(h100, single) == 494.7
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous
-    assert device_info.peak_tflops(h100, [torch.ones(2), torch.ones(2, dtype=torch.bfloat16)]) is None  # mixed
-    assert device_info.peak_tflops(h100, [torch.arange(3)]) is None
+    assert device_info.peak_tflops(h100, single, False) == 66.9
+    assert device_info.peak_tflops(h100, single, True) == 494.7  # the reference allowed TF32
+    assert device_info.peak_tflops(h100, [torch.ones(2), torch.ones(2, dtype=torch.bfloat16)], False) is None  # mixed
+    assert device_info.peak_tflops(h100, [torch.arange(3)], False) is None
     assert metrics.flops_dtype([(torch.ones(1, dtype=torch.float8_e4m3fn),)], False) == "fp8"
 
 

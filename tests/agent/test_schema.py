@@ -54,3 +54,16 @@ def test_a_well_formed_variant_and_self_test_validate():
     result["variants"]["cudacode_ori"] = variant
     result["self_test"] = {"exit_code": 0, "output": "ok"}
     validate_result(result)
+
+
+def test_conform_keeps_only_well_typed_fields_of_an_untrusted_report():
+    from profiler_agent.schema import CORRECTNESS_SHAPE, TIMING_STATS_SHAPE, conform
+
+    reported = {"passed": True, "trials": "x", "max_abs_err": True, "atol": 1e-4, "unknown": 5}
+    kept = conform(reported, CORRECTNESS_SHAPE)
+    assert set(kept) == set(CORRECTNESS_SHAPE)
+    assert kept["passed"] is True and kept["atol"] == 1e-4
+    assert kept["trials"] is None and kept["max_abs_err"] is None  # wrong types become null
+    assert kept["rtol"] is None  # missing becomes null
+    assert conform("not a dict", TIMING_STATS_SHAPE) == {key: None for key in TIMING_STATS_SHAPE}
+    assert conform({"median_ms": 1, "runs": 3.5}, TIMING_STATS_SHAPE)["runs"] is None
