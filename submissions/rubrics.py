@@ -141,6 +141,14 @@ class Rubric:
         return base, bonus
 
 
+def ground_truth_holds(runs):
+    """No agent found the bundle's reference_numpy disagreeing with its reference model (or failing);
+    agents that did not check it (older agents) leave the file's presence to decide."""
+    outcomes = [(((r.result or {}).get("correctness") or {}).get("reference_numpy") or {}).get("outcome")
+                for r in runs]
+    return not any(outcome in ("disagrees", "error") for outcome in outcomes)
+
+
 @register
 class S1DatasetRubric(Rubric):
     """GPUCodeForces S1 (seed 001): measured items from the runs, and a bonus for the LLM prompt."""
@@ -161,7 +169,7 @@ class S1DatasetRubric(Rubric):
     def prefill(self, submission, files, runs):
         passed = passed_runs(runs)
         earned = {
-            "ground_truth": has_reference_numpy(files),
+            "ground_truth": has_reference_numpy(files) and ground_truth_holds(runs),
             "execution_time": any(r.candidate_median_ms is not None for r in passed),
             "throughput": any(r.tflops is not None for r in passed),
             "bandwidth": any(r.bandwidth_gbs is not None for r in passed),

@@ -53,6 +53,20 @@ def test_s1_prefill_follows_what_the_runs_measured(season, alice, agent_and_toke
                                        "llm_prompt": 0}
 
 
+def test_ground_truth_needs_the_agents_check_to_agree_when_it_ran(
+        season, alice, agent_and_token, django_capture_on_commit_callbacks):
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    files = dict(valid_files(), **{"torchcode.py": GT_TORCHCODE})
+    for number, (outcome, points) in enumerate([("agrees", 2), ("disagrees", 0), ("error", 0)]):
+        result = passed_result()
+        result["correctness"]["reference_numpy"] = {"outcome": outcome, "max_abs_err": None, "detail": None}
+        submission = submit(django_capture_on_commit_callbacks, alice, issue,
+                            dict(files, **{"cudacode.py": CUDACODE + f"\n# v{number}\n".encode()}))
+        report_all(submission, agent, result)
+        assert reviewing.prefill(submission)["ground_truth"] == points, outcome
+
+
 def test_kernel_contest_prefill_uses_the_issue_level_and_clear_speedup(season, alice, agent_and_token,
                                                                         django_capture_on_commit_callbacks):
     season.rubric, season.rubric_config = "kernel_contest", {"clear_speedup_at_least": 1.5}
