@@ -41,8 +41,26 @@ def hardware_matrix(gpu_types, rows):
     }
 
 
+def _side_name(side):
+    return _("reference") if side == "reference" else _("candidate")
+
+
 def latency(runs):
-    """Reference and candidate time per GPU type: median bars with min and mean±std markers."""
+    """Reference and candidate time per GPU type: box plots of the per-call times where the agent
+    sent them, else median bars with ±std."""
+    sampled = [run for run in runs if ((run.result or {}).get("timing") or {}).get("samples")]
+    if sampled:
+        data = []
+        for side in ("reference", "candidate"):
+            x, y = [], []
+            for run in sampled:
+                values = run.result["timing"]["samples"].get(side) or []
+                x += [run.gpu_type.name] * len(values)
+                y += values
+            if y:
+                data.append({"type": "box", "name": _side_name(side), "x": x, "y": y, "boxpoints": False})
+        return {"data": data, "layout": _layout(_("Latency per call (ms)"), boxmode="group",
+                                                yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})}
     data = []
     for side in ("reference", "candidate"):
         x, median, error = [], [], []
@@ -54,12 +72,8 @@ def latency(runs):
             median.append(stats["median_ms"])
             error.append(stats.get("std_ms") or 0)
         if x:
-            data.append({"type": "bar", "name": _("reference") if side == "reference" else _("candidate"), "x": x, "y": median,
+            data.append({"type": "bar", "name": _side_name(side), "x": x, "y": median,
                          "error_y": {"type": "data", "array": error, "visible": True}})
-    samples = [(run, ((run.result or {}).get("timing") or {}).get("samples")) for run in runs]
-    for run, by_side in samples:
-        for side, values in (by_side or {}).items():
-            data.append({"type": "box", "name": f"{side} · {run.gpu_type.name}", "y": values, "boxpoints": False})
     return {"data": data, "layout": _layout(_("Latency (median ± std, ms)"), barmode="group",
                                             yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})}
 
