@@ -2,14 +2,17 @@
 
 Each judged process starts in a fresh cgroup `<base>/judged-<agent pid>-<token>`: memory.max (one
 value while the candidate builds, a tighter one once it reports "compiled"), memory.swap.max 0,
-memory.oom.group 1 (an OOM kill ends the whole run), pids.max. When the run ends, cgroup.kill ends
-every process in it (setsid double-forks included), memory.events tells whether the OOM killer
-fired, memory.peak how much it used, and the folder is removed.
+memory.oom.group 1 (an OOM kill ends the whole run), and pids.max where the pids controller is
+available. When the run ends, cgroup.kill (a core file: no controller needed) ends every process in
+it (setsid double-forks included), memory.events tells whether the OOM killer fired, memory.peak how
+much it used, and the folder is removed.
 
-Possible only with cgroup v2, the memory and pids controllers available to the agent's own cgroup,
-and that cgroup writable: root in a container with its own cgroup namespace and a writable
-/sys/fs/cgroup, or a systemd unit with Delegate=yes. Elsewhere `hierarchy()` raises Unavailable with
-the reason and the sandbox keeps to rlimits. PROFILER_AGENT_CGROUP=off turns it off.
+Possible only with cgroup v2, the memory controller available to the agent's own cgroup, and that
+cgroup writable: root in a container with its own cgroup namespace and a writable /sys/fs/cgroup, or
+a systemd unit with Delegate=yes. The pids controller is optional (`Hierarchy.missing` names it when
+absent; RLIMIT_NPROC, which does not bind root, is then all that bounds the processes). Without the
+memory controller `hierarchy()` raises Unavailable with the reason and the sandbox keeps to rlimits.
+PROFILER_AGENT_CGROUP=off turns it off.
 
 "No internal processes": a cgroup that enables controllers for its children may hold no process
 itself (the root cgroup excepted). So the agent first moves the processes of its own cgroup into a
@@ -29,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SWITCH_ENV = "PROFILER_AGENT_CGROUP"  # "off" keeps the sandbox to rlimits
-REQUIRED_CONTROLLERS = ("memory", "pids")
+REQUIRED_CONTROLLERS = ("memory",)  # without it no cgroup is made (memory is the limit that matters)
+OPTIONAL_CONTROLLERS = ("pids",)  # enabled where available (a GPU host may delegate memory alone)
 AGENT_LEAF = "profiler-agent"
 JUDGED_PREFIX = "judged-"
 CLONE_NEWCGROUP = 0x02000000
@@ -86,25 +90,30 @@ def own_cgroup() -> str | None:
 class Hierarchy:
     base: Path  # judged cgroups are made here
     controllers: tuple[str, ...]  # enabled for them
+    missing: tuple[str, ...] = ()  # optional controllers not available here
 
 
-_cache: dict[tuple[str, ...], Hierarchy | Unavailable] = {}
+_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], Hierarchy | Unavailable] = {}
 
 
-def hierarchy(required: tuple[str, ...] = REQUIRED_CONTROLLERS) -> Hierarchy:
-    """Where judged cgroups go, set up on the first call (cached per process); raises Unavailable."""
-    if required not in _cache:
+def hierarchy(
+    required: tuple[str, ...] = REQUIRED_CONTROLLERS, optional: tuple[str, ...] = OPTIONAL_CONTROLLERS
+) -> Hierarchy:
+    """Where judged cgroups go, set up on the first call (cached per process); raises Unavailable
+    when a required controller is missing, enables each optional one that is available."""
+    key = (tuple(required), tuple(optional))
+    if key not in _cache:
         try:
-            _cache[required] = _prepare(required)
+            _cache[key] = _prepare(*key)
         except Unavailable as exc:
-            _cache[required] = exc
-    found = _cache[required]
+            _cache[key] = exc
+    found = _cache[key]
     if isinstance(found, Unavailable):
         raise found
     return found
 
 
-def _prepare(required: tuple[str, ...]) -> Hierarchy:
+def _prepare(required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Hierarchy:
     if os.environ.get(SWITCH_ENV, "auto").strip().lower() in ("off", "0", "no", "false"):
         raise Unavailable(f"turned off by {SWITCH_ENV}")
     mounted = cgroup2_mount()
@@ -132,16 +141,17 @@ def _prepare(required: tuple[str, ...]) -> Hierarchy:
             f"{base}: the {' and '.join(missing)} controller{'s' if len(missing) > 1 else ''} "
             f"not available (cgroup.controllers: {' '.join(available) or 'none'})"
         )
+    controllers = (*required, *(c for c in optional if c in available and c not in required))
     try:
-        _vacate(base)
+        _vacate(base)  # whichever controllers: a domain controller is enabled only in an empty cgroup
         enabled = (base / "cgroup.subtree_control").read_text().split()
-        wanted = [c for c in required if c not in enabled]
+        wanted = [c for c in controllers if c not in enabled]
         if wanted:
             _write(base / "cgroup.subtree_control", " ".join("+" + c for c in wanted))
         _remove_stale(base)
     except OSError as exc:
         raise Unavailable(f"{base} cannot be used: {exc}") from exc
-    return Hierarchy(base, tuple(required))
+    return Hierarchy(base, controllers, tuple(c for c in optional if c not in controllers))
 
 
 def _is_root(cgroup: Path) -> bool:
@@ -197,7 +207,7 @@ def join(procs_file: str) -> None:
 class JudgedCgroup:
     """One judged run's cgroup."""
 
-    def __init__(self, path: Path, controllers: tuple[str, ...] = REQUIRED_CONTROLLERS):
+    def __init__(self, path: Path, controllers: tuple[str, ...] = REQUIRED_CONTROLLERS + OPTIONAL_CONTROLLERS):
         self.path = Path(path)
         self.controllers = controllers
 

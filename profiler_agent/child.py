@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
+from profiler_agent.sizes import format_size
 from profiler_agent.wire import read_settings, send_phase_compiled, send_report
 
 
@@ -40,6 +41,32 @@ def fd_output_to(path: str):
         os.dup2(saved[1], 2)
         os.close(saved[0])
         os.close(saved[1])
+
+
+def mapped_bytes() -> int:
+    """The address space this process has mapped now (VmSize in /proc/self/status), 0 if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def limit_address_space(limit: int) -> None:
+    """RLIMIT_AS = the address space mapped now + `limit`, so it bounds the growth after the build.
+    A CUDA build of torch maps gigabytes of address space at import (its libraries), on CPU too: a
+    limit on the total would leave a CPU judgement no room to load numpy's libraries or start threads."""
+    mapped = mapped_bytes()
+    value = mapped + limit
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (value, value))
+    print(f"[profiler_agent] address space: RLIMIT_AS {format_size(value)} = {format_size(mapped)} mapped after "
+          f"the build + the {format_size(limit)} limit", file=sys.stderr, flush=True)
 
 
 def new_report(kind: str) -> dict:
@@ -115,7 +142,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     limit = settings.get("memory_limit_bytes")
     if limit and kind == "cpu":
         # set after the build: a compile needs far more room than judging a small kernel
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        limit_address_space(limit)
 
     seed = settings["seed"]
     with submission_code("build_models"):

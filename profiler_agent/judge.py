@@ -65,10 +65,15 @@ def memory_note(run: SandboxRun, options: JudgeOptions, status: str) -> str:
         note = (f"cgroup v2 memory.max {format_size(options.compile_memory_limit())} while compiling, "
                 f"{format_size(options.memory_limit_bytes)} after, no swap; "
                 f"peak {format_size(run.memory_peak_bytes) if run.memory_peak_bytes else 'unknown'}")
+        if "pids" in run.cgroup_controllers:
+            note += "; cgroup controllers: memory, pids"
+        else:
+            note += "; cgroup controllers: memory (pids not available: RLIMIT_NPROC only)"
         if run.oom_kills:
             note += f"; the OOM killer ended {run.oom_kills} process(es)"
     elif options.device == "cpu" and options.memory_limit_bytes:
-        note = f"RLIMIT_AS {format_size(options.memory_limit_bytes)} after the build (no cgroup: {run.no_cgroup})"
+        note = (f"RLIMIT_AS {format_size(options.memory_limit_bytes)} beyond what the build left mapped "
+                f"(no cgroup: {run.no_cgroup})")
     else:
         reason = "; RLIMIT_AS would break CUDA" if options.device == "cuda" else ""
         note = f"not limited (no cgroup: {run.no_cgroup}{reason})"

@@ -25,9 +25,10 @@ MAX_REPORT_BYTES = 32 * 1024 * 1024
 @dataclass(frozen=True)
 class Limits:
     """Limits of a judged process. RLIMIT_NPROC counts per uid (threads included) and root is
-    exempt, so extra_processes is added on top of what the uid already runs; in a cgroup it is also
-    pids.max, which counts the run's own tasks and binds root too. The memory limits need a cgroup
-    (RLIMIT_AS, which breaks CUDA, is the child's own business: profiler_agent.child)."""
+    exempt, so extra_processes is added on top of what the uid already runs; in a cgroup with the pids
+    controller it is also pids.max, which counts the run's own tasks and binds root too. The memory
+    limits need a cgroup (RLIMIT_AS, which breaks CUDA, is the child's own business:
+    profiler_agent.child)."""
 
     extra_processes: int = 4096
     file_size_bytes: int = 16 * 1024**3
@@ -79,6 +80,7 @@ class SandboxRun:
     compile_s: float | None = None  # with a compile limit: until "compiled" came (or the end, if never)
     limit_s: float | None = None  # the wall-clock limit in force at the end (the one exceeded, if timed out)
     cgroup: str | None = None  # the cgroup it ran in
+    cgroup_controllers: tuple[str, ...] = ()  # enabled for it: memory, and pids where available
     no_cgroup: str | None = None  # why it ran in none
     oom_kills: int = 0  # processes of the run the OOM killer ended (cgroup only)
     memory_peak_bytes: int | None = None  # the cgroup's memory.peak
@@ -267,6 +269,7 @@ def run_sandboxed(
         compile_s=compile_s,
         limit_s=clock.limit_s(),
         cgroup=str(judged_cgroup.path) if judged_cgroup is not None else None,
+        cgroup_controllers=judged_cgroup.controllers if judged_cgroup is not None else (),
         no_cgroup=no_cgroup,
         oom_kills=oom_kills,
         memory_peak_bytes=peak,

@@ -1,9 +1,10 @@
 """cgroup v2 limits of judged processes (profiler_agent.cgroup), and the fallback where none can be made.
 
-Tests marked by `require_cgroup()` need what production needs (cgroup v2, memory and pids controllers,
-a writable own cgroup: root in a container with a writable /sys/fs/cgroup); elsewhere they are
-skipped, and the fallback tests below cover what the agent does there. The mechanics test needs only
-a writable cgroup v2 and runs on hybrid hosts too.
+Tests marked by `require_cgroup()` need what production needs (cgroup v2, the memory controller, a
+writable own cgroup: root in a container with a writable /sys/fs/cgroup; the pids test needs the pids
+controller too); elsewhere they are skipped, and the fallback tests below cover what the agent does
+there. The mechanics test needs only a writable cgroup v2 and runs on hybrid hosts too; the probe's
+logic is also checked on a folder laid out like a cgroup, anywhere.
 
 The GPU host has no pytest: `python tests/agent/test_cgroup.py [--device cuda]` runs every test here
 and prints PASS / FAIL / SKIP lines (exit code 1 on any FAIL).
@@ -42,10 +43,16 @@ def production_cgroups() -> str | None:
         return str(exc)
 
 
-def require_cgroup() -> None:
+def require_cgroup(*controllers: str) -> None:
+    """Skip unless judged processes get cgroups here, with `controllers` beyond memory enabled."""
     reason = production_cgroups()
     if reason is not None:
         raise unittest.SkipTest(f"no cgroup for judged processes here ({reason}); the fallback tests cover it")
+    where = cgroup.hierarchy()
+    missing = [c for c in controllers if c not in where.controllers]
+    if missing:
+        raise unittest.SkipTest(f"{where.base}: no {' or '.join(missing)} controller here "
+                                f"(cgroup.controllers: {(where.base / 'cgroup.controllers').read_text().strip()})")
 
 
 class cgroups_off:
@@ -103,24 +110,122 @@ def test_switched_off_the_run_stays_in_the_agents_cgroup_and_says_why(tmp_path):
     assert run.oom_kills == 0 and run.memory_peak_bytes is None
 
 
+def _explained(result: dict) -> str:
+    """What a failed assertion on a judge result prints: the status and the tail of logs.stderr."""
+    return f"status {result['status']!r}; logs.stderr ends:\n{result['logs']['stderr'][-3000:]}"
+
+
 def test_without_a_cgroup_the_result_names_rlimit_as_on_cpu(tmp_path):
     bundle = make_bundle(tmp_path, HONEST)
     result = judge(tmp_path, bundle, "--device", "cpu", "--memory-limit", "3G",
                    env={cgroup.SWITCH_ENV: "off"})
-    assert result["status"] == "passed"
-    assert (f"[profiler_agent] memory: RLIMIT_AS 3 GiB after the build (no cgroup: turned off by "
-            f"{cgroup.SWITCH_ENV})") in result["logs"]["stderr"]
+    assert result["status"] == "passed", _explained(result)
+    assert (f"[profiler_agent] memory: RLIMIT_AS 3 GiB beyond what the build left mapped (no cgroup: turned off "
+            f"by {cgroup.SWITCH_ENV})") in result["logs"]["stderr"], _explained(result)
+    assert "[profiler_agent] address space: RLIMIT_AS " in result["logs"]["stderr"], _explained(result)
+
+
+# Like a CUDA build of torch, whose libraries map gigabytes of address space at import (on CPU too).
+# Read-only and private: no memory is committed, only address space.
+RESERVES_ADDRESS_SPACE = """
+import mmap
+import torch
+
+reserved = mmap.mmap(-1, 8 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ)
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def test_without_a_cgroup_rlimit_as_counts_what_the_build_left_mapped(tmp_path):
+    # with RLIMIT_AS on the total, 8 GiB mapped at import left no room under 3 GiB: numpy.random's
+    # library then failed to map ("failed to map segment from shared object"), an internal_error
+    bundle = make_bundle(tmp_path, RESERVES_ADDRESS_SPACE)
+    result = judge(tmp_path, bundle, "--device", "cpu", "--memory-limit", "3G",
+                   env={cgroup.SWITCH_ENV: "off"})
+    assert result["status"] == "passed", _explained(result)
+    line = next(x for x in result["logs"]["stderr"].splitlines() if "address space: RLIMIT_AS" in x)
+    assert line.endswith("mapped after the build + the 3 GiB limit"), line
 
 
 def test_here_the_probe_gives_a_reason_or_a_usable_hierarchy():
     reason = production_cgroups()
     if reason is None:
         where = cgroup.hierarchy()
+        available = (where.base / "cgroup.controllers").read_text().split()
         enabled = (where.base / "cgroup.subtree_control").read_text().split()
-        assert {"memory", "pids"} <= set(enabled)
+        assert where.controllers[0] == "memory" and set(where.controllers) <= set(enabled)
+        assert ("pids" in where.controllers) == ("pids" in available) == ("pids" not in where.missing)
         assert not (where.base / "cgroup.type").exists() or not cgroup._pids(where.base)  # no internal processes
     else:
         assert reason and ("controller" in reason or "cgroup" in reason or "turned off" in reason)
+        # only memory is required: a missing pids controller is never the reason
+        assert "controller" not in reason or "the memory controller not available" in reason, reason
+
+
+# --- the probe's logic on a folder laid out like a cgroup v2 hierarchy (any host) -------------------
+
+class fake_hierarchy:
+    """cgroup2_mount and own_cgroup pointed at `root`, a folder with a cgroup `/agent` (a domain
+    cgroup holding no process) whose parent hands it `available`; the probe's cache cleared."""
+
+    def __init__(self, root: Path, available: str, own: str = "/agent"):
+        self.root, self.own = root, own
+        agent = root / "agent"
+        agent.mkdir(parents=True)
+        for name, text in (("cgroup.controllers", available), ("cgroup.subtree_control", ""),
+                           ("cgroup.procs", ""), ("cgroup.type", "domain")):
+            (agent / name).write_text(text)
+        if own.endswith("/" + cgroup.AGENT_LEAF):
+            (root / own.lstrip("/")).mkdir()
+
+    def __enter__(self):
+        self.saved = cgroup.cgroup2_mount, cgroup.own_cgroup, os.environ.pop(cgroup.SWITCH_ENV, None)
+        cgroup.cgroup2_mount = lambda *_: (self.root, "/")
+        cgroup.own_cgroup = lambda: self.own
+        cgroup._cache.clear()
+        return self.root / "agent"
+
+    def __exit__(self, *exc):
+        cgroup.cgroup2_mount, cgroup.own_cgroup, switch = self.saved
+        if switch is not None:
+            os.environ[cgroup.SWITCH_ENV] = switch
+        cgroup._cache.clear()
+
+
+def test_the_probe_takes_memory_alone_and_notes_that_pids_is_missing(tmp_path):
+    with fake_hierarchy(tmp_path, "cpu memory hugetlb") as agent:
+        where = cgroup.hierarchy()
+    assert where == cgroup.Hierarchy(agent, ("memory",), ("pids",))
+    assert (agent / "cgroup.subtree_control").read_text() == "+memory"  # pids is not asked for
+    assert (agent / cgroup.AGENT_LEAF).is_dir()  # the leaf its processes moved to
+
+
+def test_the_probe_enables_pids_too_where_it_is_available(tmp_path):
+    with fake_hierarchy(tmp_path, "memory pids") as agent:
+        where = cgroup.hierarchy()
+    assert where == cgroup.Hierarchy(agent, ("memory", "pids"), ())
+    assert (agent / "cgroup.subtree_control").read_text() == "+memory +pids"
+
+
+def test_an_agent_already_in_its_leaf_uses_the_parent_as_the_base(tmp_path):
+    with fake_hierarchy(tmp_path, "memory", own=f"/agent/{cgroup.AGENT_LEAF}") as agent:
+        where = cgroup.hierarchy()
+    assert where.base == agent and where.controllers == ("memory",)
+
+
+def test_without_the_memory_controller_the_probe_gives_the_reason(tmp_path):
+    for available, listed in (("pids hugetlb", "pids hugetlb"), ("", "none")):
+        with fake_hierarchy(tmp_path / (available or "none"), available) as agent:
+            try:
+                cgroup.hierarchy()
+                raise AssertionError(f"a hierarchy without the memory controller: {available!r}")
+            except cgroup.Unavailable as exc:
+                assert str(exc) == f"{agent}: the memory controller not available (cgroup.controllers: {listed})"
+        assert (agent / "cgroup.subtree_control").read_text() == ""  # nothing enabled, nothing moved
+        assert not (agent / cgroup.AGENT_LEAF).exists()
 
 
 # --- the mechanics, on any writable cgroup v2 (hybrid hosts included) --------------------------------
@@ -148,8 +253,8 @@ stale = test / "judged-999999999-gone"  # left by an agent (pid beyond pid_max) 
 stale.mkdir()
 sleeper = subprocess.Popen(["sleep", "600"], preexec_fn=lambda: cgroup.join(str(stale / "cgroup.procs")))
 available = (test / "cgroup.controllers").read_text().split()
-required = tuple(c for c in cgroup.REQUIRED_CONTROLLERS if c in available)
-where = cgroup.hierarchy(required)
+required = tuple(c for c in cgroup.REQUIRED_CONTROLLERS if c in available)  # none on a hybrid host
+where = cgroup.hierarchy(required, cgroup.OPTIONAL_CONTROLLERS)
 facts = {
     "base": str(where.base),
     "own": cgroup.own_cgroup(),
@@ -158,6 +263,8 @@ facts = {
     "sleeper_exit": sleeper.wait(timeout=10),
     "enabled": (test / "cgroup.subtree_control").read_text().split(),
     "required": list(required),
+    "available": available,
+    "controllers": list(where.controllers),
 }
 judged = cgroup.JudgedCgroup.create(where, None, 16)
 escaper = subprocess.Popen([sys.executable, "-c", sys.argv[2]], stdout=subprocess.PIPE, text=True,
@@ -196,7 +303,8 @@ def test_mechanics_vacate_enable_join_kill_remove_on_a_real_cgroup(tmp_path):
         # the agent moved itself into a leaf, so the base may enable controllers for its children
         assert facts["base"] == str(test) and facts["own"].endswith(f"/{test.name}/{cgroup.AGENT_LEAF}")
         assert facts["left_in_base"] == []
-        assert set(facts["required"]) <= set(facts["enabled"])
+        assert set(facts["required"]) <= set(facts["controllers"]) <= set(facts["enabled"])
+        assert ("pids" in facts["controllers"]) == ("pids" in facts["available"])  # optional: where there
         # a dead agent's cgroup: its processes killed, the folder removed
         assert facts["stale_removed"] and facts["sleeper_exit"] == -9
         # the judged process sees only its own cgroup namespace (the agent runs as root here)
@@ -264,7 +372,7 @@ time.sleep(600)
 
 
 def test_pids_max_bounds_the_processes_of_a_run_and_all_are_gone_after(tmp_path):
-    require_cgroup()
+    require_cgroup("pids")
     run = _sandboxed(tmp_path, FORKER, timeout_s=5, limits=Limits(extra_processes=40))
     assert run.timed_out and "LIMITED 11" in run.stdout  # EAGAIN from fork: pids.max reached
     children = [int(p) for p in run.stdout.split("CHILDREN", 1)[1].split()]
@@ -327,22 +435,25 @@ def judge(tmp_path: Path, bundle: Path, *extra: str, env: dict | None = None) ->
 def test_judged_under_memory_max_an_honest_candidate_passes_and_the_peak_is_logged(tmp_path):
     require_cgroup()
     result = judge(tmp_path, make_bundle(tmp_path, HONEST), "--memory-limit", "3G")
-    assert result["status"] == "passed", result["logs"]["stderr"][-3000:]
+    assert result["status"] == "passed", _explained(result)
     assert "[profiler_agent] memory: cgroup v2 memory.max 4 GiB while compiling, 3 GiB after" in result["logs"]["stderr"]
+    controllers = ("memory, pids" if "pids" in cgroup.hierarchy().controllers
+                   else "memory (pids not available: RLIMIT_NPROC only)")
+    assert f"; cgroup controllers: {controllers}" in result["logs"]["stderr"], _explained(result)
 
 
 def test_a_candidate_past_the_compile_memory_limit_is_a_memory_limit(tmp_path):
     require_cgroup()
     result = judge(tmp_path, make_bundle(tmp_path, HOG_WHILE_IMPORTING),
                    "--memory-limit", "1G", "--compile-memory-limit", "1G")
-    assert result["status"] == "memory_limit", result["logs"]["stderr"][-3000:]
+    assert result["status"] == "memory_limit", _explained(result)
     assert "the OOM killer ended" in result["logs"]["stderr"]
 
 
 def test_a_candidate_past_the_run_memory_limit_is_a_memory_limit(tmp_path):
     require_cgroup()
     result = judge(tmp_path, make_bundle(tmp_path, HOG_WHILE_RUNNING), "--memory-limit", "2G")
-    assert result["status"] == "memory_limit", result["logs"]["stderr"][-3000:]
+    assert result["status"] == "memory_limit", _explained(result)
     if DEVICE == "cuda":  # on CPU RLIMIT_AS may refuse the allocation first: memory_limit all the same
         assert "the OOM killer ended" in result["logs"]["stderr"]
 
