@@ -4,7 +4,7 @@ Tests marked by `require_cgroup()` need what production needs (cgroup v2, the me
 writable own cgroup: root in a container with a writable /sys/fs/cgroup; the pids test needs the pids
 controller too); elsewhere they are skipped, and the fallback tests below cover what the agent does
 there. The mechanics test needs only a writable cgroup v2 and runs on hybrid hosts too; the probe's
-logic is also checked on a folder laid out like a cgroup, anywhere.
+logic is checked on a folder laid out like a cgroup, anywhere, in test_cgroup_probe.py.
 
 The GPU host has no pytest: `python tests/agent/test_cgroup.py [--device cuda]` runs every test here
 and prints PASS / FAIL / SKIP lines (exit code 1 on any FAIL).
@@ -29,6 +29,7 @@ if __name__ == "__main__":
 
 from profiler_agent import cgroup  # noqa: E402
 from profiler_agent.sandbox import Limits, run_sandboxed  # noqa: E402
+from tests.agent.processes import wait_gone  # noqa: E402
 
 RELU_REFERENCE = REPO / "examples" / "relu-cpu" / "torchcode.py"
 DEVICE = os.environ.get("PROFILER_AGENT_TEST_DEVICE", "cpu")  # script mode: --device
@@ -69,21 +70,6 @@ class cgroups_off:
         else:
             os.environ[cgroup.SWITCH_ENV] = self.saved
         cgroup._cache.clear()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pids, patience_s=5.0) -> list[int]:
-    deadline = time.monotonic() + patience_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
 
 
 def _sandboxed(tmp_path: Path, program: str, *args: str, **kwargs):
@@ -163,69 +149,6 @@ def test_here_the_probe_gives_a_reason_or_a_usable_hierarchy():
         assert reason and ("controller" in reason or "cgroup" in reason or "turned off" in reason)
         # only memory is required: a missing pids controller is never the reason
         assert "controller" not in reason or "the memory controller not available" in reason, reason
-
-
-# --- the probe's logic on a folder laid out like a cgroup v2 hierarchy (any host) -------------------
-
-class fake_hierarchy:
-    """cgroup2_mount and own_cgroup pointed at `root`, a folder with a cgroup `/agent` (a domain
-    cgroup holding no process) whose parent hands it `available`; the probe's cache cleared."""
-
-    def __init__(self, root: Path, available: str, own: str = "/agent"):
-        self.root, self.own = root, own
-        agent = root / "agent"
-        agent.mkdir(parents=True)
-        for name, text in (("cgroup.controllers", available), ("cgroup.subtree_control", ""),
-                           ("cgroup.procs", ""), ("cgroup.type", "domain")):
-            (agent / name).write_text(text)
-        if own.endswith("/" + cgroup.AGENT_LEAF):
-            (root / own.lstrip("/")).mkdir()
-
-    def __enter__(self):
-        self.saved = cgroup.cgroup2_mount, cgroup.own_cgroup, os.environ.pop(cgroup.SWITCH_ENV, None)
-        cgroup.cgroup2_mount = lambda *_: (self.root, "/")
-        cgroup.own_cgroup = lambda: self.own
-        cgroup._cache.clear()
-        return self.root / "agent"
-
-    def __exit__(self, *exc):
-        cgroup.cgroup2_mount, cgroup.own_cgroup, switch = self.saved
-        if switch is not None:
-            os.environ[cgroup.SWITCH_ENV] = switch
-        cgroup._cache.clear()
-
-
-def test_the_probe_takes_memory_alone_and_notes_that_pids_is_missing(tmp_path):
-    with fake_hierarchy(tmp_path, "cpu memory hugetlb") as agent:
-        where = cgroup.hierarchy()
-    assert where == cgroup.Hierarchy(agent, ("memory",), ("pids",))
-    assert (agent / "cgroup.subtree_control").read_text() == "+memory"  # pids is not asked for
-    assert (agent / cgroup.AGENT_LEAF).is_dir()  # the leaf its processes moved to
-
-
-def test_the_probe_enables_pids_too_where_it_is_available(tmp_path):
-    with fake_hierarchy(tmp_path, "memory pids") as agent:
-        where = cgroup.hierarchy()
-    assert where == cgroup.Hierarchy(agent, ("memory", "pids"), ())
-    assert (agent / "cgroup.subtree_control").read_text() == "+memory +pids"
-
-
-def test_an_agent_already_in_its_leaf_uses_the_parent_as_the_base(tmp_path):
-    with fake_hierarchy(tmp_path, "memory", own=f"/agent/{cgroup.AGENT_LEAF}") as agent:
-        where = cgroup.hierarchy()
-    assert where.base == agent and where.controllers == ("memory",)
-
-
-def test_without_the_memory_controller_the_probe_gives_the_reason(tmp_path):
-    for available, listed in (("pids hugetlb", "pids hugetlb"), ("", "none")):
-        with fake_hierarchy(tmp_path / (available or "none"), available) as agent:
-            try:
-                cgroup.hierarchy()
-                raise AssertionError(f"a hierarchy without the memory controller: {available!r}")
-            except cgroup.Unavailable as exc:
-                assert str(exc) == f"{agent}: the memory controller not available (cgroup.controllers: {listed})"
-        assert (agent / "cgroup.subtree_control").read_text() == ""  # nothing enabled, nothing moved
-        assert not (agent / cgroup.AGENT_LEAF).exists()
 
 
 # --- the mechanics, on any writable cgroup v2 (hybrid hosts included) --------------------------------
@@ -312,7 +235,7 @@ def test_mechanics_vacate_enable_join_kill_remove_on_a_real_cgroup(tmp_path):
             assert facts["grandchild_cgroup_view"] == "0::/"
         # a grandchild outside the session and the process group: cgroup.kill still ends it
         assert facts["populated_before"] and not facts["populated_after"]
-        assert facts["escaper_exit"] == -9 and _wait_gone([facts["grandchild"]]) == []
+        assert facts["escaper_exit"] == -9 and wait_gone([facts["grandchild"]]) == []
         assert facts["removed"]
     finally:
         for leftover in sorted(test.glob("**/"), key=lambda p: len(p.parts), reverse=True):
@@ -377,7 +300,7 @@ def test_pids_max_bounds_the_processes_of_a_run_and_all_are_gone_after(tmp_path)
     assert run.timed_out and "LIMITED 11" in run.stdout  # EAGAIN from fork: pids.max reached
     children = [int(p) for p in run.stdout.split("CHILDREN", 1)[1].split()]
     assert 0 < len(children) < 40
-    assert _wait_gone(children) == []
+    assert wait_gone(children) == []
     assert not Path(run.cgroup).exists()
 
 

@@ -15,16 +15,9 @@ import time
 import pytest
 
 from tests.agent.conftest import REPO
+from tests.agent.processes import wait_gone
 
 FAST = ("--timing-budget", "0.2")  # timing is not what these tests look at
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _started_pids(text: str) -> list[int]:
@@ -33,10 +26,7 @@ def _started_pids(text: str) -> list[int]:
 
 def assert_gone(pids: list[int]) -> None:
     assert pids, "the candidate should have reported what it started"
-    deadline = time.monotonic() + 5
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [p for p in pids if _alive(p)]
+    assert wait_gone(pids) == []
 
 
 # ---- item 1: the sandbox ------------------------------------------------------------------------
