@@ -36,13 +36,13 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
             plan = timing.TimingPlan.from_settings(settings.get("timing"))
             timings = timing.time_interleaved(calls, timer, plan)
             stages.end("per-call")
+            escaped = False
             if device.type == "cuda":
                 timings, escaped = _count_work_left_on_other_streams(calls, timings, timer, device, plan)
                 if escaped:
                     report["flags"].append("unsynchronized_work")
                 stages.end("synchronized check")
             # work that escapes the end event would escape a batch's too: no batched figure then
-            escaped = "unsynchronized_work" in report["flags"]
             batched = {n: [] for n in calls} if escaped else _time_batches(reference, candidate, inputs, timings, device)
             stages.end("batched")
             if device.type == "cuda":
