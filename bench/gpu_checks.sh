@@ -9,7 +9,8 @@ log() { echo "== $*"; }
 
 log "device backend"
 python - <<'PY'
-from profiler_agent import devices, device_info
+from profiler_agent import devices
+from profiler_agent.devices import device_info
 b = devices.backend(); print(b.vendor, b.driver_version(), b.inventory())
 g = device_info.judged_gpu(); print(g.facts(), g.peak_gbps(), g.sample(), g.energy_mj())
 print(device_info.describe_device("cuda"))

@@ -9,8 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from profiler_agent.config import ncu_from_env, ncu_timeout_from_env
-from profiler_agent.sizes import parse_size
+from profiler_agent.service.config import ncu_from_env, ncu_timeout_from_env
+from profiler_agent.service.sizes import parse_size
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 USAGE_ERROR = 2
@@ -98,8 +98,8 @@ def _default_device() -> str:
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    from profiler_agent.bundle import BundleError, open_bundle
-    from profiler_agent.judge import JudgeOptions, judge_bundle
+    from profiler_agent.bundles.bundle import BundleError, open_bundle
+    from profiler_agent.harness.judge import JudgeOptions, judge_bundle
     from profiler_agent.report import format_table
 
     options = JudgeOptions(
@@ -137,10 +137,10 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from profiler_agent.build_cache import default_cache_dir
-    from profiler_agent.config import AgentConfig, default_name
-    from profiler_agent.device_info import default_device_kind
-    from profiler_agent.worker import run_worker
+    from profiler_agent.bundles.build_cache import default_cache_dir
+    from profiler_agent.service.config import AgentConfig, default_name
+    from profiler_agent.devices.device_info import default_device_kind
+    from profiler_agent.service.worker import run_worker
 
     if not args.site or not args.token:
         parser.error("work needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
@@ -164,8 +164,8 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from profiler_agent.privileges import make_undumpable
-    from profiler_agent.scrub import scrub_own_secrets
+    from profiler_agent.sandbox.privileges import make_undumpable
+    from profiler_agent.sandbox.scrub import scrub_own_secrets
 
     make_undumpable()  # judged processes of our uid cannot read our environment through /proc
     scrub_own_secrets()  # nor can root ones, or any where the line above does not hold

@@ -56,7 +56,7 @@ _CORRECTNESS = {
 # The bundle's numpy ground truth checked against its own reference model (never the verdict).
 _REFERENCE_NUMPY = {"outcome": (str,), "max_abs_err": _OPT_NUMBER, "detail": _OPT_STR}
 REFERENCE_NUMPY_OUTCOMES = ("agrees", "disagrees", "error")
-# The kernel census behind no_custom_kernel (profiler_agent.kernel_census); null: not taken.
+# The kernel census behind no_custom_kernel (profiler_agent.measure.kernel_census); null: not taken.
 _KERNELS = {"seen": (str,), "candidate": (list,), "reference": (list,), "custom": (list, type(None))}
 # samples: {"reference": [ms, ...], "candidate": [...]}, at most 200 per-call times each, in order
 _TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER,
@@ -90,7 +90,7 @@ _DEVICE = {
     "peak_gbps": _OPT_NUMBER,
     "peak_tflops": _OPT_NUMBER,
 }
-# Nsight Compute (profiler_agent.ncu): per candidate call, median over the profiled calls
+# Nsight Compute (profiler_agent.measure.ncu): per candidate call, median over the profiled calls
 _NCU = {
     "kernels": (list,),
     "calls": (int,),

@@ -8,7 +8,7 @@ from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-JOB_FUNCTION = "profiler_agent.jobs.judge_run"
+JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
 
 
 def connection():

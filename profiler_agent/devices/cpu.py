@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler_agent import host
+from profiler_agent.devices import host
 
 
 class CpuBackend:

@@ -1,8 +1,8 @@
-"""NVIDIA devices through NVML (profiler_agent.nvml): every reading the harness took before, unchanged."""
+"""NVIDIA devices through NVML (profiler_agent.devices.nvml): every reading the harness took before, unchanged."""
 
 from __future__ import annotations
 
-from profiler_agent import nvml
+from profiler_agent.devices import nvml
 from profiler_agent.devices.base import GpuFacts, Sample, gpu_inventory, pci_key
 
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from profiler_agent import batched_timing, timing
-from profiler_agent.batched_timing import BatchPlan, CpuBatchTimer, Rotation, rotation_copies, time_batched
+from profiler_agent.measure import batched_timing, timing
+from profiler_agent.measure.batched_timing import BatchPlan, CpuBatchTimer, Rotation, rotation_copies, time_batched
 
 MB = 1 << 20
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.build_cache import extensions_dir
-from profiler_agent.bundle import BundleError, locate_bundle, open_bundle
-from profiler_agent.sizes import parse_size
+from profiler_agent.bundles.build_cache import extensions_dir
+from profiler_agent.bundles.bundle import BundleError, locate_bundle, open_bundle
+from profiler_agent.service.sizes import parse_size
 
 
 def write(root: Path, *names: str) -> Path:

@@ -1,4 +1,4 @@
-"""cgroup v2 limits of judged processes (profiler_agent.cgroup), and the fallback where none can be made.
+"""cgroup v2 limits of judged processes (profiler_agent.sandbox.cgroup), and the fallback where none can be made.
 
 Tests marked by `require_cgroup()` need what production needs (cgroup v2, the memory controller, a
 writable own cgroup: root in a container with a writable /sys/fs/cgroup; the pids test needs the pids
@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))  # run as a script, from any folder
 
-from profiler_agent import cgroup  # noqa: E402
-from profiler_agent.sandbox import Limits, run_sandboxed  # noqa: E402
+from profiler_agent.sandbox import cgroup  # noqa: E402
+from profiler_agent.sandbox.process import Limits, run_sandboxed  # noqa: E402
 from tests.agent.processes import wait_gone  # noqa: E402
 
 RELU_REFERENCE = REPO / "examples" / "relu-cpu" / "torchcode.py"
@@ -73,7 +73,7 @@ class cgroups_off:
 
 
 def _sandboxed(tmp_path: Path, program: str, *args: str, **kwargs):
-    from profiler_agent.child_env import package_root
+    from profiler_agent.sandbox.child_env import package_root
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     return run_sandboxed(
@@ -168,7 +168,7 @@ time.sleep(600)
 MECHANICS = r"""
 import json, os, subprocess, sys
 from pathlib import Path
-from profiler_agent import cgroup
+from profiler_agent.sandbox import cgroup
 
 test = Path(sys.argv[1])
 cgroup._write(test / "cgroup.procs", "0")  # this process moves in: the agent's cgroup, for the test
@@ -215,7 +215,7 @@ def test_mechanics_vacate_enable_join_kill_remove_on_a_real_cgroup(tmp_path):
     except OSError as exc:
         raise unittest.SkipTest(f"cannot make a cgroup under {start}: {exc}")
     try:
-        from profiler_agent.child_env import package_root
+        from profiler_agent.sandbox.child_env import package_root
 
         completed = subprocess.run(
             [sys.executable, "-c", MECHANICS, str(test), ESCAPER], capture_output=True, text=True, timeout=120,
@@ -247,7 +247,7 @@ def test_mechanics_vacate_enable_join_kill_remove_on_a_real_cgroup(tmp_path):
 
 HOLD_AND_REPORT = r"""
 import os, sys, time
-from profiler_agent.wire import PHASE_COMPILED
+from profiler_agent.harness.wire import PHASE_COMPILED
 fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
 held = b"x" * (int(sys.argv[1]) << 20)  # written, so resident: counted by memory.max
 os.write(fd, PHASE_COMPILED)  # the "build" is done: the run limit applies from here

@@ -1,11 +1,11 @@
-"""The cgroup probe's logic (profiler_agent.cgroup.hierarchy) on a folder laid out like a cgroup v2
+"""The cgroup probe's logic (profiler_agent.sandbox.cgroup.hierarchy) on a folder laid out like a cgroup v2
 hierarchy: which controllers it takes, where it puts the agent, and the reason it gives when it
 cannot; runs on any host (test_cgroup.py covers real hierarchies)."""
 
 import os
 from pathlib import Path
 
-from profiler_agent import cgroup
+from profiler_agent.sandbox import cgroup
 
 
 class fake_hierarchy:

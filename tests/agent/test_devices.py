@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_agent import device_info, devices, inventory, metrics
+from profiler_agent.devices import device_info
+from profiler_agent import devices
+from profiler_agent.service import inventory
+from profiler_agent.measure import metrics
 from profiler_agent.devices import metax, mxsmi, nvidia, peaks
 from profiler_agent.devices.base import pci_key
 
@@ -305,7 +308,7 @@ def test_pct_peak_flops_follows_from_the_peak():
 
 
 def test_sampling_the_replayed_c500_gives_a_power_and_clock_trace(replayed_mx_smi):
-    from profiler_agent import telemetry
+    from profiler_agent.measure import telemetry
 
     gpu = devices.detect().gpu_for(uuid=C500_SLICE_UUID, pci_bus_id=None)
     assert gpu.min_sample_interval_s == 0.5  # mx-smi readings start processes: not every 10 ms

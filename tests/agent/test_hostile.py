@@ -218,7 +218,7 @@ def test_patched_clocks_neither_shorten_the_time_nor_go_unnoticed(make_bundle, j
     assert public["status"] == "passed" and "timer_tampered" not in public["flags"]
     assert public["timing"]["candidate"]["median_ms"] >= 19.0
 
-    harness_clock = "import profiler_agent.timing as t; t._perf_counter_ns = lambda: frozen"
+    harness_clock = "import profiler_agent.measure.timing as t; t._perf_counter_ns = lambda: frozen"
     patched = judge(make_bundle(slow.format(extra=harness_clock), name="harness"), *FAST).result
     assert patched["status"] == "passed"
     assert "timer_tampered" in patched["flags"]

@@ -1,4 +1,4 @@
-"""Nsight Compute in the result (profiler_agent.ncu): the parser on ncu output recorded on an H100, the
+"""Nsight Compute in the result (profiler_agent.measure.ncu): the parser on ncu output recorded on an H100, the
 opt-in switches, the notes that say why `ncu` is null, and the process handling around a stand-in
 `ncu` (this machine has no GPU and no Nsight Compute)."""
 
@@ -13,11 +13,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler_agent import ncu, schema
+from profiler_agent.measure import ncu
+from profiler_agent import schema
 from profiler_agent.__main__ import build_parser, main
-from profiler_agent.bundle import locate_bundle
-from profiler_agent.config import AgentConfig
-from profiler_agent.jobs import judge_options
+from profiler_agent.bundles.bundle import locate_bundle
+from profiler_agent.service.config import AgentConfig
+from profiler_agent.service.jobs import judge_options
 from tests.agent.conftest import EXAMPLES, REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -228,7 +229,7 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
 
 FAKE_NCU = '''#!{python}
 """A stand-in for Nsight Compute's CLI, for tests only: real ncu cannot run without a GPU. It takes
-the options profiler_agent.ncu passes, runs the target command as ncu does, and writes `table` (output
+the options profiler_agent.measure.ncu passes, runs the target command as ncu does, and writes `table` (output
 ncu recorded on an H100) to --log-file. MODE: replay, fail-permission, hang, no-kernels."""
 import os, subprocess, sys, time
 

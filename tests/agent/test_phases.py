@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent import config as agent_config
-from profiler_agent.jobs import judge_options
+from profiler_agent.service import config as agent_config
+from profiler_agent.service.jobs import judge_options
 from tests.agent.conftest import RELU_REFERENCE
 
 FAST = ("--timing-budget", "0.2")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from profiler_agent.sandbox import run_sandboxed
+from profiler_agent.sandbox.process import run_sandboxed
 
 REPORTING_CHILD = r"""
 import json, os, sys
@@ -75,7 +75,7 @@ def test_logs_are_capped_to_head_and_tail(tmp_path):
 
 
 def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
-    from profiler_agent.build_cache import exclusive
+    from profiler_agent.bundles.build_cache import exclusive
 
     build = tmp_path / "build"
     build.mkdir()
@@ -86,7 +86,7 @@ def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
 
 SCRUBBING_CHILD = r"""
 import os
-from profiler_agent.scrub import scrub_own_secrets
+from profiler_agent.sandbox.scrub import scrub_own_secrets
 assert scrub_own_secrets()
 print(os.environ["PROFILER_AGENT_TOKEN"])  # the agent itself still has it
 # the needles are built here: this very code is part of the command line
@@ -110,7 +110,7 @@ def test_secrets_are_blanked_in_proc_environ_and_cmdline_but_kept_in_os_environ(
 # and reports. Submission code can write to the pipe too, hence the repeated and early messages.
 PHASED_CHILD = r"""
 import json, os, sys, time
-from profiler_agent.wire import PHASE_COMPILED
+from profiler_agent.harness.wire import PHASE_COMPILED
 fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
 compile_s, run_s, send_at = float(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
 started = time.monotonic()
@@ -124,7 +124,7 @@ os.write(fd, json.dumps({"ran": True}).encode())
 
 
 def run_phased(tmp_path, compile_s, run_s, send_at, compile_limit, run_limit):
-    from profiler_agent.child_env import package_root
+    from profiler_agent.sandbox.child_env import package_root
 
     return run_sandboxed(
         [sys.executable, "-c", PHASED_CHILD, str(compile_s), str(run_s), json.dumps(send_at)],

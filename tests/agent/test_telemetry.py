@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from profiler_agent import devices, telemetry
+from profiler_agent import devices
+from profiler_agent.measure import telemetry
 from profiler_agent.schema import empty_result, empty_variant, validate_result
 
 

@@ -17,9 +17,9 @@ from rq import Queue
 from rq.job import Job
 
 import profiler_agent
-from profiler_agent.jobs import site_url
+from profiler_agent.service.jobs import site_url
 from profiler_agent.schema import validate_result
-from profiler_agent.site_client import SiteClient, SiteError
+from profiler_agent.service.site_client import SiteClient, SiteError
 from tests.agent.conftest import EXAMPLES, REPO
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -122,7 +122,7 @@ def queue():
 def enqueue(queue, site, run_id: str, bundle: str, *, absolute: bool):
     base = site.url if absolute else ""  # the site may send paths; the agent joins them to --site
     return queue.enqueue(
-        "profiler_agent.jobs.judge_run",
+        "profiler_agent.service.jobs.judge_run",
         kwargs={
             "run_id": int(run_id),
             "bundle_url": f"{base}/bundles/{bundle}",

@@ -1,6 +1,6 @@
 """Correctness trials in the judged process: fresh seeded inputs, the reference and the candidate
 each on their own copies. The candidate's outputs go to the exchange folder, where the trusted
-verifier (profiler_agent.verify) judges them; the comparison made here is only a preliminary one
+verifier (profiler_agent.correctness.verify) judges them; the comparison made here is only a preliminary one
 that spares timing a candidate that is plainly wrong. It runs beside submission code, so it is
 never trusted for the verdict."""
 
@@ -9,9 +9,10 @@ import sys
 
 import torch
 
-from profiler_agent import correctness, exchange, tensors
-from profiler_agent.guard import submission_code
-from profiler_agent.tensors import synchronize
+from profiler_agent.correctness import compare, exchange
+from profiler_agent.harness import tensors
+from profiler_agent.harness.guard import submission_code
+from profiler_agent.harness.tensors import synchronize
 
 
 def poison_freed_memory(device, nbytes: int) -> None:
@@ -72,7 +73,7 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
                 again = candidate(*tensors.fresh_copies(inputs))
                 synchronize(device)
                 exchange.save_output(outputs_dir, trial, again, again=True)
-        outcome = correctness.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
+        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
         if not record_comparison(result, trial, outcome):
             print(f"[profiler_agent] wrong answer: {result['reason']}", file=sys.stderr)
             return False

@@ -67,7 +67,7 @@ class ReferenceApi:
     Model: type
     get_inputs: object
     get_init_inputs: object
-    reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.ground_truth)
+    reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.correctness.ground_truth)
 
 
 def reference_api(path: Path) -> ReferenceApi:
@@ -81,7 +81,7 @@ def build_model(model_class, get_init_inputs, seed: int, device):
     constructor, so the reference and the candidate draw the same parameters everywhere."""
     import torch
 
-    from profiler_agent import tensors
+    from profiler_agent.harness import tensors
 
     torch.manual_seed(seed)
     init_inputs = list(get_init_inputs())

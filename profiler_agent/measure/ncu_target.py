@@ -1,4 +1,4 @@
-"""The process Nsight Compute launches (`python -m profiler_agent.ncu_target`, see profiler_agent.ncu):
+"""The process Nsight Compute launches (`python -m profiler_agent.measure.ncu_target`, see profiler_agent.measure.ncu):
 imports the reference (for get_inputs / get_init_inputs) and the candidate, makes seeded inputs on the
 device, calls the candidate once as a warm-up outside any NVTX range, then `--calls` times, each call
 inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and parser look for.
@@ -12,11 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from profiler_agent.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE
+from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.ncu_target")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.ncu_target")
     parser.add_argument("--bundle", required=True, help="the bundle copy (also the cwd)")
     parser.add_argument("--reference", required=True, help="file name of the reference in the bundle")
     parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
@@ -30,9 +30,9 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import torch
 
-    from profiler_agent import loading
-    from profiler_agent.tensors import synchronize
-    from profiler_agent.trials import make_inputs
+    from profiler_agent.harness import loading
+    from profiler_agent.harness.tensors import synchronize
+    from profiler_agent.correctness.trials import make_inputs
 
     if args.device == "cuda":
         torch.cuda.set_device(0)

@@ -3,7 +3,9 @@ device the child's telemetry samples. Vendor specifics live in profiler_agent.de
 
 from __future__ import annotations
 
-from profiler_agent import devices, host, metrics
+from profiler_agent import devices
+from profiler_agent.devices import host
+from profiler_agent.measure import metrics
 from profiler_agent.devices import peaks
 
 
@@ -61,7 +63,7 @@ def describe_device(kind: str) -> dict:
 def describe_device_without_torch(kind: str) -> dict:
     """What the agent knows of the device when the judged child reported nothing (it died early).
     Uses the device backend and /proc only: the agent process never initializes CUDA."""
-    from profiler_agent.build_cache import torch_version
+    from profiler_agent.bundles.build_cache import torch_version
 
     device = _empty_device(kind, torch_version())
     if kind == "cpu":
@@ -87,8 +89,8 @@ def default_device_kind() -> str:
     """cuda when torch was built with CUDA (or MACA) and a GPU backend sees a device, else cpu. Asks
     NVML / MetaX's tools, not the CUDA runtime, so the calling process stays free of a CUDA context
     (the RQ worker forks)."""
-    from profiler_agent import nvml
-    from profiler_agent.build_cache import torch_version
+    from profiler_agent.devices import nvml
+    from profiler_agent.bundles.build_cache import torch_version
 
     if "+cpu" in torch_version():
         return "cpu"

@@ -1,4 +1,4 @@
-"""The RQ job the site enqueues, by the name `profiler_agent.jobs.judge_run`.
+"""The RQ job the site enqueues, by the name `profiler_agent.service.jobs.judge_run`.
 
 Protocol: POST start_url (409: the run is already finished; 403: this job belongs to an earlier
 attempt of the run, whose secret is no longer valid; either way do nothing), GET bundle_url (a zip),
@@ -16,9 +16,9 @@ import traceback
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from profiler_agent import config as agent_config
-from profiler_agent.bundle import BundleError, open_bundle
-from profiler_agent.judge import JudgeOptions, judge_bundle, unjudged_result
+from profiler_agent.service import config as agent_config
+from profiler_agent.bundles.bundle import BundleError, open_bundle
+from profiler_agent.harness.judge import JudgeOptions, judge_bundle, unjudged_result
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def judge_run(
     job_secret: str,
     options: dict | None = None,
 ) -> dict:
-    from profiler_agent.site_client import SiteClient
+    from profiler_agent.service.site_client import SiteClient
 
     config = agent_config.current()
     client = SiteClient(config.token, job_secret)

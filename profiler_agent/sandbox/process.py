@@ -1,7 +1,7 @@
 """Running one untrusted command: its own session, rlimits, a cgroup where one can be made
-(profiler_agent.cgroup), an allowlisted environment, wall-clock limits (one, or a compile limit
+(profiler_agent.sandbox.cgroup), an allowlisted environment, wall-clock limits (one, or a compile limit
 then a run limit), output to capped log files, an optional pipe that carries its report back, and a
-sweep that leaves no descendant behind (profiler_agent.reaper)."""
+sweep that leaves no descendant behind (profiler_agent.sandbox.reaper)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import cgroup, privileges, reaper
-from profiler_agent.logcap import read_capped
-from profiler_agent.wire import PHASE_COMPILED
+from profiler_agent.sandbox import cgroup, privileges, reaper
+from profiler_agent.sandbox.logcap import read_capped
+from profiler_agent.harness.wire import PHASE_COMPILED
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
@@ -28,7 +28,7 @@ class Limits:
     exempt, so extra_processes is added on top of what the uid already runs; in a cgroup with the pids
     controller it is also pids.max, which counts the run's own tasks and binds root too. The memory
     limits need a cgroup (RLIMIT_AS, which breaks CUDA, is the child's own business:
-    profiler_agent.child)."""
+    profiler_agent.harness.child)."""
 
     extra_processes: int = 4096
     file_size_bytes: int = 16 * 1024**3

@@ -3,7 +3,7 @@ achieved bandwidth of the candidate's own kernels.
 
 After a passed judgement on CUDA, with `ncu` on PATH, the candidate runs once more under
 `ncu --clock-control none --csv` in the same sandbox as the judged process (allowlisted environment,
-uid drop, rlimits, its build folder: no recompile). The profiled process (profiler_agent.ncu_target)
+uid drop, rlimits, its build folder: no recompile). The profiled process (profiler_agent.measure.ncu_target)
 calls the candidate once outside any NVTX range (warm-up: lazy initialization is left out), then
 PROFILED_CALLS times, each call inside a range `profiler_agent call <i>` holding a range `candidate`;
 `--nvtx-include candidate/` profiles only kernels launched inside the latter, so the reference's and
@@ -29,9 +29,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import build_cache, privileges
-from profiler_agent.child_env import child_env
-from profiler_agent.sandbox import run_sandboxed
+from profiler_agent.bundles import build_cache
+from profiler_agent.sandbox import privileges
+from profiler_agent.sandbox.child_env import child_env
+from profiler_agent.sandbox.process import run_sandboxed
 
 DEFAULT_TIMEOUT_S = 120.0
 PROFILED_CALLS = 5
@@ -285,7 +286,7 @@ def profile_candidate(
     extensions = build_cache.extensions_dir(build_cache.reachable_cache_dir(cache_dir, user), candidate, device)
     log_file = scratch / "ncu-output.csv"
     target = [
-        sys.executable, "-m", "profiler_agent.ncu_target",
+        sys.executable, "-m", "profiler_agent.measure.ncu_target",
         "--bundle", str(workdir),
         "--reference", bundle.reference.name,
         "--candidate", candidate.name,

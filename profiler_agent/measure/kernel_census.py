@@ -141,8 +141,8 @@ def profile_call(model, inputs: list, device) -> list:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from profiler_agent import tensors
-    from profiler_agent.guard import submission_code
+    from profiler_agent.harness import tensors
+    from profiler_agent.harness.guard import submission_code
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     copies = tensors.fresh_copies(inputs)  # copied outside the window: the copy kernels are ours

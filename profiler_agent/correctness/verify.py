@@ -7,7 +7,7 @@ candidate outputs the judged process left in the exchange folder. Nothing the ju
 printed or reported can change this verdict.
 """
 
-from profiler_agent import timing  # noqa: F401  (binds the clock first, like the judged process)
+from profiler_agent.measure import timing  # noqa: F401  (binds the clock first, like the judged process)
 
 import argparse
 import os
@@ -15,12 +15,12 @@ import sys
 import traceback
 from pathlib import Path
 
-from profiler_agent.guard import SubmissionFailure, describe_error, submission_code
-from profiler_agent.wire import read_settings, send_report
+from profiler_agent.harness.guard import SubmissionFailure, describe_error, submission_code
+from profiler_agent.harness.wire import read_settings, send_report
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.verify")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.correctness.verify")
     parser.add_argument("--reference", required=True, help="the reference file (pristine copy)")
     parser.add_argument("--outputs", required=True, help="the exchange folder with the candidate's outputs")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
@@ -40,8 +40,9 @@ def new_verdict() -> dict:
 def verify(args, settings: dict, verdict: dict) -> None:
     import torch
 
-    from profiler_agent import correctness, exchange, ground_truth, loading, tensors
-    from profiler_agent.trials import make_inputs, record_comparison
+    from profiler_agent.correctness import compare, exchange, ground_truth
+    from profiler_agent.harness import loading, tensors
+    from profiler_agent.correctness.trials import make_inputs, record_comparison
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -66,7 +67,7 @@ def verify(args, settings: dict, verdict: dict) -> None:
         except exchange.MissingOutput as missing:
             result.update(passed=False, trials=trial + 1, reason=str(missing))
             return
-        outcome = correctness.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
+        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
         if not record_comparison(result, trial, outcome):
             return
         if trial == 0:
@@ -74,7 +75,7 @@ def verify(args, settings: dict, verdict: dict) -> None:
                 again = exchange.load_output(outputs, 0, again=True)
             except exchange.MissingOutput:
                 again = None
-            if again is not None and not correctness.bitwise_equal(actual, again):
+            if again is not None and not compare.bitwise_equal(actual, again):
                 verdict["flags"].append("nondeterministic_output")
     result["passed"] = True
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from profiler_agent import inventory
-from profiler_agent.config import AgentConfig
+from profiler_agent.service import inventory
+from profiler_agent.service.config import AgentConfig
 
 log = logging.getLogger(__name__)
 

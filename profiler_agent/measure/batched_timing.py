@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable
 
-from profiler_agent.timing import _both_clocks_s, _monotonic_ns, _perf_counter_ns, relative_standard_error
+from profiler_agent.measure.timing import _both_clocks_s, _monotonic_ns, _perf_counter_ns, relative_standard_error
 
 MAX_ROTATION_COPIES = 64
 MAX_ROTATION_BYTES = 1 << 30  # per model: what the copies of its inputs may take in all

@@ -1,13 +1,13 @@
 """The judged process: loads a bundle, runs the correctness trials (the candidate's outputs go to the
-exchange folder, where profiler_agent.verify decides the verdict), times both models.
+exchange folder, where profiler_agent.correctness.verify decides the verdict), times both models.
 
-The parent (profiler_agent.sandbox) starts it as `python -m profiler_agent.child` in a fresh session.
+The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.harness.child` in a fresh session.
 Settings that submission code must not see (the seed) arrive on stdin and are read before any
 submission code loads; the report leaves over the pipe named by --result-fd, never over stdout,
 which belongs to the submission's own prints.
 """
 
-from profiler_agent import timing  # first: binds the clock before submission code can patch it
+from profiler_agent.measure import timing  # first: binds the clock before submission code can patch it
 
 import argparse
 import contextlib
@@ -17,9 +17,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from profiler_agent.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
-from profiler_agent.sizes import format_size
-from profiler_agent.wire import read_settings, send_phase_compiled, send_report
+from profiler_agent.harness.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
+from profiler_agent.service.sizes import format_size
+from profiler_agent.harness.wire import read_settings, send_phase_compiled, send_report
 
 
 @contextlib.contextmanager
@@ -92,7 +92,7 @@ def new_report(kind: str) -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.child")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.harness.child")
     parser.add_argument("--bundle", required=True, help="the bundle copy to judge (also the cwd)")
     parser.add_argument("--reference", required=True, help="file name of the reference in the bundle")
     parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
@@ -106,9 +106,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
-    from profiler_agent import device_info, kernel_census, loading
-    from profiler_agent.measure import measure
-    from profiler_agent.trials import check_correctness, make_inputs
+    from profiler_agent.devices import device_info
+    from profiler_agent.measure import kernel_census
+    from profiler_agent.harness import loading
+    from profiler_agent.measure.models import measure
+    from profiler_agent.correctness.trials import check_correctness, make_inputs
 
     kind = args.device
     if kind == "cuda":

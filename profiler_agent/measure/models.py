@@ -7,10 +7,12 @@ import sys
 
 import torch
 
-from profiler_agent import batched_timing, device_info, metrics, tensors, telemetry, timing
-from profiler_agent.guard import SubmissionFailure, guarded, is_device_fault, submission_code
-from profiler_agent.tensors import synchronize
-from profiler_agent.trials import make_inputs
+from profiler_agent.measure import batched_timing, metrics, telemetry, timing
+from profiler_agent.devices import device_info
+from profiler_agent.harness import tensors
+from profiler_agent.harness.guard import SubmissionFailure, guarded, is_device_fault, submission_code
+from profiler_agent.harness.tensors import synchronize
+from profiler_agent.correctness.trials import make_inputs
 
 
 def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:

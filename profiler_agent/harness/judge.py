@@ -12,13 +12,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent import build_cache, device_info, kernel_census, metrics, ncu, privileges, schema
-from profiler_agent.bundle import Bundle, LLM_VARIANT_NAME
-from profiler_agent.child_env import child_env
-from profiler_agent.logcap import read_capped
-from profiler_agent.sandbox import Limits, SandboxRun, run_sandboxed
-from profiler_agent.sizes import format_size
-from profiler_agent.verdicts import classify
+from profiler_agent.bundles import build_cache
+from profiler_agent.devices import device_info
+from profiler_agent.measure import kernel_census, metrics, ncu
+from profiler_agent.sandbox import privileges
+from profiler_agent import schema
+from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
+from profiler_agent.sandbox.child_env import child_env
+from profiler_agent.sandbox.logcap import read_capped
+from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
+from profiler_agent.service.sizes import format_size
+from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
 DEFAULT_COMPILE_TIMEOUT_S = 600.0  # importing the candidate, where load_inline builds
@@ -46,7 +50,7 @@ class JudgeOptions:
     suspicious_speedup: float = SUSPICIOUS_SPEEDUP
     # read before the field below shadows the module's name in this class body
     ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
-    ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.ncu)
+    ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.measure.ncu)
 
     def compile_memory_limit(self) -> int | None:
         """The build's memory limit: the one given, else max(memory limit, 4 GiB) when there is one."""
@@ -134,7 +138,7 @@ def judge_candidate(
     extensions = build_cache.extensions_dir(builds, candidate, options.device)
     compile_log = scratch / "compile.log"
     command = [
-        sys.executable, "-m", "profiler_agent.child",
+        sys.executable, "-m", "profiler_agent.harness.child",
         "--bundle", str(workdir),
         "--reference", bundle.reference.name,
         "--candidate", candidate.name,
@@ -199,7 +203,7 @@ def verify_outputs(
     user = privileges.sandbox_user()
     privileges.hand_over(scratch, user)
     run = run_sandboxed(
-        [sys.executable, "-m", "profiler_agent.verify",
+        [sys.executable, "-m", "profiler_agent.correctness.verify",
          "--reference", str(pristine / bundle.reference.name),
          "--outputs", str(outputs),
          "--device", options.device],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import platform
 
 import profiler_agent
-from profiler_agent import build_cache, devices
+from profiler_agent.bundles import build_cache
+from profiler_agent import devices
 
 
 def devices_of(kind: str) -> list[dict]:

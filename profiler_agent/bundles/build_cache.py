@@ -92,7 +92,7 @@ def _nvcc() -> str:
 
 def gpu_compute_capability() -> str:
     """The first visible GPU's compute capability from NVML (no CUDA context), or "unknown"."""
-    from profiler_agent import nvml
+    from profiler_agent.devices import nvml
 
     handles = nvml.visible_handles()
     capability = nvml.call("nvmlDeviceGetCudaComputeCapability", handles[0]) if handles else None

@@ -1,7 +1,7 @@
 """`python -m profiler_agent work`: an RQ worker on the agent's queues, plus heartbeats.
 
 The worker never initializes CUDA (it asks NVML about devices), so RQ may fork a work-horse per
-job; judging itself happens in a spawned child (profiler_agent.child).
+job; judging itself happens in a spawned child (profiler_agent.harness.child).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import ctypes
 import logging
 import sys
 
-from profiler_agent import config as agent_config
-from profiler_agent.heartbeat import HeartbeatThread, send_heartbeat
+from profiler_agent.service import config as agent_config
+from profiler_agent.service.heartbeat import HeartbeatThread, send_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def run_worker(
     from redis import Redis
     from rq import Worker
 
-    from profiler_agent.site_client import SiteClient
+    from profiler_agent.service.site_client import SiteClient
 
     hide_from_same_user()
     agent_config.install(config)  # the forked work-horses inherit it

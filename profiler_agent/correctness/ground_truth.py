@@ -11,8 +11,8 @@ import signal
 
 import torch
 
-from profiler_agent import correctness
-from profiler_agent.tensors import flatten
+from profiler_agent.correctness import compare
+from profiler_agent.harness.tensors import flatten
 
 TIME_LIMIT_S = 60.0  # a ground truth that hangs must not hold the verdict back
 MAX_DETAIL_CHARS = 500
@@ -83,7 +83,7 @@ def check(reference_numpy, inputs: list, expected, atol: float | None, rtol: flo
             raise
         detail = f"{type(exc).__name__}: {exc}"[:MAX_DETAIL_CHARS]
         return {"outcome": "error", "max_abs_err": None, "detail": detail}
-    outcome = correctness.compare_outputs(flatten(expected), actual, atol, rtol)
+    outcome = compare.compare_outputs(flatten(expected), actual, atol, rtol)
     return {
         "outcome": "agrees" if outcome.passed else "disagrees",
         "max_abs_err": outcome.max_abs_err,

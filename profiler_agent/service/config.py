@@ -76,7 +76,7 @@ def _seconds_from_env(name: str) -> float | None:
 
 
 def _size_from_env(name: str) -> int | None:
-    from profiler_agent.sizes import parse_size
+    from profiler_agent.service.sizes import parse_size
 
     text = os.environ.get(name, "").strip()
     try:
@@ -92,8 +92,8 @@ def from_env() -> AgentConfig:
             f"the profiler agent is not configured: set {SITE_ENV} and {TOKEN_ENV}, "
             "or start it with `python -m profiler_agent work --site URL --token TOKEN ...`"
         )
-    from profiler_agent.build_cache import default_cache_dir
-    from profiler_agent.device_info import default_device_kind
+    from profiler_agent.bundles.build_cache import default_cache_dir
+    from profiler_agent.devices.device_info import default_device_kind
 
     return AgentConfig(
         site=site,
