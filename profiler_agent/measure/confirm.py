@@ -240,6 +240,11 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
         outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources)
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
         outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported))
+    apply_outcome(result, outcome)
+
+
+def apply_outcome(result: dict, outcome: Outcome) -> None:
+    """Record the confirmation; flag what is not confirmed; fail wrong profiled outputs."""
     confirmation = outcome.confirmation
     result["timing"]["confirmation"] = confirmation
     if confirmation["confirmed"] is not True:
