@@ -193,7 +193,8 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     outputs = profile_scratch / "exchange"
     profiled = ncu.run_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
                                 profile_scratch, PROFILE, seed, outputs=outputs,
-                                limits=Limits(memory_bytes=options.memory_limit_bytes))
+                                # ncu itself shares the cgroup: the looser (build) limit
+                                limits=Limits(memory_bytes=options.compile_memory_limit()))
     record, record_why = None, profiled.why.removeprefix(ncu.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
