@@ -116,7 +116,7 @@ def test_agent_b_cannot_find_steal_or_forge_what_agent_a_was_given(live_server, 
 def test_agent_b_cannot_leave_its_database_nor_reach_the_site_queue(contest, tmp_path, settings,
                                                                     django_capture_on_commit_callbacks):
     b = contest["b_redis"]
-    settings.SITE_QUEUE_NAME = f"{contest['prefix']}site"  # this test's own site queue (on SITE_REDIS_URL)
+    settings.SITE_QUEUE_NAME = f"site-{uuid.uuid4().hex[:8]}"  # this test's own site queue (on SITE_REDIS_URL)
     with pytest.raises(redis.exceptions.NoPermissionError):
         b.execute_command("SELECT", "1")
     url = b.connection_pool.connection_kwargs
@@ -148,3 +148,5 @@ def test_agent_b_cannot_leave_its_database_nor_reach_the_site_queue(contest, tmp
     queueing.enqueue_site_job("tests.e2e.site_jobs.touch", kwargs={"path": str(legit_marker)}, description="legit")
     assert run_site_worker(django_capture_on_commit_callbacks) == 1
     assert legit_marker.exists() and not b_marker.exists()
+    for key in queueing.site_connection().scan_iter(f"rq:*{settings.SITE_QUEUE_NAME}*"):
+        queueing.site_connection().delete(key)
