@@ -10,6 +10,7 @@ import redis
 from django.conf import settings
 from rq import Queue
 from rq.job import Job
+from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
@@ -52,11 +53,18 @@ def enqueue_judging(queue_name, job_id, kwargs):
     )
 
 
-def job_is_alive(job_id) -> bool:
-    """Whether the job still sits in Redis waiting or being worked on. Reads its status field alone:
-    any agent host can write that hash, and a malformed one must not stop the sweeper."""
-    status = connection().hget(Job.key_for(job_id), "status")
-    return status is not None and status.decode(errors="replace") in {"queued", "started", "deferred", "scheduled"}
+def job_is_alive(queue_name, job_id) -> bool:
+    """Whether the job is still waiting in its queue or being worked on there. Any agent host can
+    write a job's hash and the queue list, so the status field alone proves nothing: a "queued" job
+    must be in the queue's list, a "started" one in its started registry. Malformed data counts as
+    lost (the sweeper hands the run to the queue again), never as an error."""
+    redis_connection = connection()
+    status = (redis_connection.hget(Job.key_for(job_id), "status") or b"").decode(errors="replace")
+    if status == "queued":
+        return redis_connection.lpos(judging_queue(queue_name).key, job_id) is not None
+    if status == "started":
+        return job_id in StartedJobRegistry(queue_name, connection=redis_connection, serializer=SERIALIZER)
+    return False
 
 
 def queue_position(queue_name, job_id):

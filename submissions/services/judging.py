@@ -174,7 +174,7 @@ def sweep_runs(now=None):
             if run.status == RunStatus.DONE:
                 continue
             overdue = run.status == RunStatus.RUNNING and run.started_at and run.started_at < deadline
-            lost = not overdue and not queueing.job_is_alive(run.rq_job_id)
+            lost = not overdue and not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
             if not (overdue or lost):
                 continue
             reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"
