@@ -109,13 +109,14 @@ class CudaTimer:
         # does) leaves dirty ones, whose write-back then lands inside the next timed call (+16% on
         # a 45 us ReLU on an H100 against Nsight Compute).
         if flush_buffer is None:
-            words = (flush_bytes or L2_FLUSH_BYTES) // 4
+            words = (L2_FLUSH_BYTES if flush_bytes is None else flush_bytes) // 4
             flush_buffer = torch.zeros(words, dtype=torch.int32, device=device)
         self.flush_buffer = flush_buffer
         self.wall_slack_ms = self._flush_ms()
 
     def _flush(self) -> None:
-        self.flush_buffer.max()  # reads every line; the one-element result is all it writes
+        if self.flush_buffer.numel():  # none when the memory budget left no room for one
+            self.flush_buffer.max()  # reads every line; the one-element result is all it writes
 
     def _flush_ms(self) -> float:
         """How long one flush runs: the most of it the wall clock may see after the start event."""
