@@ -1,11 +1,12 @@
-"""Per-call timing of launch-bound models on a busy or throttled host: the plain event timer
-against one that holds the GPU (a sleep kernel after the L2 flush) while the host launches the
-call, so the call's kernels run back to back whatever the CPU's speed.
+"""Per-call timing of launch-bound models on a busy or throttled host: the event timer with one
+L2-flush read before each call (as before) against the harness's timer, whose flush reads adapt to
+hold the GPU while the host launches the call, so the call's kernels run back to back whatever the
+CPU's speed.
 
     python bench/launch_hold.py [--burn N] [--seconds S]
 
 `--burn N` keeps N processes busy on the CPU while timing (a host that is slow to launch).
-Prints per bundle and model: plain median, held median (ms), and the hold used.
+Prints per bundle and model: the one-read median and the held median (ms).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ def main() -> None:
     from profiler_agent.measure import timing
 
     device = torch.device("cuda")
-    held_class = getattr(timing, "HeldCudaTimer", None)
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burn)]
     try:
         print(f"{'bundle':18} {'model':10} {'plain ms':>9} {'held ms':>9}", flush=True)
@@ -53,10 +53,10 @@ def main() -> None:
             calls = {n: (lambda m=m: m(*inputs)) for n, m in models.items()}
             plan = timing.TimingPlan(budget_s=args.seconds)
             with torch.no_grad():
-                plain = timing.time_interleaved(calls, timing.CudaTimer(device), plan)
-                held = timing.time_interleaved(calls, held_class(device), plan) if held_class else None
+                plain = timing.time_interleaved(calls, timing.CudaTimer(device, max_flush_reads=1), plan)
+                held = timing.time_interleaved(calls, timing.CudaTimer(device), plan)
             for n in calls:
-                held_ms = statistics.median(held.times_ms[n]) if held else float("nan")
+                held_ms = statistics.median(held.times_ms[n])
                 print(f"{name:18} {n:10} {statistics.median(plain.times_ms[n]):9.4f} {held_ms:9.4f}", flush=True)
             sys.path.remove(str(bundle))
     finally:

@@ -93,11 +93,22 @@ class CudaTimer:
     launch latency (a synchronize there added ~30 us to every call of a small kernel on an H100).
     Work the call puts on another stream could run during that flush, before the start event, or
     after the end event; each call therefore also reports what would show it (`Reading.flush_ms`,
-    `Reading.tail_ms`, compared with an empty call's by `work_outside_ms`), and where either shows
-    work, SynchronizedCudaTimer times both models instead (docs/measurement.md).
+    per read of the flush buffer, and `Reading.tail_ms`, compared with an empty call's by
+    `work_outside_ms`), and where either shows work, SynchronizedCudaTimer times both models instead.
+
+    The flush is also what holds the device while the host launches the call: it reads the buffer
+    as many times as twice the longest recent launch needs (within MAX_FLUSH_READS), so the call's
+    kernels run back to back even on a host slow to launch them. Measured on an H100 host: for tens
+    of seconds after a compile, or beside busy processes, launch-bound calls timed 1.5-3x longer with
+    one read, and within a few percent of the calm figure with the adaptive reads
+    (bench/launch_hold.py, docs/measurement.md). A hold made of flush reads, not of a sleep kernel,
+    keeps work overlapping it visible: it slows the reads.
     """
 
-    def __init__(self, device, flush_bytes: int = None, flush_buffer=None):
+    MAX_FLUSH_READS = 16
+    RECENT_LAUNCHES = 16
+
+    def __init__(self, device, flush_bytes: int = None, flush_buffer=None, max_flush_reads: int = None):
         import torch
 
         self._torch = torch
@@ -113,6 +124,9 @@ class CudaTimer:
             flush_buffer = torch.zeros(words, dtype=torch.int32, device=device)
         self.flush_buffer = flush_buffer
         self.wall_slack_ms = self._flush_ms()
+        self.max_flush_reads = self.MAX_FLUSH_READS if max_flush_reads is None else max_flush_reads
+        self.flush_reads = 1
+        self._recent_launch_ms: list[float] = []
 
     def _flush(self) -> None:
         if self.flush_buffer.numel():  # none when the memory budget left no room for one
@@ -129,21 +143,32 @@ class CudaTimer:
             times.append(self._start.elapsed_time(self._end))
         return statistics.median(times)
 
+    def _hold_for(self, launched_ms: float) -> None:
+        """Enough flush reads to cover twice the longest of the recent launches."""
+        self._recent_launch_ms = (self._recent_launch_ms + [launched_ms])[-self.RECENT_LAUNCHES:]
+        wanted = math.ceil(2 * max(self._recent_launch_ms) / self.wall_slack_ms) if self.wall_slack_ms > 0 else 1
+        self.flush_reads = min(max(wanted, 1), self.max_flush_reads)
+
     def __call__(self, call: Callable[[], object]) -> Reading:
         self._torch.cuda.synchronize()  # nothing of the previous call is left running
+        reads = self.flush_reads if self.flush_buffer.numel() else 1
         self._flushing.record()
-        self._flush()
+        for _ in range(reads):
+            self._flush()
         wall_start = _monotonic_ns()
         self._start.record()
         call()
         self._end.record()
+        launched_ms = (_monotonic_ns() - wall_start) / 1e6
         self._end.synchronize()
         pair_done = _perf_counter_ns()
         self._torch.cuda.synchronize()
         device_idle = _perf_counter_ns()
-        wall_ms = (_monotonic_ns() - wall_start) / 1e6
-        return Reading(self._start.elapsed_time(self._end), wall_ms,
-                       self._flushing.elapsed_time(self._start), (device_idle - pair_done) / 1e6)
+        # the reads beyond the first are the hold: left out of the wall time the tamper check sees
+        wall_ms = (_monotonic_ns() - wall_start) / 1e6 - (reads - 1) * self.wall_slack_ms
+        self._hold_for(launched_ms)
+        return Reading(self._start.elapsed_time(self._end), max(wall_ms, 0.0),
+                       self._flushing.elapsed_time(self._start) / reads, (device_idle - pair_done) / 1e6)
 
 
 class SynchronizedCudaTimer(CudaTimer):
@@ -297,51 +322,3 @@ class Stages:
         parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in self._seconds)
         print(f"[profiler_agent] timing phase (s): {parts}", file=sys.stderr, flush=True)
 
-
-class HeldCudaTimer(CudaTimer):
-    """The plain timer, with the GPU held after the flush (a sleep kernel) while the host launches
-    the call: the call's kernels then run back to back, so a host slow to launch them (busy, or
-    throttled after a compile: measured on an H100 host, 2-3x longer launch-bound calls for tens of
-    seconds after a compile) does not stretch the figure. The hold adapts to the host: twice the
-    longest launch of the last calls, within [MIN_HOLD_MS, MAX_HOLD_MS]; it is left out of the wall
-    time given back, so the tamper check still compares like with like."""
-
-    MIN_HOLD_MS = 0.02
-    MAX_HOLD_MS = 2.0
-    RECENT = 16
-
-    def __init__(self, device):
-        super().__init__(device)
-        self._sleep = self._torch.cuda._sleep
-        self._cycles_per_ms = self._calibrate_sleep()
-        self._recent_launch_ms: list[float] = []
-        self.hold_ms = self.MIN_HOLD_MS
-
-    def _calibrate_sleep(self, cycles: int = 1_000_000) -> float:
-        times = []
-        for _ in range(3):
-            self._start.record()
-            self._sleep(cycles)
-            self._end.record()
-            self._torch.cuda.synchronize()
-            times.append(self._start.elapsed_time(self._end))
-        return cycles / max(statistics.median(times), 1e-6)
-
-    def _adapt(self, launched_ms: float) -> None:
-        self._recent_launch_ms = (self._recent_launch_ms + [launched_ms])[-self.RECENT:]
-        self.hold_ms = min(self.MAX_HOLD_MS, max(self.MIN_HOLD_MS, 2 * max(self._recent_launch_ms)))
-
-    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
-        self._torch.cuda.synchronize()
-        self._flush()
-        hold_ms = self.hold_ms
-        self._sleep(int(hold_ms * self._cycles_per_ms))
-        wall_start = _monotonic_ns()
-        self._start.record()
-        call()
-        self._end.record()
-        launched_ms = (_monotonic_ns() - wall_start) / 1e6
-        self._torch.cuda.synchronize()
-        wall_ms = (_monotonic_ns() - wall_start) / 1e6
-        self._adapt(launched_ms)
-        return self._start.elapsed_time(self._end), max(wall_ms - hold_ms, 0.0)
