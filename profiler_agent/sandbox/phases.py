@@ -22,10 +22,10 @@ from profiler_agent.harness.wire import MESSAGE_END, MESSAGE_START, MAX_MESSAGE_
 STAGE_WORDS = {
     "load_reference": "importing the reference",
     "load_candidate": "importing the candidate",
-    "build_models": "constructing the models (__init__)",
-    "correctness": "running the correctness trials (forward)",
-    "timing": "timing the models (forward)",
-    "kernel_census": "profiling one call of each model (forward)",
+    "build_models": "constructing the models, in __init__",
+    "correctness": "running the correctness trials, in forward",
+    "timing": "timing the models, in forward",
+    "kernel_census": "profiling one call of each model, in forward",
 }
 
 
