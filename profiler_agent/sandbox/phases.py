@@ -46,13 +46,14 @@ class MessageSplitter:
                 buffer = b""
                 break
             data.append(buffer[:start])
-            end = buffer.find(MESSAGE_END, start)
+            buffer = buffer[start:]
+            end = buffer.find(MESSAGE_END)
             if end < 0:
-                if len(buffer) - start > MAX_MESSAGE_BYTES:  # not a message: drop the marker
-                    buffer = buffer[start + 1:]
+                if len(buffer) > MAX_MESSAGE_BYTES:  # not a message: drop the marker
+                    buffer = buffer[1:]
                     continue
                 break
-            messages.append(buffer[start + 1:end].decode("ascii", "replace"))
+            messages.append(buffer[1:end].decode("ascii", "replace"))
             buffer = buffer[end + 1:]
         self.pending = buffer
         return b"".join(data), messages
