@@ -140,13 +140,17 @@ def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
     sources: dict[str, bytes],
 ) -> CandidateJudgement:
+    key = build_cache.build_key(candidate, options.device)
+    failed_before = build_cache.cached_failure(cache_dir, key)
+    if failed_before is not None:
+        return failure_from_cache(failed_before)
     scratch.mkdir(parents=True)
     workdir, home, tmp = _fresh_dirs(scratch, bundle)
     outputs = scratch / "exchange"
     outputs.mkdir()
     user = privileges.sandbox_user()
     builds = build_cache.reachable_cache_dir(cache_dir, user)
-    extensions = build_cache.extensions_dir(builds, candidate, options.device)
+    extensions = builds / key[:16]  # build_cache.extensions_dir
     compile_log = scratch / "compile.log"
     command = [
         sys.executable, "-m", "profiler_agent.harness.child",
@@ -190,6 +194,13 @@ def judge_candidate(
     if run.timed_out and run.phase == "compile":
         compile_text += (f"\n[profiler_agent] compile timed out after {options.compile_timeout_s:g} s; "
                          "the process and its children were killed\n")
+    if status == "compile_error":
+        ended_normally = not run.timed_out and run.exit_code == 0 and not run.oom_kills and run.memory_exceeded is None
+        codes_fault, why = build_cache.build_failed_by_the_code((report or {}).get("error"), compile_text, ended_normally)
+        if codes_fault:
+            build_cache.record_failure(cache_dir, key, compile_text, report["error"])
+        else:
+            compile_text += f"\n[profiler_agent] this failure is not kept in the build cache: {why}\n"
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
         # its folder is a sibling: the judged process owned everything under `scratch`
@@ -198,6 +209,18 @@ def judge_candidate(
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
     return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report))
+
+
+def failure_from_cache(record: dict) -> CandidateJudgement:
+    """The compile error a build of the same key ended with, reported again without compiling."""
+    note = (f"\n[profiler_agent] this compile error comes from the build cache: the same sources and "
+            f"toolchain (build key {record.get('key', '')[:16]}) failed to build at {record.get('failed_at')}; "
+            "not compiled again\n")
+    error = {**record["error"], "origin": "submission"}
+    report = {"error": error, "flags": [], "durations_s": {"compile": 0.0}}
+    run = SandboxRun(exit_code=None, timed_out=False, report=None, stdout="", stderr="", wall_s=0.0)
+    return CandidateJudgement("compile_error", report, run, record["compile_log"] + note,
+                              note.lstrip("\n"))
 
 
 def verify_outputs(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import signal
 
+from profiler_agent.bundles.build_cache import BUILD_FAILED
 from profiler_agent.sandbox.process import SandboxRun
 
-BUILD_FAILED = "Error building extension"  # torch.utils.cpp_extension's message when ninja fails
 MEMORY_MESSAGES = ("can't allocate memory", "out of memory", "std::bad_alloc", "cannot allocate memory")
 MEMORY_TYPES = ("MemoryError", "OutOfMemoryError")
 
