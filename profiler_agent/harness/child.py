@@ -86,7 +86,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
     from profiler_agent.devices import device_info
-    from profiler_agent.measure import kernel_census
+    from profiler_agent.measure import kernel_census, kernel_symbols
     from profiler_agent.harness import loading
     from profiler_agent.measure.models import measure
     from profiler_agent.correctness.trials import check_correctness, make_inputs
@@ -158,8 +158,14 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     phase("timing", lambda: measure(reference, candidate, api.get_inputs, device, settings, report))
     # after timing: a profiler session must not perturb the timed calls
     draw_inputs = lambda: make_inputs(api.get_inputs, seed + 1, device)  # noqa: E731  (trial 0's)
-    phase("kernel_census", lambda: kernel_census.record(
-        report, reference, candidate, draw_inputs, device, loaded_native))
+    def census():
+        own = None
+        if kind == "cuda":  # names from the run's own build: its folder, the bundle, JIT caches
+            build_dirs = native_dirs + [kernel_symbols.default_cupy_cache()]
+            own = kernel_symbols.own_kernel_names(build_dirs, kernel_symbols.default_triton_cache())
+        kernel_census.record(report, reference, candidate, draw_inputs, device, loaded_native, own)
+
+    phase("kernel_census", census)
 
 
 def main(argv=None) -> None:
