@@ -168,6 +168,12 @@ def reachable_cache_dir(cache_dir: Path, user) -> Path:
     return root / key
 
 
+def pch_root(cache_dir: Path) -> Path:
+    """The agent's precompiled headers (profiler_agent.bundles.pch): beside the builds, written by the
+    agent only, read by judged processes."""
+    return Path(cache_dir) / "pch"
+
+
 STALE_TORCH_LOCK = "lock"  # torch.utils.cpp_extension's FileBaton: waits forever while it exists
 
 

@@ -176,7 +176,7 @@ def judge_candidate(
         run = run_sandboxed(
             command,
             cwd=workdir,
-            env=child_env(home, tmp, extensions),
+            env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
             timeout_s=options.timeout_s,
             logs_dir=scratch / "logs",
             stdin_data=json.dumps(settings).encode(),
