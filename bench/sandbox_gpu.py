@@ -8,7 +8,7 @@
   get `no_custom_kernel`; examples/001-example (a load_inline kernel) must not.
 - lazy-build: examples/001-example's load_inline moved into the first forward: compile time, not run
   time (durations_s.compile holds the build; the compile log has ninja's output).
-- memory: a candidate that holds 2 GiB of host memory in forward under a 1 GiB limit: memory_limit
+- memory: a candidate that holds 4 GiB of host memory in forward under a 2 GiB limit: memory_limit
   naming the phase, through the cgroup where one can be made, else the agent's watchdog. GPU memory
   is not resident memory: a candidate that allocates GPU memory is left to the device's own limits.
 """
@@ -66,7 +66,7 @@ import torch, torch.nn as nn
 class ModelNew(nn.Module):
     def forward(self, x):
         if not hasattr(self, "hoard"):
-            self.hoard = torch.ones(2 * 1024**3 // 4)  # 2 GiB of host memory, every page written
+            self.hoard = torch.ones(4 * 1024**3 // 4)  # 4 GiB of host memory, every page written
         return torch.relu(x)
 '''
 
@@ -108,8 +108,8 @@ def lazy_build(root: Path) -> None:
 
 
 def memory(root: Path) -> None:
-    print("\n== memory: 2 GiB of host memory in forward under --memory-limit 1G")
-    result = judge(bundle(root, "hoard", HOARD_IN_FORWARD), "--memory-limit", "1G")
+    print("\n== memory: 4 GiB of host memory in forward under --memory-limit 2G")
+    result = judge(bundle(root, "hoard", HOARD_IN_FORWARD), "--memory-limit", "2G")
     lines = [line for line in result["logs"]["stderr"].splitlines() if "memory" in line][-3:]
     print(f"status {result['status']} (expected memory_limit)")
     for line in lines:

@@ -68,7 +68,7 @@ def memory_limit_message(run: SandboxRun, report: dict | None, limit_of_phase) -
     limit = limit_of_phase(compile_phase)
     limit_text = f"memory limit {format_size(limit)}" if limit else "memory"
     if run.oom_kills:
-        where = "in the build phase" if compile_phase else "in the run phase"
+        where = run.ended_in or ("in the build phase" if compile_phase else "in the run phase")
         return f"{limit_text} exceeded {where}: the OOM killer ended {run.oom_kills} process(es) of the run"
     error = (report or {}).get("error") or {}
     if error:

@@ -88,6 +88,7 @@ class SandboxRun:
     oom_kills: int = 0  # processes of the run the OOM killer ended (cgroup only)
     memory_peak_bytes: int | None = None  # the cgroup's memory.peak, or the watchdog's highest sample
     memory_exceeded: MemoryExceeded | None = None  # the watchdog killed it (no cgroup)
+    ended_in: str | None = None  # where it was when it ended, in words ("while ... (run phase)")
 
 
 def kill_session(pid: int) -> None:
@@ -259,4 +260,5 @@ def run_sandboxed(
         oom_kills=oom_kills,
         memory_peak_bytes=peak if watchdog is None else watchdog.peak_bytes,
         memory_exceeded=exceeded,
+        ended_in=clock.phase_words(),
     )
