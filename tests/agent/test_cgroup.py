@@ -375,6 +375,8 @@ def test_a_candidate_past_the_compile_memory_limit_is_a_memory_limit(tmp_path):
                    "--memory-limit", "1G", "--compile-memory-limit", "1G")
     assert result["status"] == "memory_limit", _explained(result)
     assert "the OOM killer ended" in result["logs"]["stderr"]
+    assert "memory limit 1 GiB exceeded while importing the candidate (build phase)" in result["logs"]["stderr"], \
+        _explained(result)
 
 
 def test_a_candidate_past_the_run_memory_limit_is_a_memory_limit(tmp_path):
@@ -383,6 +385,8 @@ def test_a_candidate_past_the_run_memory_limit_is_a_memory_limit(tmp_path):
     assert result["status"] == "memory_limit", _explained(result)
     if DEVICE == "cuda":  # on CPU RLIMIT_AS may refuse the allocation first: memory_limit all the same
         assert "the OOM killer ended" in result["logs"]["stderr"]
+    assert "memory limit 2 GiB exceeded while" in result["logs"]["stderr"], _explained(result)
+    assert "(run phase)" in result["logs"]["stderr"], _explained(result)
 
 
 def _main(argv: list[str]) -> int:
