@@ -71,7 +71,7 @@ class Clock:
         self.compiled_at: float | None = None
         self.build_started: float | None = None  # a build after "compiled", while it runs
         self.later_builds_s = 0.0  # finished builds after "compiled"
-        self.stage = "load_candidate"
+        self.stage = "load_candidate" if compile_s is not None else ""  # unphased: the self-test, the verifier
         self.build_stage: str | None = None  # the stage a later build started in
 
     @property

@@ -112,6 +112,7 @@ def test_an_unphased_run_is_watched_under_its_one_limit(tmp_path):
     finally:
         del os.environ["PROFILER_AGENT_CGROUP"]
     assert run.memory_exceeded is not None and run.wall_s < 20
+    assert run.memory_exceeded.phase == "while running" and run.phase is None
 
 
 def test_phase_messages_split_across_reads_are_cut_from_the_report():
