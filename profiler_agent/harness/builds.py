@@ -11,6 +11,7 @@ compiles at a first call; those stay in the phase they happen in.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -19,30 +20,25 @@ import time
 from profiler_agent.harness import wire
 
 
+@contextlib.contextmanager
 def fd_output_to(path: str):
     """Send fds 1 and 2 to `path`: build tools (ninja, nvcc) write there directly, not via sys.stdout."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def redirected():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(target, 1)
+    os.dup2(target, 2)
+    os.close(target)
+    try:
+        yield
+    finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(target, 1)
-        os.dup2(target, 2)
-        os.close(target)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-    return redirected()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 class BuildWatch:
