@@ -72,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
                        help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
 
+    pch = commands.add_parser("prepare-pch", help="precompile torch/extension.h for the builds of judged bundles")
+    pch.add_argument("--cache-dir", type=Path, metavar="DIR", help="the build cache the judge uses")
+    pch.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                     help="the flags of a CUDA build (its main.cpp gets CUDA's include folder) or a CPU one")
+    pch.add_argument("--cflags", action="append", metavar="FLAGS",
+                     help='extra_cflags of the builds to serve, e.g. "-O3" (repeatable; default: none, -O3, -O2)')
+
     work = commands.add_parser("work", help="serve judge jobs from RQ queues")
     work.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
     work.add_argument("--token", default=os.environ.get("PROFILER_AGENT_TOKEN"), help="this agent's token")
@@ -171,7 +178,24 @@ def main(argv: list[str] | None = None) -> int:
     scrub_own_secrets()  # nor can root ones, or any where the line above does not hold
     if args.command == "judge":
         return run_judge(args)
+    if args.command == "prepare-pch":
+        return run_prepare_pch(args)
     return run_work(args, parser)
+
+
+def run_prepare_pch(args) -> int:
+    import shlex
+    import time
+
+    from profiler_agent.bundles import build_cache, pch
+
+    root = build_cache.pch_root(args.cache_dir or build_cache.default_cache_dir())
+    flag_sets = [shlex.split(f) for f in args.cflags] if args.cflags else pch.COMMON_FLAG_SETS
+    for flags in flag_sets:
+        started = time.monotonic()
+        folder = pch.prepare(root, flags, with_cuda=args.device == "cuda")
+        print(f"{' '.join(flags) or '(no extra flags)'}: {folder} ({time.monotonic() - started:.1f} s)")
+    return 0
 
 
 if __name__ == "__main__":

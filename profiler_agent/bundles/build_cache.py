@@ -168,6 +168,12 @@ def reachable_cache_dir(cache_dir: Path, user) -> Path:
     return root / key
 
 
+def pch_root(cache_dir: Path) -> Path:
+    """The agent's precompiled headers (profiler_agent.bundles.pch): beside the builds, written by the
+    agent only, read by judged processes."""
+    return Path(cache_dir) / "pch"
+
+
 STALE_TORCH_LOCK = "lock"  # torch.utils.cpp_extension's FileBaton: waits forever while it exists
 
 
@@ -181,3 +187,69 @@ def exclusive(build_dir: Path):
         fcntl.flock(handle, fcntl.LOCK_EX)
         (build_dir / STALE_TORCH_LOCK).unlink(missing_ok=True)
         yield
+
+
+# Failed builds are kept too, under the same key: the same sources and toolchain fail the same way,
+# so a later judging reports the stored compile error at once instead of compiling for seconds again.
+FAILURES_DIR = "failed-builds"
+BUILD_FAILED = "Error building extension"  # torch.utils.cpp_extension's message when ninja fails
+# A build that failed for these reasons may pass next time: the host's fault, not the code's.
+NOT_THE_CODES_FAULT = (
+    "signal terminated program",  # gcc/nvcc: a compiler process was killed (the OOM killer, a limit)
+    "internal compiler error: Killed",
+    "Killed",  # the shell's word for a SIGKILLed command
+    "virtual memory exhausted", "out of memory", "Cannot allocate memory", "std::bad_alloc",
+    "No space left on device", "Disk quota exceeded",
+    "Resource temporarily unavailable",  # fork refused (the process limit)
+    "Segmentation fault", "internal compiler error",  # a compiler crash: not the code's to answer for
+    "Too many open files", "Read-only file system", "Permission denied",
+)
+
+
+def build_failed_by_the_code(error: dict | None, compile_log: str, ended_normally: bool) -> tuple[bool, str]:
+    """Whether a failed build is the code's fault, and why (or why not). Only a build that the
+    compiler itself refused counts: the judged process ended by itself (no timeout, no kill, no
+    memory limit) and reported torch's "Error building extension", and neither its message nor the
+    compile log tells of a killed or starved compiler."""
+    if not ended_normally:
+        return False, "the build was killed or timed out"
+    message = (error or {}).get("message", "")
+    if (error or {}).get("origin") != "submission" or BUILD_FAILED not in message:
+        return False, "not a compiler's refusal"
+    for sign in NOT_THE_CODES_FAULT:
+        if sign in message or sign in compile_log:
+            return False, f"the build log says {sign!r}"
+    return True, "the compiler refused the code"
+
+
+def _failure_path(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / FAILURES_DIR / f"{key}.json"
+
+
+def record_failure(cache_dir: Path, key: str, compile_log: str, error: dict) -> None:
+    """Keep a failed build's log and error under its key (written whole, then renamed into place)."""
+    import json
+    import time
+
+    path = _failure_path(cache_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"key": key, "failed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "compile_log": compile_log,
+              "error": {k: error.get(k) for k in ("origin", "stage", "type", "message")}}
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(record, handle)
+    os.replace(handle.name, path)
+
+
+def cached_failure(cache_dir: Path, key: str) -> dict | None:
+    """The stored failure of this build key, or None (a record that cannot be read counts as none)."""
+    import json
+
+    try:
+        record = json.loads(_failure_path(cache_dir, key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(record, dict) and isinstance(record.get("compile_log"), str)
+            and isinstance(record.get("error"), dict)):
+        return None
+    return record

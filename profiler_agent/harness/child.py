@@ -10,7 +10,6 @@ which belongs to the submission's own prints.
 from profiler_agent.measure import timing  # first: binds the clock before submission code can patch it
 
 import argparse
-import contextlib
 import os
 import resource
 import sys
@@ -19,28 +18,8 @@ from pathlib import Path
 
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
 from profiler_agent.service.sizes import format_size
-from profiler_agent.harness.wire import read_settings, send_phase_compiled, send_report
-
-
-@contextlib.contextmanager
-def fd_output_to(path: str):
-    """Send fds 1 and 2 to `path`: build tools (ninja, nvcc) write there directly, not via sys.stdout."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(target, 1)
-    os.dup2(target, 2)
-    os.close(target)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
+from profiler_agent.harness.builds import BuildWatch, fd_output_to
+from profiler_agent.harness.wire import read_settings, send_phase_compiled, send_report, send_stage
 
 
 def mapped_bytes() -> int:
@@ -107,7 +86,8 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     import torch
 
     from profiler_agent.devices import device_info
-    from profiler_agent.measure import kernel_census
+    from profiler_agent.measure import kernel_census, kernel_symbols
+    from profiler_agent.bundles import pch
     from profiler_agent.harness import loading
     from profiler_agent.measure.models import measure
     from profiler_agent.correctness.trials import check_correctness, make_inputs
@@ -120,12 +100,17 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
+    send_stage(args.result_fd, "load_reference")
     with submission_code("load_reference"):
         api = loading.reference_api(bundle / args.reference)
     # which peak applies is the reference's choice: read before the candidate could change it
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
 
+    pch.install(os.environ.get(pch.PCH_DIR_ENV))  # the agent's precompiled torch/extension.h, where one fits
+    builds = BuildWatch(args.result_fd, args.compile_log)
+    builds.install()  # before the candidate runs: a build in __init__ or forward is compile time too
     modules_before = set(sys.modules)
+    send_stage(args.result_fd, "load_candidate")
     started = timing.now_s()
     try:
         # load_inline builds here, so the time to import the candidate is its compile time
@@ -133,35 +118,56 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
             cand_module = loading.import_file(bundle / args.candidate, "candidate")
     finally:
         report["durations_s"]["compile"] = timing.now_s() - started
+    builds.imported = True
     send_phase_compiled(args.result_fd)  # the parent switches to the run's time and memory limits
     with submission_code("load_candidate"):
         ModelNew = loading.attribute(cand_module, "ModelNew", args.candidate)
-    native_dirs = [bundle] + [Path(p) for p in [os.environ.get("TORCH_EXTENSIONS_DIR")] if p]
-    loaded_native = loading.uses_custom_kernel(cand_module, modules_before, native_dirs)
-    if not loaded_native:
-        report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
 
     limit = settings.get("memory_limit_bytes")
     if limit and kind == "cpu":
         # set after the build: a compile needs far more room than judging a small kernel
         limit_address_space(limit)
 
-    seed = settings["seed"]
-    with submission_code("build_models"):
-        reference = loading.build_model(api.Model, api.get_init_inputs, seed, device)
-        candidate = loading.build_model(ModelNew, api.get_init_inputs, seed, device)
+    def phase(stage: str, run):
+        """Run one phase; a build inside it is compile time, not the phase's."""
+        send_stage(args.result_fd, stage)
+        before, started = builds.later_builds_s, timing.now_s()
+        try:
+            return run()
+        finally:
+            built = builds.later_builds_s - before
+            report["durations_s"]["compile"] += built
+            if stage in report["durations_s"]:
+                report["durations_s"][stage] = timing.now_s() - started - built
 
-    started = timing.now_s()
-    passed = check_correctness(reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs))
-    report["durations_s"]["correctness"] = timing.now_s() - started
+    seed = settings["seed"]
+
+    def build_models():
+        with submission_code("build_models"):
+            return (loading.build_model(api.Model, api.get_init_inputs, seed, device),
+                    loading.build_model(ModelNew, api.get_init_inputs, seed, device))
+
+    reference, candidate = phase("build_models", build_models)
+    passed = phase("correctness", lambda: check_correctness(
+        reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs)))
+    # after the first calls: a constructor or a first forward may build and load the extension
+    native_dirs = [bundle] + [Path(p) for p in [os.environ.get("TORCH_EXTENSIONS_DIR")] if p]
+    loaded_native = builds.later_builds > 0 or loading.uses_custom_kernel(cand_module, modules_before, native_dirs)
+    if not loaded_native:
+        report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
     if not passed:
         return  # a wrong answer is not timed
-    started = timing.now_s()
-    measure(reference, candidate, api.get_inputs, device, settings, report)
-    report["durations_s"]["timing"] = timing.now_s() - started
+    phase("timing", lambda: measure(reference, candidate, api.get_inputs, device, settings, report))
     # after timing: a profiler session must not perturb the timed calls
     draw_inputs = lambda: make_inputs(api.get_inputs, seed + 1, device)  # noqa: E731  (trial 0's)
-    kernel_census.record(report, reference, candidate, draw_inputs, device, loaded_native)
+    def census():
+        own = None
+        if kind == "cuda":  # names from the run's own build: its folder, the bundle, JIT caches
+            build_dirs = native_dirs + [kernel_symbols.default_cupy_cache()]
+            own = kernel_symbols.own_kernel_names(build_dirs, kernel_symbols.default_triton_cache())
+        kernel_census.record(report, reference, candidate, draw_inputs, device, loaded_native, own)
+
+    phase("kernel_census", census)
 
 
 def main(argv=None) -> None:

@@ -21,7 +21,7 @@ from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
-from profiler_agent.service.sizes import format_size
+from profiler_agent.harness.memory_notes import memory_note
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -59,29 +59,6 @@ class JudgeOptions:
         if self.memory_limit_bytes:
             return max(self.memory_limit_bytes, COMPILE_MEMORY_FLOOR)
         return None
-
-
-def memory_note(run: SandboxRun, options: JudgeOptions, status: str) -> str:
-    """Which mechanism limited memory, when a limit was asked for or the run ran out of it."""
-    if not (options.memory_limit_bytes or options.compile_memory_limit_bytes or status == "memory_limit"):
-        return ""
-    if run.cgroup:
-        note = (f"cgroup v2 memory.max {format_size(options.compile_memory_limit())} while compiling, "
-                f"{format_size(options.memory_limit_bytes)} after, no swap; "
-                f"peak {format_size(run.memory_peak_bytes) if run.memory_peak_bytes else 'unknown'}")
-        if "pids" in run.cgroup_controllers:
-            note += "; cgroup controllers: memory, pids"
-        else:
-            note += "; cgroup controllers: memory (pids not available: RLIMIT_NPROC only)"
-        if run.oom_kills:
-            note += f"; the OOM killer ended {run.oom_kills} process(es)"
-    elif options.device == "cpu" and options.memory_limit_bytes:
-        note = (f"RLIMIT_AS {format_size(options.memory_limit_bytes)} beyond what the build left mapped "
-                f"(no cgroup: {run.no_cgroup})")
-    else:
-        reason = "; RLIMIT_AS would break CUDA" if options.device == "cuda" else ""
-        note = f"not limited (no cgroup: {run.no_cgroup}{reason})"
-    return f"[profiler_agent] memory: {note}\n"
 
 
 @dataclass
@@ -129,13 +106,17 @@ def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
     sources: dict[str, bytes],
 ) -> CandidateJudgement:
+    key = build_cache.build_key(candidate, options.device)
+    failed_before = build_cache.cached_failure(cache_dir, key)
+    if failed_before is not None:
+        return failure_from_cache(failed_before)
     scratch.mkdir(parents=True)
     workdir, home, tmp = _fresh_dirs(scratch, bundle)
     outputs = scratch / "exchange"
     outputs.mkdir()
     user = privileges.sandbox_user()
     builds = build_cache.reachable_cache_dir(cache_dir, user)
-    extensions = build_cache.extensions_dir(builds, candidate, options.device)
+    extensions = builds / key[:16]  # build_cache.extensions_dir
     compile_log = scratch / "compile.log"
     command = [
         sys.executable, "-m", "profiler_agent.harness.child",
@@ -161,7 +142,7 @@ def judge_candidate(
         run = run_sandboxed(
             command,
             cwd=workdir,
-            env=child_env(home, tmp, extensions),
+            env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
             timeout_s=options.timeout_s,
             logs_dir=scratch / "logs",
             stdin_data=json.dumps(settings).encode(),
@@ -179,6 +160,13 @@ def judge_candidate(
     if run.timed_out and run.phase == "compile":
         compile_text += (f"\n[profiler_agent] compile timed out after {options.compile_timeout_s:g} s; "
                          "the process and its children were killed\n")
+    if status == "compile_error":
+        ended_normally = not run.timed_out and run.exit_code == 0 and not run.oom_kills and run.memory_exceeded is None
+        codes_fault, why = build_cache.build_failed_by_the_code((report or {}).get("error"), compile_text, ended_normally)
+        if codes_fault:
+            build_cache.record_failure(cache_dir, key, compile_text, report["error"])
+        else:
+            compile_text += f"\n[profiler_agent] this failure is not kept in the build cache: {why}\n"
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
         # its folder is a sibling: the judged process owned everything under `scratch`
@@ -186,7 +174,19 @@ def judge_candidate(
         status = verify_outputs(bundle, options, seed, settings, verify_scratch, outputs, sources, report)
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
-    return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status))
+    return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report))
+
+
+def failure_from_cache(record: dict) -> CandidateJudgement:
+    """The compile error a build of the same key ended with, reported again without compiling."""
+    note = (f"\n[profiler_agent] this compile error comes from the build cache: the same sources and "
+            f"toolchain (build key {record.get('key', '')[:16]}) failed to build at {record.get('failed_at')}; "
+            "not compiled again\n")
+    error = {**record["error"], "origin": "submission"}
+    report = {"error": error, "flags": [], "durations_s": {"compile": 0.0}}
+    run = SandboxRun(exit_code=None, timed_out=False, report=None, stdout="", stderr="", wall_s=0.0)
+    return CandidateJudgement("compile_error", report, run, record["compile_log"] + note,
+                              note.lstrip("\n"))
 
 
 def verify_outputs(
@@ -242,6 +242,8 @@ def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
     if run.timed_out:
         limit_s = run.limit_s if run.limit_s is not None else timeout_s
         return f"[profiler_agent] timed out after {limit_s:g} s; the process and its children were killed\n"
+    if run.memory_exceeded is not None:
+        return "[profiler_agent] the agent's memory watchdog killed the process tree\n"
     if judgement.report is None:
         return f"[profiler_agent] the judged process ended (exit code {run.exit_code}) without a report\n"
     return ""

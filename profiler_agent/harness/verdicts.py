@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import signal
 
+from profiler_agent.bundles.build_cache import BUILD_FAILED
 from profiler_agent.sandbox.process import SandboxRun
 
-BUILD_FAILED = "Error building extension"  # torch.utils.cpp_extension's message when ninja fails
 MEMORY_MESSAGES = ("can't allocate memory", "out of memory", "std::bad_alloc", "cannot allocate memory")
 MEMORY_TYPES = ("MemoryError", "OutOfMemoryError")
 
@@ -19,11 +19,13 @@ def is_memory_error(error: dict) -> bool:
 
 
 def classify(run: SandboxRun, report: dict | None) -> str:
+    if run.memory_exceeded is not None:
+        return "memory_limit"  # the parent's watchdog killed the tree (no cgroup)
     if run.oom_kills and (report is None or report.get("error")):
         return "memory_limit"  # the cgroup's OOM killer ended it (memory.events)
     if report is None:
         if run.timed_out:
-            # past the compile limit while importing the candidate (where load_inline builds)
+            # past the compile limit while importing the candidate or in a later build
             return "compile_error" if run.phase == "compile" else "timeout"
         if run.exit_code == -signal.SIGKILL:
             return "memory_limit"  # we only SIGKILL on timeout; otherwise it was the OOM killer
@@ -34,7 +36,42 @@ def classify(run: SandboxRun, report: dict | None) -> str:
             return "memory_limit"
         if error.get("origin") != "submission":
             return "internal_error"
-        if error.get("stage") == "load_candidate" and BUILD_FAILED in error.get("message", ""):
-            return "compile_error"
+        if BUILD_FAILED in error.get("message", ""):
+            return "compile_error"  # at import, or a build started later from __init__ or forward
         return "runtime_error"
     return "passed" if report["correctness"].get("passed") else "wrong_answer"
+
+
+# What the child was doing when an error came, in words (a MemoryError's stage)
+_ERROR_STAGE_WORDS = {
+    "load_reference": "while importing the reference (build phase)",
+    "load_candidate": "while importing the candidate (build phase)",
+    "build_models": "while constructing the models, in __init__ (run phase)",
+    "candidate": "while calling the candidate, in forward (run phase)",
+    "reference": "while calling the reference, in forward (run phase)",
+    "get_inputs": "while drawing the inputs (run phase)",
+    "kernel_census": "while profiling one call of each model, in forward (run phase)",
+}
+
+
+def memory_limit_message(run: SandboxRun, report: dict | None, limit_of_phase) -> str:
+    """Why a run got memory_limit, naming the phase: "memory limit 4 GiB exceeded while importing the
+    candidate (build phase): 12.1 GiB resident". `limit_of_phase(compile: bool)` gives the limit in
+    force."""
+    from profiler_agent.service.sizes import format_size
+
+    exceeded = run.memory_exceeded
+    if exceeded is not None:
+        return (f"memory limit {format_size(exceeded.limit_bytes)} exceeded {exceeded.phase}: "
+                f"{format_size(exceeded.resident_bytes)} resident")
+    compile_phase = run.phase == "compile"
+    limit = limit_of_phase(compile_phase)
+    limit_text = f"memory limit {format_size(limit)}" if limit else "memory"
+    if run.oom_kills:
+        where = run.ended_in or ("in the build phase" if compile_phase else "in the run phase")
+        return f"{limit_text} exceeded {where}: the OOM killer ended {run.oom_kills} process(es) of the run"
+    error = (report or {}).get("error") or {}
+    if error:
+        where = _ERROR_STAGE_WORDS.get(error.get("stage"), f"in {error.get('stage')}")
+        return f"{limit_text} exceeded {where}: {error.get('type')}"
+    return f"{limit_text} exceeded: the process was killed (SIGKILL) without a report"

@@ -29,14 +29,27 @@ def finite(value):
     return value
 
 
-# Sent once, ahead of the report, when importing the candidate (its build) is done: the parent then
-# switches from the compile limits to the run limits. JSON escapes control characters, so the record
-# separator that starts it never occurs in a report.
-PHASE_COMPILED = b"\x1ecompiled\n"
+# Phase messages, sent ahead of the report: MESSAGE_START, a short ASCII text, MESSAGE_END. JSON
+# escapes control characters, so the record separator that starts one never occurs in a report.
+# "compiled": importing the candidate (its build) is done, the parent switches from the compile limits
+# to the run limits; "build" / "built": a later build (from __init__ or forward) starts / ends, and is
+# under the compile limits meanwhile; "stage NAME": what the child does now (memory-limit messages).
+MESSAGE_START = b"\x1e"
+MESSAGE_END = b"\n"
+MAX_MESSAGE_BYTES = 64
+PHASE_COMPILED = MESSAGE_START + b"compiled" + MESSAGE_END
+
+
+def send_phase(fd: int, message: str) -> None:
+    os.write(fd, MESSAGE_START + message.encode("ascii") + MESSAGE_END)
 
 
 def send_phase_compiled(fd: int) -> None:
-    os.write(fd, PHASE_COMPILED)
+    send_phase(fd, "compiled")
+
+
+def send_stage(fd: int, stage: str) -> None:
+    send_phase(fd, f"stage {stage}")
 
 
 def send_report(fd: int, report: dict) -> None:

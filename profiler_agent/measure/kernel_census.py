@@ -2,9 +2,14 @@
 torch.profiler sees one call of each.
 
 CUDA: the names of the GPU kernels each call launched. The candidate has a custom kernel when it
-launched at least one kernel that the reference did not launch and that is no ATen or vendor-library
-kernel (`is_library_kernel`). A reference that launched no kernel leaves it undecided: the profiler
-may not see the device at all.
+launched a kernel whose code came from the bundle's own build: a name defined by the shared objects
+and cubins in the run's build folder and the bundle, or by the run's Triton cache
+(profiler_agent.measure.kernel_symbols), and no ATen or vendor-library kernel (`is_library_kernel`).
+Everything else is not custom: torch's kernels, cuBLAS's and cuDNN's, the driver's copies and fills
+(`memcpy32_post`, `memcpy128` from copies captured in a CUDA graph). Only when the build defined no
+name but the candidate loaded a native module or a kernel toolkit (a JIT that keeps nothing on disk)
+does the older rule decide: a kernel the reference did not launch and no library owns; a reference
+that launched no kernel then leaves it undecided (the profiler may not see the device at all).
 
 CPU: the profiler sees aten ops, never the loops of a compiled extension. The candidate has a custom
 kernel when it loaded a native module (or a kernel toolkit; `loading.uses_custom_kernel`) and its
@@ -67,6 +72,7 @@ _LIBRARY_NAME_PATTERNS = re.compile(
       | (?:softmax_warp_forward|softmax_warp_backward)  # ATen's persistent softmax, in no namespace
       | triton_(?:poi|red|per|tem|for|mm)_\w+        # torch.compile (Inductor) generated kernels
       | nccl\w*
+      | (?:memcpy|memset)\w*                       # the driver's copy and fill kernels: memcpy32_post, memcpy128
     )$""",
     re.VERBOSE,
 )
@@ -99,6 +105,15 @@ def is_library_kernel(kernel: str) -> bool:
         return True
     name = qualified_name(kernel)
     return name.startswith(_LIBRARY_NAMESPACES) or bool(_LIBRARY_NAME_PATTERNS.match(name))
+
+
+def is_own_kernel(kernel: str, own: set[str]) -> bool:
+    """Whether the profiler's kernel name is one the bundle's build defined (mangled, demangled, or
+    the same qualified name)."""
+    if kernel in own:
+        return True
+    name = qualified_name(kernel)
+    return bool(name) and any(qualified_name(symbol) == name for symbol in own)
 
 
 def custom_kernels(candidate: list[str], reference: list[str]) -> list[str]:
@@ -180,17 +195,26 @@ class Census:
     seen: str  # "cuda_kernels" or "cpu_ops"
     candidate: list[str]
     reference: list[str]
+    own: set[str] | None = None  # names the bundle's build defined; None: unknown (the older rule)
 
     def custom(self) -> list[str] | None:
-        """CUDA: the candidate's kernels that only it launched and no library owns; CPU: None."""
-        return custom_kernels(self.candidate, self.reference) if self.seen == "cuda_kernels" else None
+        """CUDA: the candidate's kernels that came from the bundle's build and no library owns (or,
+        without names from the build, that only it launched and no library owns); CPU: None."""
+        if self.seen != "cuda_kernels":
+            return None
+        if self.own is None:
+            return custom_kernels(self.candidate, self.reference)
+        return [k for k in self.candidate if not is_library_kernel(k) and is_own_kernel(k, self.own)]
 
     def has_custom_kernel(self, loaded_native: bool) -> bool | None:
         """True/False, or None when the census cannot tell (a reference without kernels or compute ops).
         `loaded_native`: the candidate loaded a native module or a kernel toolkit."""
         if self.seen == "cuda_kernels":
-            # a reference that launched nothing: the profiler may not see the device (no CUPTI)
-            return bool(self.custom()) if self.reference else None
+            # nothing launched at all, or the older rule with a reference that launched nothing:
+            # the profiler may not see the device (no CUPTI)
+            if not (self.reference or (self.own is not None and self.candidate)):
+                return None
+            return bool(self.custom())
         if not loaded_native:
             return False
         if not self.reference:
@@ -207,7 +231,7 @@ class Census:
         }
 
 
-def take_census(reference, candidate, draw_inputs, device) -> Census | None:
+def take_census(reference, candidate, draw_inputs, device, own: set[str] | None = None) -> Census | None:
     """Profile one reference call and one candidate call on the inputs `draw_inputs()` gives; None
     when either cannot be profiled (the profiler, the inputs or the call raised)."""
     try:
@@ -217,7 +241,7 @@ def take_census(reference, candidate, draw_inputs, device) -> Census | None:
     except Exception:
         return None
     if device.type == "cuda":
-        return Census("cuda_kernels", gpu_kernels(candidate_events), gpu_kernels(reference_events))
+        return Census("cuda_kernels", gpu_kernels(candidate_events), gpu_kernels(reference_events), own)
     return Census("cpu_ops", cpu_compute_ops(candidate_events), cpu_compute_ops(reference_events))
 
 
@@ -240,10 +264,19 @@ def from_report(value) -> dict | None:
     return out
 
 
-def record(report: dict, reference, candidate, draw_inputs, device, loaded_native: bool) -> None:
+def own_names_or_none(own: set[str], loaded_native: bool) -> set[str] | None:
+    """The build's names for the census; None (the older rule) when the build defined none but the
+    candidate loaded native code anyway (a kernel toolkit whose JIT keeps nothing on disk)."""
+    return None if not own and loaded_native else own
+
+
+def record(report: dict, reference, candidate, draw_inputs, device, loaded_native: bool,
+           own: set[str] | None = None) -> None:
     """Take the census and let it decide `no_custom_kernel` in `report`; when it cannot, the flag
-    the loaded-modules check set stays as it was."""
-    census = take_census(reference, candidate, draw_inputs, device)
+    the loaded-modules check set stays as it was. `own`: the kernel names the bundle's build defined
+    (kernel_symbols.own_kernel_names)."""
+    own = own_names_or_none(own, loaded_native) if own is not None else None
+    census = take_census(reference, candidate, draw_inputs, device, own)
     report["kernels"] = census.as_report() if census else None
     custom = census.has_custom_kernel(loaded_native) if census else None
     if custom is None:

@@ -35,7 +35,7 @@ def package_root() -> str:
     return str(Path(profiler_agent.__file__).resolve().parent.parent)
 
 
-def child_env(home: Path, tmpdir: Path, extensions_dir: Path | None) -> dict[str, str]:
+def child_env(home: Path, tmpdir: Path, extensions_dir: Path | None, pch_dir: Path | None = None) -> dict[str, str]:
     env = {key: os.environ[key] for key in ALLOWED if key in os.environ}
     # the interpreter's own bin folder first: ninja (for load_inline) lives there in a venv
     path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -48,4 +48,6 @@ def child_env(home: Path, tmpdir: Path, extensions_dir: Path | None) -> dict[str
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if extensions_dir is not None:
         env["TORCH_EXTENSIONS_DIR"] = str(extensions_dir)
+    if pch_dir is not None and pch_dir.is_dir():
+        env["PROFILER_AGENT_PCH_DIR"] = str(pch_dir)  # read-only precompiled headers (bundles.pch)
     return env

@@ -1,6 +1,6 @@
 """Running one untrusted command: its own session, rlimits, a cgroup where one can be made
-(profiler_agent.sandbox.cgroup), an allowlisted environment, wall-clock limits (one, or a compile limit
-then a run limit), output to capped log files, an optional pipe that carries its report back, and a
+(profiler_agent.sandbox.cgroup) or else a watchdog over its memory (profiler_agent.sandbox.memwatch),
+an allowlisted environment, wall-clock limits (one, or a compile limit then a run limit), output to capped log files, an optional pipe that carries its report back, and a
 sweep that leaves no descendant behind (profiler_agent.sandbox.reaper)."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent.sandbox import cgroup, privileges, reaper
+from profiler_agent.sandbox.memwatch import MemoryExceeded, MemoryWatchdog
+from profiler_agent.sandbox.phases import Clock, MessageSplitter
 from profiler_agent.sandbox.logcap import read_capped
-from profiler_agent.harness.wire import PHASE_COMPILED
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
@@ -27,14 +28,15 @@ class Limits:
     """Limits of a judged process. RLIMIT_NPROC counts per uid (threads included) and root is
     exempt, so extra_processes is added on top of what the uid already runs; in a cgroup with the pids
     controller it is also pids.max, which counts the run's own tasks and binds root too. The memory
-    limits need a cgroup (RLIMIT_AS, which breaks CUDA, is the child's own business:
-    profiler_agent.harness.child)."""
+    limits are a cgroup's memory.max where one can be made, else the parent's watchdog over the tree's
+    resident memory (profiler_agent.sandbox.memwatch); either way the compile limit applies while
+    building and the run limit after."""
 
     extra_processes: int = 4096
     file_size_bytes: int = 16 * 1024**3
     cpu_s: int | None = None  # None: wall-clock limits x CPU count (a compile is parallel)
-    memory_bytes: int | None = None  # cgroup memory.max; with a compile limit, once it reports "compiled"
-    compile_memory_bytes: int | None = None  # cgroup memory.max until then (None: unlimited)
+    memory_bytes: int | None = None  # with a compile limit, once it reports "compiled" (None: unlimited)
+    compile_memory_bytes: int | None = None  # until then, and during later builds (None: unlimited)
 
 
 def _uid_tasks(uid: int) -> int:
@@ -77,13 +79,16 @@ class SandboxRun:
     wall_s: float
     swept: int = 0  # descendants still alive when the run ended, killed by the sweep
     phase: str | None = None  # with a compile limit: "compile" or "run", the phase it ended in
-    compile_s: float | None = None  # with a compile limit: until "compiled" came (or the end, if never)
+    compile_s: float | None = None  # with a compile limit: until "compiled" came (or the end, if never),
+    # plus the builds started later (from __init__ or forward)
     limit_s: float | None = None  # the wall-clock limit in force at the end (the one exceeded, if timed out)
     cgroup: str | None = None  # the cgroup it ran in
     cgroup_controllers: tuple[str, ...] = ()  # enabled for it: memory, and pids where available
     no_cgroup: str | None = None  # why it ran in none
     oom_kills: int = 0  # processes of the run the OOM killer ended (cgroup only)
-    memory_peak_bytes: int | None = None  # the cgroup's memory.peak
+    memory_peak_bytes: int | None = None  # the cgroup's memory.peak, or the watchdog's highest sample
+    memory_exceeded: MemoryExceeded | None = None  # the watchdog killed it (no cgroup)
+    ended_in: str | None = None  # where it was when it ended, in words ("while ... (run phase)")
 
 
 def kill_session(pid: int) -> None:
@@ -94,42 +99,17 @@ def kill_session(pid: int) -> None:
         pass
 
 
-class _Clock:
-    """The run's deadline. Without a compile limit: start + timeout. With one: start + compile limit
-    until the child sends PHASE_COMPILED, then the moment it came + run limit. It can only come
-    before the compile deadline, so a run lives at most compile + run limits, whoever sends it
-    (submission code can write to the result pipe too); only the first one counts."""
-
-    def __init__(self, started: float, run_s: float, compile_s: float | None):
-        self.started, self.run_s, self.compile_s = started, run_s, compile_s
-        self.compiled_at: float | None = None
-
-    @property
-    def phased(self) -> bool:
-        return self.compile_s is not None
-
-    def in_compile_phase(self) -> bool:
-        return self.phased and self.compiled_at is None
-
-    def deadline(self) -> float:
-        if self.in_compile_phase():
-            return self.started + self.compile_s
-        return (self.compiled_at or self.started) + self.run_s
-
-    def limit_s(self) -> float:
-        return self.compile_s if self.in_compile_phase() else self.run_s
-
-
-def _read_pipe(fd: int, clock: _Clock, proc: subprocess.Popen, on_compiled) -> tuple[bytes, bool]:
+def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed) -> tuple[bytes, bool]:
     """Read until EOF, the child's exit, or the deadline; True when it ended in time. The child's
-    exit counts as the end: a descendant that inherited the write end must not hold us open. The
-    first PHASE_COMPILED switches the clock (and calls on_compiled); every one is cut from the data."""
+    exit counts as the end: a descendant that inherited the write end must not hold us open. Phase
+    messages move the clock (and call on_limits_changed when the limits in force change); every one
+    is cut from the data."""
     chunks, size = [], 0
     exited = False
-    tail = b""  # the last bytes read, for a phase message split across two reads
+    splitter = MessageSplitter()
 
     def data() -> bytes:
-        return b"".join(chunks).replace(PHASE_COMPILED, b"")
+        return b"".join(chunks)
 
     while True:
         remaining = clock.deadline() - time.monotonic()
@@ -144,13 +124,12 @@ def _read_pipe(fd: int, clock: _Clock, proc: subprocess.Popen, on_compiled) -> t
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return data(), True
-        if clock.in_compile_phase() and PHASE_COMPILED in tail + chunk:
-            clock.compiled_at = time.monotonic()
-            on_compiled()
-        tail = (tail + chunk)[-(len(PHASE_COMPILED) - 1):]
-        size += len(chunk)
+        report_bytes, messages = splitter.feed(chunk)
+        if any([clock.on_message(message) for message in messages]):
+            on_limits_changed()
+        size += len(report_bytes)
         if size <= MAX_REPORT_BYTES:  # past the cap keep draining, so the child is never blocked
-            chunks.append(chunk)
+            chunks.append(report_bytes)
 
 
 def _make_cgroup(limits: Limits, phased: bool) -> tuple[cgroup.JudgedCgroup | None, str | None]:
@@ -180,9 +159,9 @@ def run_sandboxed(
     compile_timeout_s: float | None = None,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
-    to fd N. With compile_timeout_s the run has two phases (see _Clock): compile_timeout_s and
-    limits.compile_memory_bytes until the child sends wire.PHASE_COMPILED on that pipe, then
-    timeout_s and limits.memory_bytes. Everything the run started is killed when it ends, on
+    to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phases.Clock):
+    compile_timeout_s and limits.compile_memory_bytes until the child sends wire.PHASE_COMPILED on that
+    pipe (and during later builds it announces), timeout_s and limits.memory_bytes otherwise. Everything the run started is killed when it ends, on
     timeout or not."""
     if compile_timeout_s is not None and not result_pipe:
         raise ValueError("a compile limit needs the result pipe, which carries the phase message")
@@ -199,11 +178,13 @@ def run_sandboxed(
     judged_cgroup, no_cgroup = _make_cgroup(limits, compile_timeout_s is not None)
     wall_limit_s = timeout_s + (compile_timeout_s or 0.0)
     started = time.monotonic()
-    clock = _Clock(started, timeout_s, compile_timeout_s)
+    phased = compile_timeout_s is not None
+    clock = Clock(started, timeout_s, compile_timeout_s, limits.memory_bytes,
+                  limits.compile_memory_bytes if phased else limits.memory_bytes)
 
-    def on_compiled() -> None:
+    def on_limits_changed() -> None:
         if judged_cgroup is not None:
-            judged_cgroup.set_memory_max(limits.memory_bytes)
+            judged_cgroup.set_memory_max(clock.memory_limit())
 
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
@@ -228,6 +209,10 @@ def run_sandboxed(
                 os.close(write_fd)  # the child holds the only write end now, so EOF means it is done
     report = None
     timed_out = False
+    watchdog = None
+    if judged_cgroup is None and (limits.memory_bytes or limits.compile_memory_bytes):
+        # no memory controller: the parent watches the tree's resident memory itself
+        watchdog = MemoryWatchdog(proc.pid, spared, lambda: (clock.memory_limit(), clock.phase_words())).start()
     try:
         try:
             proc.stdin.write(stdin_data)
@@ -235,7 +220,7 @@ def run_sandboxed(
         except BrokenPipeError:
             pass  # the child exited without reading its settings; its exit code tells why
         if read_fd is not None:
-            data, complete = _read_pipe(read_fd, clock, proc, on_compiled)
+            data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed)
             report = data if complete and data else None
         try:
             proc.wait(timeout=max(0.0, clock.deadline() - time.monotonic()))
@@ -243,6 +228,8 @@ def run_sandboxed(
             timed_out = True
     finally:
         ended = time.monotonic()
+        if watchdog is not None:
+            watchdog.stop()
         kill_session(proc.pid)
         if judged_cgroup is not None:
             judged_cgroup.kill()  # everything in it, escaped sessions included
@@ -254,12 +241,11 @@ def run_sandboxed(
             judged_cgroup.remove()
         if read_fd is not None:
             os.close(read_fd)
-    compile_s = None
-    if clock.phased:
-        compile_s = (clock.compiled_at or ended) - started
+    compile_s = clock.compile_used_s(ended) if clock.phased else None
+    exceeded = watchdog.exceeded if watchdog is not None else None
     return SandboxRun(
         exit_code=None if timed_out else exit_code,
-        timed_out=timed_out,
+        timed_out=timed_out and exceeded is None,
         report=report,
         stdout=read_capped(stdout_path),
         stderr="" if merge_stderr else read_capped(stderr_path),
@@ -272,5 +258,7 @@ def run_sandboxed(
         cgroup_controllers=judged_cgroup.controllers if judged_cgroup is not None else (),
         no_cgroup=no_cgroup,
         oom_kills=oom_kills,
-        memory_peak_bytes=peak,
+        memory_peak_bytes=peak if watchdog is None else watchdog.peak_bytes,
+        memory_exceeded=exceeded,
+        ended_in=clock.phase_words(),
     )

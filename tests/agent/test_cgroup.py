@@ -93,7 +93,8 @@ def test_switched_off_the_run_stays_in_the_agents_cgroup_and_says_why(tmp_path):
     assert run.exit_code == 0 and run.cgroup is None
     assert run.no_cgroup == f"turned off by {cgroup.SWITCH_ENV}"
     assert run.stdout == open("/proc/self/cgroup").read() + "\n"  # not moved anywhere
-    assert run.oom_kills == 0 and run.memory_peak_bytes is None
+    # no OOM killer; the peak is the parent's watchdog's, which held the limit instead
+    assert run.oom_kills == 0 and run.memory_exceeded is None and 0 < run.memory_peak_bytes < 1 << 30
 
 
 def _explained(result: dict) -> str:
@@ -101,13 +102,16 @@ def _explained(result: dict) -> str:
     return f"status {result['status']!r}; logs.stderr ends:\n{result['logs']['stderr'][-3000:]}"
 
 
-def test_without_a_cgroup_the_result_names_rlimit_as_on_cpu(tmp_path):
+def test_without_a_cgroup_the_result_names_the_watchdog_and_rlimit_as_on_cpu(tmp_path):
     bundle = make_bundle(tmp_path, HONEST)
     result = judge(tmp_path, bundle, "--device", "cpu", "--memory-limit", "3G",
                    env={cgroup.SWITCH_ENV: "off"})
     assert result["status"] == "passed", _explained(result)
-    assert (f"[profiler_agent] memory: RLIMIT_AS 3 GiB beyond what the build left mapped (no cgroup: turned off "
-            f"by {cgroup.SWITCH_ENV})") in result["logs"]["stderr"], _explained(result)
+    stderr = result["logs"]["stderr"]
+    assert ("[profiler_agent] memory: the agent watched the resident memory of the process tree every 50 ms: "
+            "4 GiB while compiling, 3 GiB after; peak ") in stderr, _explained(result)
+    assert f"(no cgroup: turned off by {cgroup.SWITCH_ENV}); and RLIMIT_AS 3 GiB beyond what the build left mapped" \
+        in stderr, _explained(result)
     assert "[profiler_agent] address space: RLIMIT_AS " in result["logs"]["stderr"], _explained(result)
 
 
@@ -371,6 +375,8 @@ def test_a_candidate_past_the_compile_memory_limit_is_a_memory_limit(tmp_path):
                    "--memory-limit", "1G", "--compile-memory-limit", "1G")
     assert result["status"] == "memory_limit", _explained(result)
     assert "the OOM killer ended" in result["logs"]["stderr"]
+    assert "memory limit 1 GiB exceeded while importing the candidate (build phase)" in result["logs"]["stderr"], \
+        _explained(result)
 
 
 def test_a_candidate_past_the_run_memory_limit_is_a_memory_limit(tmp_path):
@@ -379,6 +385,8 @@ def test_a_candidate_past_the_run_memory_limit_is_a_memory_limit(tmp_path):
     assert result["status"] == "memory_limit", _explained(result)
     if DEVICE == "cuda":  # on CPU RLIMIT_AS may refuse the allocation first: memory_limit all the same
         assert "the OOM killer ended" in result["logs"]["stderr"]
+    assert "memory limit 2 GiB exceeded while" in result["logs"]["stderr"], _explained(result)
+    assert "(run phase)" in result["logs"]["stderr"], _explained(result)
 
 
 def _main(argv: list[str]) -> int:

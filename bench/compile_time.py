@@ -1,0 +1,143 @@
+"""Cold compile of a load_inline bundle, with and without each option that may cut it, and where the
+time goes (ninja's own log: main.cpp's g++, the .cu's nvcc, the link).
+
+    python bench/compile_time.py                      # examples/001-example on the GPU
+    python bench/compile_time.py --device cpu         # examples/relu-cpu (the C++ half only)
+    python bench/compile_time.py --only default,pch   # some variants
+
+Each variant imports the candidate in a fresh process with an empty TORCH_EXTENSIONS_DIR (a cold
+build). Variants:
+- default: as a judged process builds today (torch's own arch choice: the visible GPU's).
+- pch: with the agent's precompiled torch/extension.h (profiler_agent.bundles.pch) for main.cpp;
+  preparing it is a one-off per host and set of flags, shown on its own line.
+- arch-own: TORCH_CUDA_ARCH_LIST set to the GPU's compute capability alone (CUDA).
+- arch-many: TORCH_CUDA_ARCH_LIST="8.0;8.6;8.9;9.0+PTX", what building for several GPUs costs (CUDA).
+- max-jobs-1: MAX_JOBS=1 (ninja builds main.cpp and the .cu one after the other).
+- no-ccache: TORCH_NO_COMPILER_WRAPPER=1 (torch puts ccache in front of the compilers where installed).
+- ccache-warm: where ccache is installed, the same build again into a fresh folder: what a rejudge
+  on a host that lost its build cache costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CANDIDATES = {"cuda": REPO / "examples" / "001-example" / "example_cudacode.py",
+              "cpu": REPO / "examples" / "relu-cpu" / "cudacode.py"}
+EXTRA_CFLAGS = {"cuda": [], "cpu": ["-O3"]}  # what each example passes to load_inline
+
+IMPORT_CANDIDATE = r"""
+import os, runpy, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from profiler_agent.bundles import pch
+pch.install(sys.argv[2] or None)
+runpy.run_path(sys.argv[1])
+"""
+
+
+def ninja_steps(build_root: Path) -> dict[str, float]:
+    """Seconds per ninja target of the build(s) under `build_root` (.ninja_log: start, end ms)."""
+    steps: dict[str, float] = {}
+    for log in build_root.rglob(".ninja_log"):
+        for line in log.read_text().splitlines()[1:]:
+            fields = line.split("\t")
+            if len(fields) >= 4:
+                target = Path(fields[3]).name
+                steps[target] = steps.get(target, 0.0) + (int(fields[1]) - int(fields[0])) / 1000
+    return steps
+
+
+def cold_build(candidate: Path, env_changes: dict[str, str], pch_root: Path | None,
+               extensions: Path | None = None) -> tuple[float, dict[str, float], str]:
+    extensions = extensions or Path(tempfile.mkdtemp(prefix="compile-bench-"))
+    env = {**os.environ, **env_changes, "TORCH_EXTENSIONS_DIR": str(extensions),
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {k: v for k, v in env.items() if v is not None}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", IMPORT_CANDIDATE, str(candidate), str(pch_root or "")],
+                          env=env, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - started
+    error = "" if done.returncode == 0 else (done.stderr or done.stdout)[-300:].replace("\n", " ")
+    return wall, ninja_steps(extensions), error
+
+
+def gpu_arch() -> str | None:
+    from profiler_agent.bundles.build_cache import gpu_compute_capability
+
+    capability = gpu_compute_capability()
+    return None if capability == "unknown" else capability
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--only", help="comma-separated variants")
+    args = parser.parse_args()
+    candidate = CANDIDATES[args.device]
+    with_cuda = args.device == "cuda"
+    ccache = shutil.which("ccache")
+    arch = gpu_arch() if with_cuda else None
+    variants = ["default", "pch", "max-jobs-1", "no-ccache"]
+    if with_cuda:
+        variants += ["arch-own", "arch-many"]
+    if ccache:
+        variants.append("ccache-warm")
+    if args.only:
+        variants = [v for v in variants if v in args.only.split(",")]
+
+    from profiler_agent.bundles import pch
+
+    pch_root = Path(tempfile.mkdtemp(prefix="compile-bench-pch-"))
+    rows = []
+    print(f"candidate {candidate.relative_to(REPO)}; cpus {os.cpu_count()}; ccache {ccache or 'not installed'}; "
+          f"GPU arch {arch or 'n/a'}; compiler {pch.torch_cflags([], with_cuda)[0]}", flush=True)
+    if "pch" in variants:
+        started = time.monotonic()
+        pch.prepare(pch_root, EXTRA_CFLAGS[args.device], with_cuda)
+        print(f"preparing the precompiled header (one-off per host and flags): {time.monotonic() - started:.1f} s",
+              flush=True)
+    for variant in variants:
+        env: dict[str, str] = {}
+        root = None
+        if variant == "pch":
+            root = pch_root
+        elif variant == "max-jobs-1":
+            env["MAX_JOBS"] = "1"
+        elif variant == "no-ccache":
+            env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+        elif variant == "arch-own":
+            if arch is None:
+                print("arch-own: no GPU compute capability from NVML; skipped")
+                continue
+            env["TORCH_CUDA_ARCH_LIST"] = arch
+        elif variant == "arch-many":
+            env["TORCH_CUDA_ARCH_LIST"] = "8.0;8.6;8.9;9.0+PTX"
+        elif variant == "ccache-warm":
+            env["CCACHE_DIR"] = tempfile.mkdtemp(prefix="compile-bench-ccache-")
+            cold_build(candidate, env, None)  # fills the ccache
+        wall, steps, error = cold_build(candidate, env, root)
+        rows.append((variant, wall, steps, error))
+        print(f"  {variant}: {wall:.1f} s", flush=True)
+
+    print(f"\n{'variant':<13} {'wall s':>7}  {'main.o s':>8} {'cuda.o s':>8} {'link s':>7}  note")
+    for variant, wall, steps, error in rows:
+        main_o = next((v for k, v in steps.items() if k == "main.o"), None)
+        cuda_o = sum(v for k, v in steps.items() if k.endswith(".cuda.o")) or None
+        link = next((v for k, v in steps.items() if k.endswith(".so")), None)
+        cell = lambda x: f"{x:8.1f}" if x is not None else f"{'-':>8}"  # noqa: E731
+        print(f"{variant:<13} {wall:7.1f}  {cell(main_o)} {cell(cuda_o)} {cell(link)[1:]}  {error or ''}")
+    shutil.rmtree(pch_root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

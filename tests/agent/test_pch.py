@@ -1,0 +1,32 @@
+"""The agent's precompiled torch/extension.h (profiler_agent.bundles.pch), with real g++ builds: prepared
+once for a set of flags, then used by a judged build with exactly those flags, and by no other."""
+
+import shutil
+
+from profiler_agent.bundles import build_cache, pch
+from tests.agent.conftest import EXAMPLES
+
+FAST = ("--timing-budget", "0.2")
+
+
+def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judge, request):
+    root = build_cache.pch_root(request.getfixturevalue("build_cache"))  # the judge's --cache-dir
+    folder = pch.prepare(root, ["-O3"], with_cuda=False)  # relu-cpu passes extra_cflags=["-O3"]
+    assert (folder / "torch" / "extension.h.gch").stat().st_size > 1 << 20
+    assert (folder / "torch" / "extension.h").resolve() == pch._header().resolve()
+    assert pch.prepare(root, ["-O3"], with_cuda=False) == folder  # prepared once
+    assert pch.include_flags(root, ["-O3"], False) == [f"-I{folder}", "-Winvalid-pch"]
+    assert pch.include_flags(root, ["-O1"], False) == []  # none for other flags
+    assert pch.include_flags(None, ["-O3"], False) == []
+
+    source = (EXAMPLES / "relu-cpu" / "cudacode.py").read_text().replace('name="relu"', 'name="relu_pch"')
+    result = judge(make_bundle(source), *FAST).result
+    assert result["status"] == "passed", result["logs"]["stderr"][-2000:]
+    log = result["logs"]["compile"]
+    assert f"-I{folder}" in log  # ninja's command line (verbose=True)
+    assert "not used because" not in log and "-Winvalid-pch" in log  # GCC took it
+
+
+def test_the_pch_folder_is_the_build_caches(tmp_path):
+    assert build_cache.pch_root(tmp_path) == tmp_path / "pch"
+    assert shutil.which("c++")
