@@ -1,0 +1,28 @@
+"""Class 10: a build that fails (a CUDA syntax error: a missing semicolon). The same sources and
+toolchain fail the same way, so a second judging should report it from the build cache at once."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CUDA_SOURCE = r"""
+#include <torch/extension.h>
+
+__global__ void adv_broken_kernel(const float* x, float* y, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f   // <- no semicolon
+}
+
+torch::Tensor adv_broken_relu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    adv_broken_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+
+ext = load_inline(name="adv_compile_error", cpp_sources="torch::Tensor adv_broken_relu(torch::Tensor x);",
+                  cuda_sources=CUDA_SOURCE, functions=["adv_broken_relu"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.adv_broken_relu(x)
