@@ -1,6 +1,8 @@
-"""Class 10: a build that fails (a CUDA syntax error: a missing semicolon). The same sources and
-toolchain fail the same way, so a second judging should report it from the build cache at once."""
+"""Class 10: a build that fails (a syntax error: a missing semicolon). The same sources and toolchain
+fail the same way, so a second judging should report it from the build cache at once. On a host
+without CUDA the same error is built as C++ (torch's CPU build cannot build .cu sources at all)."""
 
+import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -19,8 +21,18 @@ torch::Tensor adv_broken_relu(torch::Tensor x) {
 }
 """
 
-ext = load_inline(name="adv_compile_error", cpp_sources="torch::Tensor adv_broken_relu(torch::Tensor x);",
-                  cuda_sources=CUDA_SOURCE, functions=["adv_broken_relu"], verbose=False)
+CPU_SOURCE = r"""
+torch::Tensor adv_broken_relu(torch::Tensor x) {
+    return torch::relu(x)   // <- no semicolon
+}
+"""
+
+DECLARATION = "torch::Tensor adv_broken_relu(torch::Tensor x);"
+if torch.cuda.is_available():
+    ext = load_inline(name="adv_compile_error", cpp_sources=DECLARATION, cuda_sources=CUDA_SOURCE,
+                      functions=["adv_broken_relu"], verbose=False)
+else:
+    ext = load_inline(name="adv_compile_error", cpp_sources=CPU_SOURCE, functions=["adv_broken_relu"], verbose=False)
 
 
 class ModelNew(nn.Module):
