@@ -21,10 +21,10 @@ FALSE_ALARMS = ("input_memoized", "timing_unconfirmed", "unsynchronized_work", "
 class Outcome:
     words: str  # the expected outcome, as the table prints it
     statuses: tuple[str, ...]
-    flags: tuple[str, ...] = ()  # all of them
-    any_flag: tuple[str, ...] = ()  # one of them, when given
+    flags: tuple[str, ...] = ()  # all of them, on a passed result (a failed one is not ranked)
+    any_flag: tuple[str, ...] = ()  # one of them, on a passed result, when given
     forbidden: tuple[str, ...] = ()
-    reason: bool = False  # a non-empty `reason` in the result
+    reason: bool = False  # a non-empty `reason`, on a result that did not pass
     # a relation over the case's judgings: (holds, what was compared); a flag in `or_flags` stands in for it
     check: Callable[[list[dict]], tuple[bool, str]] | None = None
     or_flags: tuple[str, ...] = ()
@@ -49,7 +49,10 @@ def _confirmation(result: dict) -> dict:
 
 
 def _reported_at_least_record(judgings: list[dict]) -> tuple[bool, str]:
-    """The reported candidate median is not below the GPU's own record of its kernels."""
+    """The reported candidate median is not below the GPU's own record of its kernels (a failed run
+    is not ranked: nothing to compare)."""
+    if judgings[-1].get("status") != "passed":
+        return True, f"not ranked: {judgings[-1].get('status')}"
     c = _confirmation(judgings[-1])
     ratio = c.get("ratio")
     return (ratio is not None and ratio >= 1.0), f"reported/ncu record = {ratio}"
@@ -106,12 +109,13 @@ CASES = [
     Case("adv-timer-wrap", "4: timing function wrapped",
          Outcome("passed + timing_unconfirmed", ("passed",), flags=("timing_unconfirmed",)),
          cpu=Outcome("passed (no profiler on CPU: no bound)", ("passed",))),
+    # a wrong answer ends these too: the side stream's reads and the caller's race
     Case("adv-side-stream", "5: side stream never joins",
-         Outcome("unsynchronized_work or timing_unconfirmed", ("passed",),
+         Outcome("unsynchronized_work or timing_unconfirmed (or failed)", ("passed", "wrong_answer"),
                  any_flag=("unsynchronized_work", "timing_unconfirmed"))),
     Case("adv-side-stream-nowait", "5: side stream starts early, joins",
-         Outcome("flagged, or reported >= ncu record", ("passed",), check=_reported_at_least_record,
-                 or_flags=("unsynchronized_work", "timing_unconfirmed"))),
+         Outcome("flagged, or reported >= ncu record (or failed)", ("passed", "wrong_answer"),
+                 check=_reported_at_least_record, or_flags=("unsynchronized_work", "timing_unconfirmed"))),
     Case("adv-graph-copies", "7: torch work in its own CUDA graph",
          Outcome("passed + no_custom_kernel", ("passed",), flags=("no_custom_kernel",))),
     Case("adv-legacy-stream", "8: kernel on the legacy stream",
@@ -136,15 +140,16 @@ def judge_outcome(outcome: Outcome, judgings: list[dict]) -> tuple[bool, list[st
     for index, result in enumerate(judgings):
         flags = set(result.get("flags") or [])
         tag = f"#{index + 1} " if len(judgings) > 1 else ""
+        passed = result.get("status") == "passed"
         if result.get("status") not in outcome.statuses:
             misses.append(f"{tag}status {result.get('status')}")
-        if missing := [f for f in outcome.flags if f not in flags]:
+        if passed and (missing := [f for f in outcome.flags if f not in flags]):
             misses.append(f"{tag}missing {','.join(missing)}")
-        if outcome.any_flag and not flags & set(outcome.any_flag):
+        if passed and outcome.any_flag and not flags & set(outcome.any_flag):
             misses.append(f"{tag}none of {','.join(outcome.any_flag)}")
         if unwanted := sorted(flags & set(outcome.forbidden)):
             misses.append(f"{tag}false alarm {','.join(unwanted)}")
-        if outcome.reason and not str(result.get("reason") or "").strip():
+        if outcome.reason and not passed and not str(result.get("reason") or "").strip():
             misses.append(f"{tag}no reason")
     if outcome.check is not None:
         holds, compared = outcome.check(judgings)
