@@ -32,6 +32,9 @@ sys.path.insert(0, str(REPO))
 BUNDLES = REPO / "bench" / "bundles"
 LAUNCH_BOUND = ["lb-matmul-relu", "lb-mlp-gelu", "lb-add-layernorm"]
 NCU_CALLS = 5
+# set in a truth target's environment: load_inline / load return the build already in
+# TORCH_EXTENSIONS_DIR (the judge's own build folder) instead of building with this process's flags
+PREBUILT_ENV = "BENCH_PREBUILT_EXTENSIONS"
 
 
 def judge(bundle: Path, cache: Path, out_json: Path, env: dict, extra: list[str]) -> tuple[dict, float]:
@@ -99,6 +102,27 @@ def run_drift(out: Path, names: list[str], repeats: int, env: dict, extra: list[
               f"{f(r['candidate_drift'], '.2f'):>10} {f(r['wall_s'], '.1f'):>7}  {','.join(r['flags'] or [])}")
 
 
+def use_prebuilt_extensions() -> None:
+    """load_inline and load import `<TORCH_EXTENSIONS_DIR>/<name>/<name>.so` when it is there. The judged
+    build may have used flags of the harness (a precompiled header's include folder): building here
+    with torch's defaults would not match them, so ninja would rebuild, in the judge's folder."""
+    from torch.utils import cpp_extension
+
+    root = Path(os.environ["TORCH_EXTENSIONS_DIR"])
+
+    def prebuilt(build):
+        def load(name, *args, **kwargs):
+            folder = Path(kwargs.get("build_directory") or root / name)
+            if (folder / f"{name}.so").exists() and kwargs.get("is_python_module", True):
+                return cpp_extension._import_module_from_library(name, str(folder), True)
+            print(f"[bench] no build of {name} in {folder}: building", file=sys.stderr, flush=True)
+            return build(name, *args, **kwargs)
+        return load
+
+    cpp_extension.load_inline = prebuilt(cpp_extension.load_inline)
+    cpp_extension.load = prebuilt(cpp_extension.load)
+
+
 def ncu_target(bundle: Path, which: str, calls: int) -> None:
     """The profiled process: both models built alike, `calls` calls of one of them in NVTX ranges."""
     import torch
@@ -107,6 +131,8 @@ def ncu_target(bundle: Path, which: str, calls: int) -> None:
     from profiler_agent.harness import loading
     from profiler_agent.measure.ncu import CALL_RANGE_PREFIX
 
+    if os.environ.get(PREBUILT_ENV):
+        use_prebuilt_extensions()
     sys.path.insert(0, str(bundle))
     api = loading.reference_api(bundle / "torchcode.py")
     device = torch.device("cuda")
