@@ -5,10 +5,12 @@ between calls (an RNN's hidden state) is in the same state in both, call by call
 trial, then trial 0's inputs again (the repeat behind `nondeterministic_output`), to the reference
 and to the candidate alike.
 
-Every trial's inputs stay alive until the last call, so no two calls share an address: a candidate
-that remembers outputs by `data_ptr()`, or replays a CUDA graph captured on its first call's inputs,
-reads stale data and fails. When all of them cannot fit, fewer trials run (never a false verdict):
-both processes work the number out from the same figures (trial 0's input bytes, the device's total
+Every trial's inputs stay alive until the last call, so no two trials share an address: a candidate
+that replays a CUDA graph captured on its first call's inputs (or reads from any address it saw
+before) gets stale data and fails. The repeat's inputs go to the candidate written into trial 1's
+input tensors: an address it has seen, now holding other values, so an output remembered by
+`data_ptr()` is stale there. When all trials cannot fit, fewer run (never a false verdict): both
+processes work the number out from the same figures (trial 0's input bytes, the device's total
 memory or the run's memory limit), so they agree without trusting each other.
 """
 
@@ -25,15 +27,19 @@ KEPT_INPUTS_SHARE = 0.5
 class Call:
     trial: int  # whose inputs (seed + 1 + trial)
     repeat: bool = False  # trial 0's inputs again, after every trial
+    into: int | None = None  # the repeat: the trial whose input tensors the candidate's copy is written into
 
     @property
     def label(self) -> str:
-        return f"repeat of trial {self.trial}" if self.repeat else f"trial {self.trial}"
+        if not self.repeat:
+            return f"trial {self.trial}"
+        where = f", written into trial {self.into}'s input tensors" if self.into is not None else ""
+        return f"repeat of trial {self.trial} (its inputs again{where})"
 
 
 def call_plan(trials: int) -> list[Call]:
-    """One call per trial, then trial 0's inputs again."""
-    return [Call(t) for t in range(trials)] + [Call(0, repeat=True)]
+    """One call per trial, then trial 0's inputs again (into trial 1's tensors where there is one)."""
+    return [Call(t) for t in range(trials)] + [Call(0, repeat=True, into=1 if trials > 1 else None)]
 
 
 def trials_that_fit(requested: int, input_bytes: int, capacity_bytes: int | None) -> int:

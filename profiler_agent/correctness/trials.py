@@ -67,13 +67,30 @@ def planned_calls(first_inputs: list, device, settings: dict) -> tuple[list[Call
 
 
 def call_inputs(get_inputs, seed: int, device, plan: list[Call], first: list) -> list[tuple[list, list]]:
-    """(reference's, candidate's) inputs for each call, all drawn now and kept alive together: no two
-    calls share an address. The candidate's copy is made before the reference could write into its own."""
+    """(reference's, candidate's) copies of each call's inputs, all drawn now and kept alive
+    together: no two calls share an address, and neither model sees the other's copy."""
     drawn = []
     for call in plan:
-        inputs = first if call.trial == 0 and not call.repeat else make_inputs(get_inputs, seed + 1 + call.trial, device)
-        drawn.append((inputs, tensors.fresh_copies(inputs)))
+        inputs = first if call == plan[0] else make_inputs(get_inputs, seed + 1 + call.trial, device)
+        drawn.append((tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)))
     return drawn
+
+
+def refill(buffers: list, values: list) -> list | None:
+    """`values` written into `buffers` in place (addresses a model has seen, now holding other
+    values), or None where their layouts differ (get_inputs drew other shapes). Both models get
+    this alike, so one that keeps a reference to an earlier input sees the same change in both."""
+    if len(buffers) != len(values):
+        return None
+    for buffer, value in zip(buffers, values):
+        if isinstance(buffer, torch.Tensor) != isinstance(value, torch.Tensor):
+            return None
+        if isinstance(value, torch.Tensor) and (
+            (buffer.shape, buffer.dtype, buffer.device) != (value.shape, value.dtype, value.device)
+            or not buffer.is_contiguous()
+        ):
+            return None
+    return [b.copy_(v) if isinstance(v, torch.Tensor) else v for b, v in zip(buffers, values)]
 
 
 def check_correctness(reference, candidate, get_inputs, device, settings: dict, report: dict, outputs_dir) -> bool:
@@ -87,8 +104,13 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
         print(f"[profiler_agent] {note}", file=sys.stderr)
     drawn = call_inputs(get_inputs, seed, device, plan, first)
     del first
-    for call, (reference_inputs, candidate_inputs) in zip(plan, drawn):
+    for index, call in enumerate(plan):
         expected = actual = None  # free the last call's copies before the next call allocates
+        reference_inputs, candidate_inputs = drawn[index]
+        if call.into is not None:  # now, not before: that trial's calls had to see its own values
+            reference_buffers, candidate_buffers = drawn[call.into]
+            reference_inputs = refill(reference_buffers, reference_inputs) or reference_inputs
+            candidate_inputs = refill(candidate_buffers, candidate_inputs) or candidate_inputs
         with submission_code(f"reference ({call.label})"), torch.no_grad():
             expected = tensors.detached_copies(reference(*reference_inputs))
             synchronize(device)

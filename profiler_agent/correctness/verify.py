@@ -43,7 +43,7 @@ def verify(args, settings: dict, verdict: dict) -> None:
 
     from profiler_agent.correctness import compare, exchange, ground_truth
     from profiler_agent.harness import loading, tensors
-    from profiler_agent.correctness.trials import make_inputs, planned_calls, record_comparison
+    from profiler_agent.correctness.trials import make_inputs, planned_calls, record_comparison, refill
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -61,11 +61,17 @@ def verify(args, settings: dict, verdict: dict) -> None:
     if note:
         verdict["notes"].append(note)
     first = None  # trial 0's outputs (the reference's, the candidate's), for the repeat
+    kept = None  # the reference's inputs of the trial the repeat is written into
     for call in plan:
         # the reference alone runs here: it gets its calls in the same order, each input drawn again
         inputs = make_inputs(api.get_inputs, seed + 1 + call.trial, device)
+        reference_inputs = tensors.fresh_copies(inputs)
+        if call.repeat and kept is not None:
+            reference_inputs = refill(kept, reference_inputs) or reference_inputs
+        elif not call.repeat and call.trial == plan[-1].into:
+            kept = reference_inputs
         with submission_code(f"reference ({call.label})"), torch.no_grad():
-            expected = tensors.detached_copies(reference(*tensors.fresh_copies(inputs)))
+            expected = tensors.detached_copies(reference(*reference_inputs))
         if call.trial == 0 and not call.repeat:  # before the candidate's outputs: recorded whatever its verdict
             result["reference_numpy"] = ground_truth.check(
                 api.reference_numpy, inputs, expected, settings.get("atol"), settings.get("rtol"))
