@@ -399,7 +399,7 @@ def unjudged_result(device_kind: str, status: str, message: str) -> dict:
     failure (the site retries those), `runtime_error` for a bundle that cannot be judged as given."""
     result = schema.empty_result()
     result["status"] = status
-    result["reason"] = reasons.first_line(message) or status.replace("_", " ")
+    result["reason"] = reasons.message_line(message) or status.replace("_", " ")
     result["device"] = device_info.describe_device_without_torch(device_kind)
     result["logs"]["stderr"] = message
     schema.validate_result(result)

@@ -31,10 +31,13 @@ def one_line(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 1] + "…"
 
 
-def first_line(text: str) -> str:
-    """The first non-empty line of a message, without the harness's prefix, as a reason."""
+def message_line(text: str) -> str:
+    """A message's line that says the most, as a reason: the first, without the harness's prefix;
+    the last of a traceback (the exception)."""
     lines = [line.strip() for line in str(text).replace("[profiler_agent] ", "").splitlines() if line.strip()]
-    return one_line(lines[0]) if lines else ""
+    if not lines:
+        return ""
+    return one_line(lines[-1] if lines[0].startswith("Traceback") else lines[0])
 
 
 def _last_line(message: str) -> str:
