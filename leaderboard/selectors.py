@@ -3,7 +3,7 @@ from django.db.models import Count, Q
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import ranking
+from submissions import ranking, timing_flags
 
 
 def current_season():
@@ -68,7 +68,7 @@ def hardware_comparison(season):
     for submission in submissions:
         latest = {}
         for run in submission.runs.all():
-            if run.verdict != Verdict.PASSED:
+            if not timing_flags.ranks(run):  # a time awaiting an organizer's clearance is not compared
                 continue
             current = latest.get(run.gpu_type_id)
             if current is None or (run.created_at, run.pk) > (current.created_at, current.pk):
@@ -79,10 +79,9 @@ def hardware_comparison(season):
 
 
 def passed_speedups(season):
-    return list(
-        Run.objects.filter(submission__issue__season=season, verdict=Verdict.PASSED, speedup__isnull=False)
-        .values_list("gpu_type__slug", "speedup")
-    )
+    runs = (Run.objects.filter(submission__issue__season=season, verdict=Verdict.PASSED, speedup__isnull=False)
+            .select_related("gpu_type").only("verdict", "speedup", "flags", "gpu_type__slug"))
+    return [(run.gpu_type.slug, run.speedup) for run in runs if timing_flags.ranks(run)]
 
 
 def contestant_profile(contestant):

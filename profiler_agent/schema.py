@@ -25,6 +25,9 @@ FLAGS = (
     "faster_than_hardware",
     "nondeterministic_output",
     "unsynchronized_work",  # the call left work on another stream; timed with a device-wide sync
+    # the reported times are not confirmed from outside the judged process (profiler_agent.measure.confirm):
+    # the site keeps the run out of the standings until an organizer clears it
+    "timing_unconfirmed",
 )
 
 NUMBER = (int, float)
@@ -58,9 +61,25 @@ _REFERENCE_NUMPY = {"outcome": (str,), "max_abs_err": _OPT_NUMBER, "detail": _OP
 REFERENCE_NUMPY_OUTCOMES = ("agrees", "disagrees", "error")
 # The kernel census behind no_custom_kernel (profiler_agent.measure.kernel_census); null: not taken.
 _KERNELS = {"seen": (str,), "candidate": (list,), "reference": (list,), "custom": (list, type(None))}
+# The times checked from outside the judged process (profiler_agent.measure.confirm); null: not checked
+# (a variant, a run that did not pass). `confirmed` null: could not be checked (CPU, no profiler).
+_CONFIRMATION = {
+    "method": _OPT_STR,  # "ncu", or null: no device profiler ran
+    "kernel_ms": _OPT_NUMBER,  # the GPU's own sum of the candidate's kernel durations per call, median
+    "reported_ms": _OPT_NUMBER,  # the candidate median the judged process reported
+    "ratio": _OPT_NUMBER,  # reported_ms / kernel_ms
+    "tolerance": _OPT_NUMBER,  # reported_ms may be this share below kernel_ms
+    "calls_profiled": _OPT_INT,
+    "kernels_capped": _OPT_BOOL,  # the profiler stopped at its launch cap: kernel_ms sums a subset
+    "reference_reported_ms": _OPT_NUMBER,
+    "reference_outside_ms": _OPT_NUMBER,  # the reference timed by the agent, no submission code loaded
+    "reference_tolerance": _OPT_NUMBER,
+    "confirmed": _OPT_BOOL,
+    "reason": _OPT_STR,
+}
 # samples: {"reference": [ms, ...], "candidate": [...]}, at most 200 per-call times each, in order
 _TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER,
-           "samples": (dict, type(None))}
+           "samples": (dict, type(None)), "confirmation": (dict, type(None))}
 _METRICS = {
     "flops": _OPT_NUMBER,
     "bytes": _OPT_NUMBER,
@@ -172,6 +191,11 @@ def conform(values, shape: dict) -> dict:
 
 TIMING_STATS_SHAPE = _TIMING_STATS
 CORRECTNESS_SHAPE = _CORRECTNESS
+CONFIRMATION_SHAPE = _CONFIRMATION
+
+
+def empty_confirmation() -> dict:
+    return _empty(_CONFIRMATION)
 
 
 def empty_timing_stats() -> dict:
@@ -237,6 +261,8 @@ def _check_nullable_parts(value: dict, path: str) -> None:
             raise ValueError(f"{path}correctness.reference_numpy.outcome: {numpy_check['outcome']!r}")
     if value["kernels"] is not None:
         _check(value["kernels"], _KERNELS, f"{path}kernels")
+    if value["timing"]["confirmation"] is not None:
+        _check(value["timing"]["confirmation"], _CONFIRMATION, f"{path}timing.confirmation")
 
 
 def _check_trace(value: dict, path: str) -> None:

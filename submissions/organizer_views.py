@@ -12,8 +12,8 @@ from django.views.decorators.http import require_POST
 
 from submissions import exports, highlighting, rubrics, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import Issue, Rejudge, RejudgeScope, Season
-from submissions.services import rejudging, reviewing
+from submissions.models import Issue, Rejudge, RejudgeScope, Run, Season
+from submissions.services import clearing, rejudging, reviewing
 
 
 def organizer_required(view):
@@ -105,6 +105,20 @@ def review_submit(request, submission_id):
         "id": submission.pk, "decision": review.get_decision_display(),
         "base": number_format(review.base_score), "bonus": number_format(review.bonus)})
     return redirect("organizer_review", submission_id=submission.pk)
+
+
+@organizer_required
+@require_POST
+def clear_run_timing(request, run_id):
+    """Let a run whose time the agent could not confirm count in the standings (audited)."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        clearing.clear_timing(run.pk, request.user, request.POST.get("reason", ""))
+    except clearing.ClearingRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("The time of run #%(id)s is cleared: it counts in the standings.") % {"id": run.pk})
+    return redirect("organizer_review", submission_id=run.submission_id)
 
 
 def _rejudge(request, scope, target, back):

@@ -42,10 +42,28 @@ class TimingStats(Open):
     runs: Optional[int] = Field(None, ge=0)
 
 
+class Confirmation(Open):
+    """The agent's check of the reported times from outside the judged process (optional: older
+    agents send none). `confirmed` null: not checked (CPU: no device profiler)."""
+    method: Optional[str] = None
+    kernel_ms: Number = Field(None, ge=0)
+    reported_ms: Number = Field(None, ge=0)
+    ratio: Number = Field(None, ge=0)
+    tolerance: Number = Field(None, ge=0)
+    calls_profiled: Optional[int] = Field(None, ge=0)
+    kernels_capped: Optional[bool] = None
+    reference_reported_ms: Number = Field(None, ge=0)
+    reference_outside_ms: Number = Field(None, ge=0)
+    reference_tolerance: Number = Field(None, ge=0)
+    confirmed: Optional[bool] = None
+    reason: Optional[str] = None
+
+
 class Timing(Open):
     reference: Optional[TimingStats] = None
     candidate: Optional[TimingStats] = None
     speedup: Number = Field(None, ge=0)
+    confirmation: Optional[Confirmation] = None
 
 
 class Metrics(Open):

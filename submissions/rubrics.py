@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext, gettext_lazy as _
 
+from submissions import timing_flags
+
 _RUBRICS = {}
 
 
@@ -212,7 +214,8 @@ class KernelContestRubric(Rubric):
     def prefill(self, submission, files, runs):
         passed = passed_runs(runs)
         level = self.level_points.get(submission.issue.level or 0, 0.0) if passed else 0.0
-        speedups = [r.speedup for r in passed if r.speedup is not None]
+        # a time awaiting an organizer's clearance suggests no points
+        speedups = [r.speedup for r in passed if r.speedup is not None and not timing_flags.awaits_clearance(r)]
         return {
             "level": level,
             "merged": 0.0,

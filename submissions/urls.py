@@ -28,6 +28,8 @@ urlpatterns = [
     path("organizer/submissions/<int:submission_id>/review/", organizer_views.review_submit, name="organizer_review_submit"),
     path("organizer/submissions/<int:submission_id>/rejudge/", organizer_views.rejudge_submission,
          name="organizer_rejudge_submission"),
+    path("organizer/runs/<int:run_id>/clear-timing/", organizer_views.clear_run_timing,
+         name="organizer_clear_timing"),
     path("organizer/issues/<str:code>/rejudge/", organizer_views.rejudge_issue, name="organizer_rejudge_issue"),
     path("organizer/seasons/<str:code>/rejudge/", organizer_views.rejudge_season, name="organizer_rejudge_season"),
     path("organizer/rejudges/<int:rejudge_id>/", organizer_views.rejudge_progress, name="organizer_rejudge"),

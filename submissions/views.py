@@ -6,7 +6,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from submissions import queueing, selectors
+from submissions import queueing, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue, RunStatus
@@ -57,7 +57,7 @@ def _run_rows(submission):
                 position = queueing.queue_position(run.gpu_type.queue_name, run.rq_job_id)
             except Exception:  # the page still renders when Redis is away
                 position = None
-        rows.append({"run": run, "queue_position": position})
+        rows.append({"run": run, "queue_position": position, "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run)})
     return rows
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
-from profiler_agent.measure import kernel_census, metrics, ncu
+from profiler_agent.measure import confirm, kernel_census, metrics, ncu
 from profiler_agent.sandbox import privileges
 from profiler_agent import schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
@@ -293,7 +293,8 @@ def fill_judged_parts(
     if reference["median_ms"] and candidate["median_ms"]:
         speedup = reference["median_ms"] / candidate["median_ms"]
     samples = _samples(timing.get("samples"))
-    target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup, "samples": samples}
+    target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup, "samples": samples,
+                        "confirmation": None}  # the main candidate's: profiler_agent.measure.confirm
     if speedup is not None and speedup > suspicious_speedup:
         flags.append("suspicious_speedup")
     timed_total_ms = report.get("timed_total_ms")
@@ -378,6 +379,8 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         else:
             result["device"] = device_info.describe_device_without_torch(options.device)
         fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
+        # the times came from a process that ran submission code: bounded here from outside it
+        confirm.add_to_result(result, bundle, options, cache_dir, scratch / "confirm", sources)
         if options.ncu:
             ncu.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 

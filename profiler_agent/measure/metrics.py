@@ -4,18 +4,61 @@ from __future__ import annotations
 
 
 def count_flops(model, inputs: list) -> int | None:
-    """FLOPs of one call as torch's FlopCounterMode counts them; None when it cannot, or counts 0."""
+    """FLOPs of one call, by torch's own per-operator formulas (torch.utils.flop_counter); None when
+    it cannot count, or counts 0."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
     try:
-        counter = FlopCounterMode(display=False)
+        counter = _flop_counter_class()()
         with torch.no_grad(), counter:
             model(*inputs)
-        total = int(counter.get_total_flops())
+        total = int(counter.total)
     except Exception:
         return None
     return total or None
+
+
+_counter_class = None
+
+
+def _flop_counter_class():
+    """FlopCounterMode's counting without its first-use cost: torch wraps every dispatch mode's
+    handler in a dynamo guard whose first call imports torch._dynamo (3.5-6 s per judging, measured
+    on an H100 host). This mode uses the same formula registry and decomposes ops it has no formula
+    for, as FlopCounterMode does, and installs its handler unwrapped (dynamo never runs here)."""
+    global _counter_class
+    if _counter_class is not None:
+        return _counter_class
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    # size queries decompose to nothing and count nothing: answered by the tensor, not the mode
+    not_handled = {torch.ops.prim.layout.default, torch.ops.prim.device.default}
+
+    def dispatch(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            raise NotImplementedError(f"no FLOP count for higher-order operator {func}")
+        packet = func._overloadpacket
+        if packet not in flop_registry and func not in not_handled:
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+                if decomposed is not NotImplemented:
+                    return decomposed
+        out = func(*args, **kwargs)
+        if packet in flop_registry:
+            self.total += flop_registry[packet](*args, **kwargs, out_val=out)
+        return out
+
+    class FlopCount(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.total = 0
+
+    FlopCount.__torch_dispatch__ = dispatch  # set after class creation: no dynamo guard around it
+    _counter_class = FlopCount
+    return FlopCount
 
 
 # torch dtype name -> the key of the peak table (profiler_agent.devices.peaks) that applies to it

@@ -11,7 +11,9 @@ the harness's kernels are left out. Each call's kernels are summed; the result i
 calls.
 
 The figures are informational: they come from a process tree that also runs submission code (as the
-timing does), and they never change the verdict or the flags. Whatever goes wrong (no ncu, a timeout,
+timing does), and they never change the verdict or the flags. The same runner (`run_profiler`, with
+another `Profile`) takes the record that bounds the candidate's reported time on every passed CUDA
+run: profiler_agent.measure.confirm. Whatever goes wrong (no ncu, a timeout,
 counters refused to the sandbox uid, no kernel matched) leaves `ncu` null with one line in
 logs.stderr saying why.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import secrets
 import shutil
@@ -32,7 +35,7 @@ from pathlib import Path
 from profiler_agent.bundles import build_cache
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
-from profiler_agent.sandbox.process import run_sandboxed
+from profiler_agent.sandbox.process import Limits, run_sandboxed
 
 DEFAULT_TIMEOUT_S = 120.0
 PROFILED_CALLS = 5
@@ -242,16 +245,37 @@ def version_line(executable: str) -> str | None:
     return next((line for line in lines if line.startswith("Version")), lines[-1] if lines else None)
 
 
-def ncu_command(executable: str, log_file: Path, target: list[str], calls: int) -> list[str]:
+@dataclass(frozen=True)
+class Profile:
+    """What one ncu run collects, and how."""
+
+    metrics: tuple[str, ...]
+    calls: int
+    kernels_per_call: int  # ncu stops after calls * this many matching launches (--launch-count)
+    # "all": ncu flushes the caches before each kernel (its default, for DRAM traffic); "none": each
+    # kernel finds the caches as the call's earlier kernels left them, as in a timed call
+    cache_control: str = "all"
+
+    @property
+    def launch_cap(self) -> int:
+        return self.calls * self.kernels_per_call
+
+
+FIGURES = Profile(METRICS, PROFILED_CALLS, MAX_KERNELS_PER_CALL)
+
+
+def ncu_command(executable: str, log_file: Path, target: list[str], calls: int, profile: Profile = FIGURES) -> list[str]:
+    cache = ["--cache-control", profile.cache_control] if profile.cache_control != "all" else []
     return [
         executable,
         "--clock-control", "none",  # the clocks the timing saw, not ncu's base clocks
+        *cache,
         "--target-processes", "application-only",
         "--csv",
         "--log-file", str(log_file),  # ncu's table apart from the profiled program's own stdout
-        "--metrics", ",".join(METRICS),
+        "--metrics", ",".join(profile.metrics),
         "--nvtx", "--nvtx-include", f"{CANDIDATE_RANGE}/",
-        "--launch-count", str(calls * MAX_KERNELS_PER_CALL),
+        "--launch-count", str(calls * profile.kernels_per_call),
         *target,
     ]
 
@@ -269,19 +293,32 @@ def _read_head(path: Path) -> str:
         return ""
 
 
-def profile_candidate(
-    bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path,
-    peak_gbps: float | None, calls: int = PROFILED_CALLS, executable: str | None = None,
-) -> tuple[dict | None, str]:
-    """Run the candidate under ncu in the sandbox; its figures, or None and a note saying why."""
+@dataclass
+class ProfilerRun:
+    """ncu's table, or None and why not (`timed_out` tells a timeout apart)."""
+
+    output: str | None
+    why: str = ""
+    timed_out: bool = False
+    executable: str | None = None
+
+
+def run_profiler(
+    bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
+    seed: int, outputs: Path | None = None, executable: str | None = None, limits=None,
+) -> ProfilerRun:
+    """Run the candidate under ncu in the sandbox (profiler_agent.measure.ncu_target), `profile.calls`
+    calls on inputs from `seed`, each call's output saved to `outputs` when given."""
     executable = executable or shutil.which("ncu")
     if executable is None:
-        return None, note("not found on PATH; nothing profiled")
+        return ProfilerRun(None, note("not found on PATH; nothing profiled"))
     scratch.mkdir(parents=True)
     workdir, home, tmp = scratch / "bundle", scratch / "home", scratch / "tmp"
     shutil.copytree(bundle.root, workdir)  # submission code may write to its cwd
     home.mkdir()
     tmp.mkdir()
+    if outputs is not None:
+        outputs.mkdir(parents=True)
     user = privileges.sandbox_user()
     extensions = build_cache.extensions_dir(build_cache.reachable_cache_dir(cache_dir, user), candidate, device)
     log_file = scratch / "ncu-output.csv"
@@ -291,34 +328,51 @@ def profile_candidate(
         "--reference", bundle.reference.name,
         "--candidate", candidate.name,
         "--device", device,
-        # a fresh seed, not the judgement's: the verdict is decided, and this one may be seen
-        "--seed", str(secrets.randbelow(2**31 - 1024)),
-        "--calls", str(calls),
+        "--calls", str(profile.calls),
+        *(["--outputs", str(outputs)] if outputs is not None else []),
     ]
     with build_cache.exclusive(extensions):
         privileges.hand_over(scratch, user)
         privileges.hand_over(extensions, user)
         run = run_sandboxed(
-            ncu_command(executable, log_file, target, calls),
+            ncu_command(executable, log_file, target, profile.calls, profile),
             cwd=workdir,
             env=child_env(home, tmp, extensions),
             timeout_s=timeout_s,
             logs_dir=scratch / "logs",
+            # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process
+            stdin_data=json.dumps({"seed": seed}).encode(),
             user=user,
+            limits=limits or Limits(),
         )
     output = _read_head(log_file)
     everything = "\n".join([output, run.stdout, run.stderr])
     if run.timed_out:
-        return None, note(f"timed out after {timeout_s:g} s; ncu and the profiled process were killed")
+        return ProfilerRun(None, note(f"timed out after {timeout_s:g} s; ncu and the profiled process were killed"),
+                           timed_out=True)
     if "ERR_NVGPUCTRPERM" in everything:
-        return None, note(
+        return ProfilerRun(None, note(
             "the GPU's performance counters are refused to the sandbox user (ERR_NVGPUCTRPERM); allow "
             "them to non-admin users (NVreg_RestrictProfilingToAdminUsers=0) to profile here"
-        )
+        ))
     if run.exit_code != 0:
         details = "\n".join(part for part in (_error_lines(output + "\n" + run.stdout), run.stderr[-2000:]) if part)
-        return None, note(f"ncu or the profiled process failed (exit code {run.exit_code}):\n{details.rstrip()}")
-    return figures_from_output(output, calls, peak_gbps, version_line(executable), calls * MAX_KERNELS_PER_CALL)
+        return ProfilerRun(None, note(f"ncu or the profiled process failed (exit code {run.exit_code}):\n{details.rstrip()}"))
+    return ProfilerRun(output, executable=executable)
+
+
+def profile_candidate(
+    bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path,
+    peak_gbps: float | None, calls: int = PROFILED_CALLS, executable: str | None = None,
+) -> tuple[dict | None, str]:
+    """Run the candidate under ncu in the sandbox; its figures, or None and a note saying why."""
+    profile = Profile(METRICS, calls, MAX_KERNELS_PER_CALL)
+    # a fresh seed, not the judgement's: the verdict is decided, and this one may be seen
+    run = run_profiler(bundle, candidate, device, timeout_s, cache_dir, scratch, profile,
+                       secrets.randbelow(2**31 - 1024), executable=executable)
+    if run.output is None:
+        return None, run.why
+    return figures_from_output(run.output, calls, peak_gbps, version_line(run.executable), profile.launch_cap)
 
 
 def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path) -> None:

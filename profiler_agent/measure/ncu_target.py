@@ -1,17 +1,25 @@
-"""The process Nsight Compute launches (`python -m profiler_agent.measure.ncu_target`, see profiler_agent.measure.ncu):
-imports the reference (for get_inputs / get_init_inputs) and the candidate, makes seeded inputs on the
-device, calls the candidate once as a warm-up outside any NVTX range, then `--calls` times, each call
-inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and parser look for.
+"""The process Nsight Compute launches (`python -m profiler_agent.measure.ncu_target`, see
+profiler_agent.measure.ncu and profiler_agent.measure.confirm): imports the reference (for get_inputs /
+get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
+`--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
+parser look for.
+
+Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
+loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
+With `--outputs` each call's output goes to that exchange folder, where the trusted verifier checks
+it: a candidate that computes less under the profiler gives wrong answers there. On CUDA, L2 is
+flushed (by reading) before each call, as the timing does, so the profiled calls start as cold.
 
 It runs submission code, in the sandbox, after the verdict: nothing it does is trusted, and nothing
-it reports is read but ncu's own output. On `--device cpu` (tests: no GPU, no ncu) the same calls run
-without NVTX ranges, which CPU builds of torch do not have.
+it reports is read but ncu's own output and the outputs the verifier checks. On `--device cpu` (tests:
+no GPU, no ncu) the same calls run without NVTX ranges, which CPU builds of torch do not have.
 """
 
 import argparse
 import sys
 from pathlib import Path
 
+from profiler_agent.harness.wire import read_settings
 from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE
 
 
@@ -21,42 +29,55 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--reference", required=True, help="file name of the reference in the bundle")
     parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
-    parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
+    parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    seed = read_settings().get("seed")  # before any submission code loads; stdin is closed after
+    if not isinstance(seed, int):
+        sys.exit("[profiler_agent] ncu_target: no seed on stdin")
     import torch
 
+    from profiler_agent.correctness import exchange
+    from profiler_agent.correctness.trials import make_inputs
     from profiler_agent.harness import loading
     from profiler_agent.harness.tensors import synchronize
-    from profiler_agent.correctness.trials import make_inputs
+    from profiler_agent.measure.timing import L2_FLUSH_BYTES
 
     if args.device == "cuda":
         torch.cuda.set_device(0)
         push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+        flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        flush = flush_buffer.max  # reads every line, leaves clean ones (see timing.CudaTimer)
     else:
-        push, pop = (lambda _name: None), (lambda: None)
+        push, pop, flush = (lambda _name: None), (lambda: None), (lambda: None)
     device = torch.device(args.device)
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     api = loading.reference_api(bundle / args.reference)
     module = loading.import_file(bundle / args.candidate, "candidate")
     model_class = loading.attribute(module, "ModelNew", args.candidate)
-    model = loading.build_model(model_class, api.get_init_inputs, args.seed, device)
-    inputs = make_inputs(api.get_inputs, args.seed, device)
+    model = loading.build_model(model_class, api.get_init_inputs, seed, device)
     with torch.no_grad():
-        model(*inputs)  # warm-up, outside the ranges: lazy initialization is not the candidate's cost
+        # warm-up, outside the ranges: lazy initialization is not the candidate's cost
+        model(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))
         synchronize(device)
         for call in range(args.calls):
+            inputs = make_inputs(api.get_inputs, seed + 1 + call, device)  # drawn only now
+            flush()
+            synchronize(device)
             push(f"{CALL_RANGE_PREFIX}{call}")
             push(CANDIDATE_RANGE)
-            model(*inputs)
+            output = model(*inputs)
             synchronize(device)
             pop()
             pop()
+            if args.outputs:
+                exchange.save_output(Path(args.outputs), call, output)
+            del output, inputs
     print(f"[profiler_agent] ncu_target: {args.calls} calls after a warm-up", file=sys.stderr)
 
 

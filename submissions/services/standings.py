@@ -1,9 +1,10 @@
 """Materialized standings: a contestant's row is recomputed when one of their reviews or runs changes."""
 from django.db import connection, transaction
-from django.db.models import Max, Min
+from django.db.models import Min
 
 import math
 
+from submissions import timing_flags
 from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission, Verdict
 from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
@@ -30,7 +31,8 @@ def _accepted_submission_ids(submissions, reviews):
 
 
 def compute_gpu_rows(season, contestant):
-    """Per GPU type of the season: the contestant's accepted samples that passed there, and their speedups."""
+    """Per GPU type of the season: the contestant's accepted samples that passed there, and their speedups.
+    A run whose times await an organizer's clearance (timing_flags) does not count until cleared."""
     submissions = list(
         Submission.objects.filter(issue__season=season, contestant=contestant).prefetch_related("reviews")
     )
@@ -41,7 +43,7 @@ def compute_gpu_rows(season, contestant):
     rows = {}
     for gpu_type in season.gpu_types.all():
         speedups = [r.speedup for (_, g), r in latest.items()
-                    if g == gpu_type.pk and r.verdict == Verdict.PASSED and r.speedup]
+                    if g == gpu_type.pk and timing_flags.ranks(r) and r.speedup]
         rows[gpu_type.pk] = {
             "passed_count": len(speedups),
             "geomean_speedup": math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None,
@@ -76,9 +78,11 @@ def compute_row(season, contestant):
         if review is not None and review.decision == ReviewDecision.ACCEPTED:
             counted[submission.issue_id] = review
     times = Submission.objects.filter(issue__season=season, contestant=contestant).aggregate(first=Min("created_at"))
-    best = Run.objects.filter(
-        submission__issue__season=season, submission__contestant=contestant, verdict=Verdict.PASSED
-    ).aggregate(best=Max("speedup"))
+    passed = Run.objects.filter(
+        submission__issue__season=season, submission__contestant=contestant, verdict=Verdict.PASSED,
+        speedup__isnull=False).only("verdict", "speedup", "flags")
+    # in Python: a JSON "contains" lookup is not portable (SQLite has none); passed runs are few
+    best = max((r.speedup for r in passed if timing_flags.ranks(r)), default=None)
     base = sum(r.base_score for r in counted.values())
     bonus = sum(r.bonus for r in counted.values())
     return {
@@ -89,7 +93,7 @@ def compute_row(season, contestant):
         "submission_count": len(submissions),
         "first_submission_at": times["first"],
         "last_accepted_at": max((r.created_at for r in counted.values()), default=None),
-        "best_speedup": best["best"],
+        "best_speedup": best,
     }
 
 

@@ -1,0 +1,94 @@
+"""The trusted checking process of a timing confirmation (profiler_agent.measure.confirm).
+
+Started after the profiled process and all its descendants are gone, like the verifier, and loads
+only the reference, from the pristine bundle: no submission code ever ran here. It verifies the
+outputs the profiled calls left in the exchange folder (profiler_agent.correctness.verify, with the
+confirmation's secret seed), then times the reference itself with the judged process's timer (L2
+flushed before each call; synchronized when the judgement had to be), so the agent has a reference
+median that no submission code could inflate.
+"""
+
+from profiler_agent.measure import timing  # first: binds the clock before anything else loads
+
+import argparse
+import os
+import statistics
+import sys
+import traceback
+from pathlib import Path
+
+from profiler_agent.harness.guard import SubmissionFailure, describe_error, guarded, submission_code
+from profiler_agent.harness.wire import read_settings, send_report
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.confirm_check")
+    parser.add_argument("--reference", required=True, help="the reference file (pristine copy)")
+    parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    return parser.parse_args(argv)
+
+
+def time_reference(args, settings: dict) -> float:
+    """The reference's median per-call time, timed as the judged process times it."""
+    import torch
+
+    from profiler_agent.correctness.trials import make_inputs
+    from profiler_agent.harness import loading
+
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(0)
+    reference_file = Path(args.reference).resolve()
+    if str(reference_file.parent) not in sys.path:
+        sys.path.insert(0, str(reference_file.parent))
+    seed = settings["seed"]
+    with submission_code("load_reference"):
+        api = loading.reference_api(reference_file)
+        model = loading.build_model(api.Model, api.get_init_inputs, seed, device)
+    inputs = make_inputs(api.get_inputs, seed + 2 + settings["trials"], device)
+    options = settings.get("reference_timing") or {}
+    if device.type == "cuda":
+        timer = timing.SynchronizedCudaTimer(device) if options.get("synchronized") else timing.CudaTimer(device)
+    else:
+        timer = timing.CpuTimer()
+    plan = timing.TimingPlan(budget_s=options.get("budget_s", 1.0))
+    with torch.no_grad():
+        timings = timing.time_interleaved({"reference": guarded("reference", lambda: model(*inputs))}, timer, plan)
+    return statistics.median(timings.times_ms["reference"])
+
+
+def check(args, settings: dict, report: dict) -> None:
+    from profiler_agent.correctness import verify
+
+    if settings.get("verify"):
+        verdict = verify.new_verdict()
+        verify.verify(args, settings, verdict)
+        verdict["correctness"].pop("reference_numpy", None)
+        report["verdict"] = verdict
+        if verdict["correctness"].get("passed") is not True:
+            return  # a wrong answer: its time does not matter
+    report["reference_ms"] = time_reference(args, settings)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    settings = read_settings()
+    report = {"verdict": None, "reference_ms": None, "error": None}
+    try:
+        check(args, settings, report)
+    except SubmissionFailure as failure:  # the reference itself failed: the bundle's fault
+        report["error"] = describe_error("submission", failure.stage, failure.exc)
+        traceback.print_exception(failure.exc)
+    except BaseException as exc:
+        report["error"] = describe_error("harness", "confirm_check", exc)
+        traceback.print_exc()
+    send_report(args.result_fd, report)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""An organizer clears a run's unconfirmed time (timing_flags): after looking at the agent's
+confirmation (kernel record, reference timed outside, the reason), they let the run count. The flag
+becomes `timing_cleared`, the change is audited, the contestant's standings are recomputed."""
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from submissions import timing_flags
+from submissions.models import Run
+from submissions.services import audit, standings
+
+
+class ClearingRefused(ValueError):
+    """The clearance cannot be recorded as asked; the message says why."""
+
+
+@transaction.atomic
+def clear_timing(run_id, organizer, reason):
+    run = Run.objects.select_for_update().select_related("submission__issue__season",
+                                                          "submission__contestant").get(pk=run_id)
+    reason = (reason or "").strip()
+    if not timing_flags.awaits_clearance(run):
+        raise ClearingRefused(_("run #%(id)s has no unconfirmed time to clear") % {"id": run.pk})
+    if not reason:
+        raise ClearingRefused(_("clearing a time needs a reason"))
+    before = list(run.flags)
+    run.flags = [f for f in before if f != timing_flags.UNCONFIRMED] + [timing_flags.CLEARED]
+    run.save(update_fields=["flags"])
+    confirmation = ((run.result or {}).get("timing") or {}).get("confirmation")
+    audit.record("run.timing_cleared", run, actor=organizer, before={"flags": before},
+                 after={"flags": run.flags, "confirmation": confirmation}, reason=reason)
+    submission = run.submission
+    standings.refresh_for(submission.issue.season, submission.contestant, actor=organizer,
+                          reason=f"time of run #{run.pk} cleared")
+    return run

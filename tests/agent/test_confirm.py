@@ -1,0 +1,354 @@
+"""The timing confirmation (profiler_agent.measure.confirm): the kernel record read from ncu output
+recorded on an H100, the decision at its edges, and the whole chain (a stand-in `ncu` running the real
+profiled process in the sandbox, the trusted check verifying its outputs and timing the reference)
+on CPU, where no GPU and no Nsight Compute exist. The GPU check is bench/confirm_gpu.py."""
+
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_agent import schema
+from profiler_agent.bundles.bundle import locate_bundle
+from profiler_agent.harness.judge import JudgeOptions, snapshot_sources
+from profiler_agent.measure import confirm, ncu
+from tests.agent.conftest import EXAMPLES
+from tests.agent.processes import wait_gone
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RECORDED_H100 = FIXTURES / "ncu_h100_relu.csv"  # 4 launches of one ReLU, no NVTX column
+CONSTRUCTED = FIXTURES / "ncu_constructed_nvtx_units.csv"  # 2 calls of 2 and 3 kernels, NVTX column
+RECORDED_NS = [6144, 5824, 5728, 5888]
+
+
+def _first_launches(count: int) -> str:
+    """The recorded H100 table cut after `count` launches (real ncu text, fewer rows)."""
+    lines = RECORDED_H100.read_text().splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith('"') or line.startswith('"ID"')
+                   or int(line.split('","')[0].strip('"')) < count)
+
+
+RECORDED_3_CALLS = _first_launches(3)
+RECORDED_3_CALLS_MS = statistics.median(RECORDED_NS[:3]) * 1e-6
+
+
+# --- the record ----------------------------------------------------------------------------------------
+
+def test_the_record_is_the_median_of_each_calls_summed_kernels():
+    record = confirm.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=400)
+    assert record.kernel_ms == pytest.approx(statistics.median(RECORDED_NS) * 1e-6, rel=1e-12)
+    assert (record.calls, record.capped) == (4, False)
+    record = confirm.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=200)
+    # 2 + 3 kernels: the NVTX stack column tells the calls apart
+    assert record.kernel_ms == pytest.approx(statistics.median([0.01225 + 0.0015, 0.01275 + 0.0015 + 0.002048]))
+    assert record.calls == 2
+
+
+def test_a_capped_record_keeps_the_cut_call_as_a_lower_bound():
+    # the cap (5 launches) may have cut the second call: its sum so far is still below its whole
+    record = confirm.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=5)
+    assert record.capped is True and record.calls == 2
+    assert record.kernel_ms == pytest.approx(statistics.median([0.01375, 0.01275 + 0.0015 + 0.002048]))
+
+
+def test_a_capped_record_without_call_ranges_is_not_guessed():
+    with pytest.raises(ncu.NcuOutputError, match=r"launch cap \(4\)"):
+        confirm.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=4)
+
+
+@pytest.mark.parametrize("text", ["", "==WARNING== No kernels were profiled.\n"])
+def test_no_kernel_in_the_range_is_no_record(text):
+    with pytest.raises(confirm.NoKernels):
+        confirm.kernel_record(text, calls=3, launch_cap=300)
+
+
+def test_a_kernel_without_a_duration_is_no_record():
+    text = RECORDED_3_CALLS.replace('"ns","6,144"', '"ns","n/a"', 1)
+    with pytest.raises(ncu.NcuOutputError, match="no duration"):
+        confirm.kernel_record(text, calls=3, launch_cap=300)
+
+
+# --- the decision ----------------------------------------------------------------------------------------
+
+RECORD = confirm.KernelRecord(kernel_ms=1.0, calls=3, capped=False)
+
+
+def _decide(reported, reference_reported=1.0, record=RECORD, outside=1.0, record_why="", reference_why=""):
+    confirmation = confirm.decide(reported, reference_reported, record, record_why, outside, reference_why)
+    result = schema.empty_result()
+    result.update(status="passed")
+    result["device"]["kind"] = "cuda"
+    result["timing"]["confirmation"] = confirmation
+    schema.validate_result(result)  # every decision fits the schema
+    return confirmation
+
+
+def test_the_candidate_bound_at_the_tolerance_edge():
+    edge = 1.0 - confirm.TOLERANCE
+    assert _decide(edge)["confirmed"] is True
+    assert _decide(edge * 1.001)["confirmed"] is True
+    below = _decide(edge * 0.999)
+    assert below["confirmed"] is False and "below the GPU's own record" in below["reason"]
+    assert below["ratio"] == pytest.approx(edge * 0.999) and below["tolerance"] == confirm.TOLERANCE
+    # an honest time is at least the record: launch gaps only add to it
+    assert _decide(1.4)["confirmed"] is True and _decide(1.4)["ratio"] == pytest.approx(1.4)
+
+
+def test_a_forger_dividing_by_three_is_caught():
+    forged = _decide(1.02 / 3)
+    assert forged["confirmed"] is False and forged["kernel_ms"] == 1.0 and forged["reported_ms"] == 1.02 / 3
+
+
+def test_the_reference_bound_at_its_edge():
+    edge = 1.0 * (1 + confirm.REFERENCE_TOLERANCE) + confirm.REFERENCE_SLACK_MS
+    assert _decide(1.0, reference_reported=edge * 0.9999)["confirmed"] is True
+    inflated = _decide(1.0, reference_reported=edge * 1.0001)
+    assert inflated["confirmed"] is False and "reference's reported median" in inflated["reason"]
+    assert inflated["reference_outside_ms"] == 1.0
+    # a reference reported faster than the agent timed it only lowers the speedup: no finding
+    assert _decide(1.0, reference_reported=0.5)["confirmed"] is True
+
+
+def test_what_could_not_be_checked_is_unconfirmed_with_the_reason():
+    timed_out = _decide(1.0, record=None, record_why="timed out after 120 s; ncu and the profiled process were killed")
+    assert timed_out["confirmed"] is None and timed_out["reason"].startswith("timed out after 120 s")
+    assert timed_out["kernel_ms"] is None and timed_out["method"] == "ncu"
+    no_reference = _decide(1.0, outside=None, reference_why="the reference could not be timed outside: boom")
+    assert no_reference["confirmed"] is None and "boom" in no_reference["reason"]
+    # a failed bound is reported as failed even when the other could not be checked
+    both = _decide(0.1, outside=None, reference_why="the reference could not be timed outside")
+    assert both["confirmed"] is False and "below" in both["reason"] and "could not be timed" in both["reason"]
+
+
+def test_the_schema_refuses_a_malformed_confirmation():
+    result = schema.empty_result()
+    result.update(status="passed")
+    result["device"]["kind"] = "cuda"
+    result["timing"]["confirmation"] = {**_decide(1.0), "confirmed": "yes"}
+    with pytest.raises(ValueError, match="timing.confirmation.confirmed: expected bool or null, got str"):
+        schema.validate_result(result)
+    result["timing"]["confirmation"] = {**_decide(1.0), "extra": 1}
+    with pytest.raises(ValueError, match=r"unknown keys \['extra'\]"):
+        schema.validate_result(result)
+
+
+# --- the chain, with a stand-in ncu ------------------------------------------------------------------------
+
+STAND_IN = '''#!{python}
+"""A stand-in for Nsight Compute's CLI, for tests only (no GPU here): takes the options the timing
+confirmation passes, runs the target as ncu does (stdin passed on), writes `table` (output recorded on
+an H100) to --log-file. MODE: replay, hang."""
+import subprocess, sys, time
+
+MODE = {mode!r}
+TABLE = {table!r}
+PID_FILE = {pid_file!r}
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("Version 2025.3.0.0 (stand-in for tests)")
+    sys.exit(0)
+VALUED = {{"--clock-control", "--cache-control", "--target-processes", "--log-file", "--metrics",
+          "--nvtx-include", "--launch-count"}}
+options, i = {{}}, 0
+while i < len(args) and args[i].startswith("--"):
+    if args[i] in ("--csv", "--nvtx"):
+        options[args[i]], i = True, i + 1
+    elif args[i] in VALUED:
+        options[args[i]], i = args[i + 1], i + 2
+    else:
+        sys.exit("==ERROR== unrecognised option %s" % args[i])
+expected = {{"--clock-control": "none", "--cache-control": "none", "--metrics": "gpu__time_duration.sum",
+            "--nvtx-include": "candidate/", "--launch-count": "300"}}
+for key, value in expected.items():
+    if options.get(key) != value:
+        sys.exit("==ERROR== stand-in ncu: %s is %r, expected %r" % (key, options.get(key), value))
+if "--seed" in args:
+    sys.exit("==ERROR== stand-in ncu: the seed is on the command line, where anyone can read it")
+if MODE == "hang":
+    sleeper = subprocess.Popen(["sleep", "300"])
+    open(PID_FILE, "w").write(str(sleeper.pid))
+    time.sleep(300)
+code = subprocess.run(args[i:]).returncode
+if code == 0:
+    open(options["--log-file"], "w").write(TABLE)
+sys.exit(code)
+'''
+
+
+@pytest.fixture
+def stand_in_ncu(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pid_file = tmp_path / "sleeper.pid"
+
+    def install(mode: str = "replay", table: str = RECORDED_3_CALLS) -> Path:
+        script = bin_dir / "ncu"
+        script.write_text(STAND_IN.format(python=sys.executable, mode=mode, table=table, pid_file=str(pid_file)))
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        return pid_file
+
+    return install
+
+
+def _judged(candidate_ms: float, reference_ms: float, flags=()) -> dict:
+    result = schema.empty_result()
+    result.update(status="passed", flags=list(flags))
+    result["device"]["kind"] = "cuda"
+    result["timing"]["candidate"]["median_ms"] = candidate_ms
+    result["timing"]["reference"]["median_ms"] = reference_ms
+    result["timing"]["speedup"] = reference_ms / candidate_ms
+    result["correctness"]["passed"] = True
+    return result
+
+
+def _confirm(bundle: Path, result: dict, tmp_path, cache, device="cpu", timeout_s=120.0) -> confirm.Outcome:
+    # device "cpu": the profiled process runs without NVTX ranges, the check times with the CPU clock
+    options = JudgeOptions(device=device, ncu_timeout_s=timeout_s, timeout_s=120.0)
+    located = locate_bundle(bundle)
+    return confirm.confirm_on_device(result, located, options, Path(cache), tmp_path / "confirm",
+                                     snapshot_sources(located))
+
+
+ATEN_RELU = '''
+    import torch
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+'''
+# Does less under a profiler: the parent of the profiled process is ncu (the stand-in's script is
+# named so too). Outside ncu it is an honest ReLU, so it passes the judgement.
+LAZY_UNDER_NCU = '''
+    import os, torch
+
+    def _under_ncu():
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            return b"ncu" in f.read()
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros_like(x) if _under_ncu() else torch.relu(x)
+'''
+
+
+def test_an_honest_candidate_is_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
+    stand_in_ncu()
+    outcome = _confirm(make_bundle(ATEN_RELU), _judged(1.0, 1e-6), tmp_path, shared_build_cache)
+    confirmation = outcome.confirmation
+    assert outcome.wrong_answer == ""
+    assert confirmation["confirmed"] is True, confirmation["reason"]
+    assert confirmation["method"] == "ncu" and confirmation["calls_profiled"] == 3
+    assert confirmation["kernel_ms"] == pytest.approx(RECORDED_3_CALLS_MS, rel=1e-12)
+    assert confirmation["ratio"] == pytest.approx(1.0 / RECORDED_3_CALLS_MS)
+    assert confirmation["reference_outside_ms"] > 0  # timed by the trusted process itself
+    exchange = tmp_path / "confirm" / "profile" / "exchange"
+    assert sorted(p.name for p in exchange.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
+
+
+def test_a_reported_time_below_the_record_is_not_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
+    stand_in_ncu()
+    forged = RECORDED_3_CALLS_MS / 3
+    confirmation = _confirm(make_bundle(ATEN_RELU), _judged(forged, 1e-6), tmp_path, shared_build_cache).confirmation
+    assert confirmation["confirmed"] is False and "below the GPU's own record" in confirmation["reason"]
+
+
+def test_an_inflated_reference_time_is_not_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
+    stand_in_ncu()
+    confirmation = _confirm(make_bundle(ATEN_RELU), _judged(1.0, 1e6), tmp_path, shared_build_cache).confirmation
+    assert confirmation["confirmed"] is False and "reference's reported median" in confirmation["reason"]
+    assert confirmation["reference_outside_ms"] < 1e6
+
+
+def test_a_candidate_that_does_less_under_the_profiler_fails(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
+    stand_in_ncu()
+    result = _judged(1.0, 1e-6)
+    outcome = _confirm(make_bundle(LAZY_UNDER_NCU), result, tmp_path, shared_build_cache)
+    assert outcome.confirmation["confirmed"] is False
+    assert outcome.wrong_answer.startswith("the profiled calls gave wrong outputs: trial 0")
+    confirm.apply_outcome(result, outcome)
+    schema.validate_result(result)
+    assert result["status"] == "wrong_answer" and result["correctness"]["passed"] is False
+    assert "timing_unconfirmed" in result["flags"]
+    assert result["timing"]["candidate"]["median_ms"] is None and result["timing"]["speedup"] is None
+    assert "wrong answer under the profiler" in result["logs"]["stderr"]
+
+
+def test_a_profiler_timeout_flags_the_run_and_leaves_nothing_running(make_bundle, stand_in_ncu, tmp_path,
+                                                                   shared_build_cache):
+    pid_file = stand_in_ncu("hang")
+    result = _judged(1.0, 1.0)
+    options = JudgeOptions(device="cuda", ncu_timeout_s=3.0, timeout_s=60.0)
+    bundle = locate_bundle(make_bundle(ATEN_RELU))
+    confirm.add_to_result(result, bundle, options, Path(shared_build_cache), tmp_path / "confirm",
+                          snapshot_sources(bundle))
+    schema.validate_result(result)
+    confirmation = result["timing"]["confirmation"]
+    assert result["status"] == "passed" and "timing_unconfirmed" in result["flags"]
+    assert confirmation["confirmed"] is None and confirmation["reason"].startswith("timed out after 3 s")
+    assert "[profiler_agent] timing confirmation: not confirmed: timed out after 3 s" in result["logs"]["stderr"]
+    assert wait_gone([int(pid_file.read_text())]) == []
+
+
+def test_no_profiler_on_a_cuda_host_flags_the_run(make_bundle, tmp_path, monkeypatch, shared_build_cache):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ncu anywhere
+    result = _judged(1.0, 1.0)
+    bundle = locate_bundle(make_bundle(ATEN_RELU))
+    confirm.add_to_result(result, bundle, JudgeOptions(device="cuda", timeout_s=60.0), Path(shared_build_cache),
+                          tmp_path / "confirm", snapshot_sources(bundle))
+    assert "timing_unconfirmed" in result["flags"]
+    assert result["timing"]["confirmation"]["reason"].startswith("not found on PATH")
+
+
+def test_a_run_that_did_not_pass_has_no_confirmation(tmp_path):
+    result = _judged(1.0, 1.0)
+    result["status"] = "wrong_answer"
+    confirm.add_to_result(result, None, JudgeOptions(device="cuda"), tmp_path, tmp_path / "confirm", {})
+    assert result["timing"]["confirmation"] is None and result["flags"] == []
+    assert not (tmp_path / "confirm").exists()
+
+
+# --- the forger of the finding, judged on CPU -----------------------------------------------------------
+
+# Wraps the harness's timing function at import: the candidate's times (and their wall-clock twins,
+# so the timer check sees nothing odd) come back divided by three.
+TIMING_FORGER = '''
+    import torch
+    import profiler_agent.measure.timing as _timing
+
+    _original = _timing.time_interleaved
+
+    def _forged(calls, timer, plan=_timing.TimingPlan()):
+        timings = _original(calls, timer, plan)
+        for times in (timings.times_ms, timings.walls_ms):
+            if "candidate" in times:
+                times["candidate"] = [t / 3 for t in times["candidate"]]
+        return timings
+
+    _timing.time_interleaved = _forged
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+'''
+
+
+def test_the_timing_forger_on_cpu_is_marked_unconfirmed_but_not_flagged(make_bundle, judge):
+    outcome = judge(make_bundle(TIMING_FORGER), "--timing-budget", "0.3")
+    result = outcome.result
+    assert result["status"] == "passed", result["logs"]["stderr"]
+    confirmation = result["timing"]["confirmation"]
+    assert confirmation["method"] is None and confirmation["confirmed"] is None
+    assert confirmation["reason"] == "no device profiler on CPU"
+    assert confirmation["reported_ms"] == result["timing"]["candidate"]["median_ms"]
+    # CPU seasons still rank: no device profiler is not a finding against the run
+    assert "timing_unconfirmed" not in result["flags"]
+
+
+def test_an_honest_cpu_judgement_says_its_time_is_not_confirmed(make_bundle, judge):
+    result = judge(make_bundle(ATEN_RELU), "--timing-budget", "0.3").result
+    assert result["status"] == "passed"
+    assert result["timing"]["confirmation"]["reason"] == confirm.NO_PROFILER_ON_CPU
+    assert "timing_unconfirmed" not in result["flags"]
