@@ -38,7 +38,11 @@ def new_verdict() -> dict:
     }
 
 
-def verify(args, settings: dict, verdict: dict) -> None:
+def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bool = False) -> None:
+    """The judged process's calls replayed on the reference, compared one by one. `repeat`: the plan
+    ends with the repeat of trial 0 (the judgement's; the timing confirmation's profiled calls have
+    none). `warm_up`: the reference gets the candidate's warm-up call first (inputs of trial
+    `trials`), so a stateful reference is in the candidate's state."""
     import torch
 
     from profiler_agent.correctness import compare, exchange, ground_truth
@@ -60,6 +64,11 @@ def verify(args, settings: dict, verdict: dict) -> None:
     plan, note = planned_calls(make_inputs(api.get_inputs, seed + 1, device), device, settings)
     if note:
         verdict["notes"].append(note)
+    if not repeat:
+        plan = [call for call in plan if not call.repeat]
+    if warm_up:
+        with submission_code("reference (warm-up)"), torch.no_grad():
+            reference(*make_inputs(api.get_inputs, seed + 1 + settings["trials"], device))
     first = None  # trial 0's outputs (the reference's, the candidate's), for the repeat
     kept = None  # the reference's inputs of the trial the repeat is written into
     for call in plan:
