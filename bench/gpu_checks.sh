@@ -52,3 +52,6 @@ PY
 
 log "cgroup limits for judged processes (memory.max, pids.max, cgroup.kill)"
 python tests/agent/test_cgroup.py --device cuda; echo "exit $?"
+
+log "job protocol on the device: start -> secret -> bundle -> judge -> result; a foreign URL refused"
+python bench/trust_gpu_check.py --device cuda 2>&1 | tail -8 | tee "$OUT/trust.txt"

@@ -81,8 +81,28 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+
+
+def _redis_database(url, database):
+    """The same Redis server as `url`, another database number."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+# The agents' Redis: the `gpu.*` queues, and nothing else. Every agent host can read and write it
+# (each through its own ACL user, `manage.py create_agent`), so nothing secret or trusted goes there.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600}}
+# The site's own queue (pull-request intake, run by `manage.py rqworker site`): never where agents reach.
+SITE_REDIS_URL = os.environ.get("SITE_REDIS_URL") or _redis_database(REDIS_URL, 1)
+# How agent hosts reach the agents' Redis (host and port of the URLs `create_agent` prints), when not
+# as the site does; and the site's connection allowed to manage ACL users there, when not REDIS_URL's.
+AGENT_REDIS_URL = os.environ.get("AGENT_REDIS_URL", "")
+REDIS_ADMIN_URL = os.environ.get("REDIS_ADMIN_URL", "")
+# Jobs go through Redis as JSON only: a pickle found there is never unpickled.
+RQ_SERIALIZER = "rq.serializers.JSONSerializer"
+RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "SERIALIZER": RQ_SERIALIZER}}
 # Queue names are "gpu.<type>"; a prefix lets tests and staging share one Redis safely.
 GPU_QUEUE_PREFIX = os.environ.get("GPU_QUEUE_PREFIX", "gpu.")
 
@@ -177,6 +197,6 @@ PR_HOSTS = {
 PR_FETCH_TIMEOUT_SECONDS = env_int("PR_FETCH_TIMEOUT_SECONDS", 60)
 # The site's own RQ queue (webhook intake); served by `python manage.py rqworker site`.
 SITE_QUEUE_NAME = os.environ.get("SITE_QUEUE_NAME", "site")
-RQ_QUEUES.setdefault(SITE_QUEUE_NAME, {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600})
+RQ_QUEUES.setdefault(SITE_QUEUE_NAME, {"URL": SITE_REDIS_URL, "DEFAULT_TIMEOUT": 600, "SERIALIZER": RQ_SERIALIZER})
 PR_COMMENT_TIMEOUT_SECONDS = env_int("PR_COMMENT_TIMEOUT_SECONDS", 10)
 # ---- end of the submissions block ----

@@ -32,17 +32,34 @@ log "starting the site on $SITE_URL"
 STARTED_PIDS+=($!)
 for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_URL/', timeout=1)" 2>/dev/null && break; sleep 0.2; done
 
+# The site's own queue lives in SITE_REDIS_URL (default: database 1 of REDIS_URL's server), where the
+# agents' Redis user cannot go; jobs there are JSON, never pickles.
 log "starting the site's own worker (pull-request intake from webhooks)"
-"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" &
+"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" --serializer rq.serializers.JSONSerializer &
 STARTED_PIDS+=($!)
 
-token="$("$PY" manage.py create_agent local --quiet)"
+# The local agents get what a volunteer's GPU host would: a token for the GPU types the site grants
+# them, and a Redis ACL user that reaches the gpu.* queues only.
+agent_types=(--gpu-type cpu)
+[ -n "$gpu_slug" ] && agent_types+=(--gpu-type "$gpu_slug:$gpu_name")
+token="$("$PY" manage.py create_agent local "${agent_types[@]}" --no-redis-user --quiet)"
+agent_redis_url="$REDIS_URL"
+acl_status=0
+acl_url="$("$PY" manage.py agent_redis_user local --quiet)" || acl_status=$?
+if [ "$acl_status" -eq 0 ]; then
+  agent_redis_url="$acl_url"
+  log "the local agents use their own Redis ACL user (gpucf-agent-local)"
+elif [ "$acl_status" -eq 3 ]; then
+  log "this Redis has no ACL users (older than 6): the local agents get REDIS_URL itself"
+else
+  log "could not make the agents' Redis user (see above)"; exit 1
+fi
 log "starting a local profiler agent on queue gpu.cpu"
-"$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
+REDIS_URL="$agent_redis_url" "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
 STARTED_PIDS+=($!)
 if [ -n "$gpu_slug" ]; then
   log "starting a profiler agent for the local GPU on queue gpu.$gpu_slug"
-  "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
+  REDIS_URL="$agent_redis_url" "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
   STARTED_PIDS+=($!)
 fi
 

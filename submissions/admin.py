@@ -81,8 +81,13 @@ class SubmissionAdmin(admin.ModelAdmin):
 
 @admin.register(models.Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ("name", "is_active", "queues", "last_heartbeat_at")
-    readonly_fields = ("token_hash", "inventory", "versions", "last_heartbeat_at")
+    list_display = ("name", "is_active", "served_gpu_types", "queues", "last_heartbeat_at")
+    readonly_fields = ("token_hash", "queues", "inventory", "versions", "last_heartbeat_at")
+    filter_horizontal = ("gpu_types",)
+
+    @admin.display(description="GPU types served")
+    def served_gpu_types(self, agent):
+        return ", ".join(t.slug for t in agent.gpu_types.all())
 
 
 @admin.register(models.Run)

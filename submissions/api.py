@@ -3,6 +3,7 @@ import logging
 from typing import List, Optional
 
 from django.http import HttpResponse
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
@@ -64,26 +65,47 @@ def heartbeat(request, payload: HeartbeatIn):
     return {"ok": True, "detail": f"agent {agent.name} seen"}
 
 
-@agent_router.post("/runs/{run_id}/start", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+class StartIn(Schema):
+    attempt: int
+    agent: Optional[str] = None  # the name the agent calls itself: informative only
+
+
+class StartOut(Schema):
+    job_secret: str
+    bundle_url: str
+    result_url: str
+    options: dict
+
+
+def _refused(run_id, agent, action, exc, code):
+    judging.record_refusal(run_id, agent, action, str(exc))
+    return Status(code, {"detail": str(exc)})
+
+
+@agent_router.post("/runs/{run_id}/start", response={200: StartOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
                    url_name="agent_run_start")
-def start_run(request, run_id: int):
+def start_run(request, run_id: int, payload: StartIn):
+    """Take the run's current attempt: its secret, where its bundle and result go, the judging options."""
     _agent_run(run_id)
     try:
-        judging.start_run(run_id, request.auth, _job_secret(request))
+        _, secret = judging.start_run(run_id, request.auth, payload.attempt)
+    except Run.DoesNotExist:
+        raise HttpError(404, f"run {run_id} does not exist")
     except judging.RunConflict as exc:
-        return Status(409, {"detail": str(exc)})
-    except judging.JobSecretMismatch as exc:
-        return Status(403, {"detail": str(exc)})
-    return {"ok": True, "detail": f"run {run_id} started"}
+        return _refused(run_id, request.auth, "run.start_refused", exc, 409)
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.start_refused", exc, 403)
+    return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),
+            "result_url": reverse("api:agent_run_result", args=[run_id]), "options": judging.judging_options()}
 
 
 @agent_router.get("/runs/{run_id}/bundle", response={403: ErrorOut, 404: ErrorOut}, url_name="agent_run_bundle")
 def run_bundle(request, run_id: int):
     run = _agent_run(run_id)
     try:
-        judging.check_job_secret(run, _job_secret(request))
-    except judging.JobSecretMismatch as exc:
-        return Status(403, {"detail": str(exc)})
+        judging.check_agent_access(run, request.auth, _job_secret(request))
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.bundle_refused", exc, 403)
     files = {f.path: f.content for f in run.submission.files.all()}
     response = HttpResponse(bundle_to_zip(files), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="submission-{run.submission_id}.zip"'
@@ -98,8 +120,8 @@ def run_result(request, run_id: int, payload: RunResult):
         run = judging.record_result(run_id, request.auth, _job_secret(request), payload.as_stored())
     except judging.RunConflict as exc:
         return Status(409, {"detail": str(exc)})
-    except judging.JobSecretMismatch as exc:
-        return Status(403, {"detail": str(exc)})
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.forged_report_refused", exc, 403)
     state = run.verdict if run.status == "done" else f"requeued (attempt {run.attempts})"
     return {"ok": True, "detail": f"run {run_id}: {state}"}
 

@@ -211,7 +211,10 @@ class Agent(models.Model):
     name = models.CharField(max_length=100, unique=True)
     token_hash = models.CharField(max_length=64, unique=True)
     is_active = models.BooleanField(default=True)
-    queues = models.JSONField(default=list, blank=True)
+    # What it may judge: decided here by an organizer, never by what the agent declares.
+    gpu_types = models.ManyToManyField(GpuType, blank=True, related_name="agents",
+                                       help_text="GPU types whose runs this agent may start")
+    queues = models.JSONField(default=list, blank=True, help_text="Queues the agent declares (informative only)")
     inventory = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)

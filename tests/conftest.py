@@ -21,7 +21,12 @@ def shared_build_cache():
 def queue_prefix(settings):
     """Queue names of this test alone on the shared Redis."""
     settings.GPU_QUEUE_PREFIX = f"live-{uuid.uuid4().hex[:10]}.gpu."
-    return settings.GPU_QUEUE_PREFIX
+    yield settings.GPU_QUEUE_PREFIX
+    from submissions import queueing
+
+    for connection in (queueing.connection(), queueing.site_connection()):
+        for key in connection.scan_iter(f"rq:*{settings.GPU_QUEUE_PREFIX}*"):
+            connection.delete(key)
 
 
 @pytest.fixture
@@ -39,3 +44,20 @@ def start_agent(tmp_path):
     yield start
     for agent in agents:
         agent.stop()
+
+
+@pytest.fixture
+def agent_redis_users(queue_prefix):
+    """Makes Redis ACL users for agent hosts (as `manage.py create_agent` does); deleted afterwards."""
+    from submissions.services import agent_redis
+
+    made = []
+
+    def make(agent_name):
+        url = agent_redis.create_or_rotate(agent_name)
+        made.append(agent_name)
+        return url
+
+    yield make
+    for name in made:
+        agent_redis.delete(name)

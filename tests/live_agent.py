@@ -17,12 +17,12 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 class AgentProcess:
     """A real `python -m profiler_agent work` process; its output is kept for failure messages."""
 
-    def __init__(self, site, token, queue, log_path, heartbeat_seconds=2):
+    def __init__(self, site, token, queue, log_path, heartbeat_seconds=2, redis_url=REDIS_URL):
         self.log_path = log_path
         self.log = open(log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "profiler_agent", "work", "--site", site, "--token", token, "--queue", queue,
-             "--redis", REDIS_URL, "--name", f"e2e-{uuid.uuid4().hex[:6]}", "--device", "cpu",
+             "--redis", redis_url, "--name", f"e2e-{uuid.uuid4().hex[:6]}", "--device", "cpu",
              "--heartbeat-seconds", str(heartbeat_seconds), "--timeout", "240"],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )

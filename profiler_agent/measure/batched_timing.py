@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -79,9 +80,12 @@ class Rotation:
     calls_per_unit: int = 1
 
 
-def graph_rotation(calls: list[Callable[[], object]]) -> Rotation | None:
-    """One CUDA graph calling each of `calls` once; None when the calls cannot be captured (they
-    synchronize, use the CPU, ...), and the plain calls are timed instead."""
+def graph_rotation(calls: list[Callable[[], object]], input_sets: list[list], atol=None, rtol=None,
+                   ) -> tuple[Rotation | None, str]:
+    """One CUDA graph calling each of `calls` once, or None and why not; the plain calls are then
+    timed instead. A capture is kept only when its replay does the work: not empty, and after a
+    replay each captured output (poisoned first) equals a plain call's on the same inputs. A
+    kernel on the legacy default stream, say, runs outside the capture and leaves it empty."""
     import torch
 
     try:
@@ -92,14 +96,86 @@ def graph_rotation(calls: list[Callable[[], object]]) -> Rotation | None:
                 call()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for call in calls:
-                call()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(graph):
+                outputs = [call() for call in calls]
         torch.cuda.synchronize()
-    except Exception:  # noqa: BLE001  (any failure to capture means: time plain calls)
+    except Exception as exc:  # noqa: BLE001  (any failure to capture means: time plain calls)
+        clear_capture_error()
+        return None, f"capture failed ({type(exc).__name__}: {str(exc)[:200]})"
+    if any("empty" in str(w.message).lower() for w in caught):
+        return None, "the captured graph is empty (work launched outside the capture stream)"
+    problem = replay_differs(graph, calls, outputs, input_sets, atol, rtol)
+    if problem:
+        return None, problem
+    return Rotation([graph.replay], len(calls)), "captured; a replay gave the plain calls' outputs"
+
+
+def clear_capture_error() -> None:
+    """A launch that broke the capture (on the legacy default stream, say) leaves its error to be
+    read by the next launch check: a small kernel reads it here, so it does not surface later in
+    the harness as the candidate's device fault."""
+    import torch
+
+    for _ in range(2):
+        try:
+            torch.zeros(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+            return
+        except Exception:  # noqa: BLE001  (the stale error, now read and cleared)
+            continue
+
+
+def _poison(output, inputs: list) -> int:
+    """Fill the output tensors (not those sharing memory with an input) with values no kernel
+    should leave there; returns how many were filled."""
+    import torch
+
+    from profiler_agent.harness.tensors import flatten
+
+    held = {t.untyped_storage().data_ptr() for t in flatten(inputs) if isinstance(t, torch.Tensor)}
+    filled = 0
+    for leaf in flatten(output):
+        if not isinstance(leaf, torch.Tensor) or leaf.untyped_storage().data_ptr() in held:
+            continue
+        if leaf.is_floating_point() or leaf.is_complex():
+            leaf.fill_(float("nan"))
+        elif leaf.dtype != torch.bool:
+            leaf.fill_(torch.iinfo(leaf.dtype).min)
+        else:
+            continue
+        filled += 1
+    return filled
+
+
+def replay_differs(graph, calls, outputs, input_sets, atol, rtol) -> str | None:
+    """Why the replay cannot stand for the calls, or None: it must rewrite every captured output
+    with what a plain call gives on the same inputs."""
+    import torch
+
+    from profiler_agent.correctness.compare import compare_outputs
+
+    poisoned = sum(_poison(output, inputs) for output, inputs in zip(outputs, input_sets))
+    graph.replay()
+    torch.cuda.synchronize()
+    for k, (call, captured) in enumerate(zip(calls, outputs)):
+        expected = call()
         torch.cuda.synchronize()
-        return None
-    return Rotation([graph.replay], len(calls))
+        outcome = compare_outputs(expected, captured, atol, rtol)
+        if not outcome.passed:
+            return f"a replay's output {k} differs from a plain call's: {outcome.reason}"
+    if not poisoned:
+        return "no captured output could be checked (all share memory with the inputs)"
+    return None
+
+
+def faster_than_possible(per_call_ms: float | None, nbytes: int, peak_gbps: float | None) -> bool:
+    """A batched figure under half the time the minimum bytes take at peak bandwidth is not the
+    work being done (an L2-resident output can beat DRAM, never by half)."""
+    if not per_call_ms or not nbytes or not peak_gbps:
+        return False
+    return per_call_ms / 1e3 < 0.5 * nbytes / (peak_gbps * 1e9)
 
 
 def batch_of(rotation: Rotation, per_call_ms: float, plan: BatchPlan) -> list[Callable[[], object]]:

@@ -7,25 +7,41 @@ import sys
 
 import torch
 
-from profiler_agent.measure import batched_timing, metrics, telemetry, timing
+from profiler_agent.measure import batched_runs, batched_timing, input_sets, memory_budget, metrics, telemetry, timing
 from profiler_agent.devices import device_info
 from profiler_agent.harness import tensors
 from profiler_agent.harness.guard import SubmissionFailure, guarded, is_device_fault, submission_code
 from profiler_agent.harness.tensors import synchronize
 from profiler_agent.correctness.trials import make_inputs
+from profiler_agent.service.sizes import format_size
+
+
+def log(message: str) -> None:
+    print(f"[profiler_agent] timing: {message}", file=sys.stderr, flush=True)
 
 
 def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:
     stages = timing.Stages()
-    inputs = make_inputs(get_inputs, settings["seed"] + 1 + settings["trials"], device)
-    ref_inputs, cand_inputs = tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)
-    calls = {
-        "reference": guarded("reference", lambda: reference(*ref_inputs)),
-        "candidate": guarded("candidate", lambda: candidate(*cand_inputs)),
-    }
+    models = {"reference": reference, "candidate": candidate}
+    first_seed = settings["seed"] + 1 + settings["trials"]
+    cache_bytes = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 0
+    budget = memory_budget.harness_budget(device, settings.get("memory_limit_bytes"))
+    flush_bytes = min(timing.L2_FLUSH_BYTES, budget.bytes) if device.type == "cuda" else 0
+    first = make_inputs(get_inputs, first_seed, device)
+    set_bytes = tensors.tensor_bytes(first)
+    wanted_copies = batched_timing.rotation_copies(set_bytes, cache_bytes)
+    per_model = input_sets.sets_per_model(set_bytes, budget.bytes - flush_bytes,
+                                          max(input_sets.TIMING_SETS, wanted_copies))
+    sets = input_sets.draw_sets(get_inputs, first, first_seed, device, per_model)
+    del first
+    fresh = {name: input_sets.FreshInputs(sets[name]) for name in models}
+    _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model)
+    calls = {name: guarded(name, lambda model=model, inputs=fresh[name]: model(*inputs.args))
+             for name, model in models.items()}
+    advance = lambda name: fresh[name].advance()  # noqa: E731  (outside the timed region)
     handle = None
     if device.type == "cuda":
-        timer = timing.CudaTimer(device)
+        timer = timing.CudaTimer(device, flush_bytes=flush_bytes)
         handle = device_info.judged_gpu()  # NVML or MetaX view of the device; None when neither sees it
         sampler = telemetry.TelemetrySampler(handle)
     else:
@@ -36,16 +52,33 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     try:
         with torch.no_grad(), sampler:
             plan = timing.TimingPlan.from_settings(settings.get("timing"))
-            timings = timing.time_interleaved(calls, timer, plan)
+            control = (lambda: None) if device.type == "cuda" else None
+            timings = timing.time_interleaved(calls, timer, plan, prepare=advance, control=control)
             stages.end("per-call")
             escaped = False
             if device.type == "cuda":
-                timings, escaped = _count_work_left_on_other_streams(calls, timings, timer, device, plan)
+                timings, timer, escaped = _time_again_if_work_escaped(calls, timings, timer, device, plan, advance)
                 if escaped:
                     report["flags"].append("unsynchronized_work")
-                stages.end("synchronized check")
+                stages.end("work outside the pair")
+            fresh_medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
+            fresh_beside, repeated = _time_repeated_inputs(calls, fresh, timer, plan)
+            if input_sets.input_memoized(fresh_beside, repeated):
+                report["flags"].append("input_memoized")
+            log("repeated input set (median ms): " + _compare_medians(fresh_beside, repeated))
+            stages.end("repeated inputs")
             # work that escapes the end event would escape a batch's too: no batched figure then
-            batched = {n: [] for n in calls} if escaped else _time_batches(reference, candidate, inputs, timings, device)
+            batched = {n: [] for n in calls}
+            if escaped:
+                batched_runs.log("none: the calls leave work outside the event pair")
+            elif wanted_copies > 1 and per_model < 2:
+                batched_runs.log(f"none: the memory budget allows one input set per model, the cache "
+                                 f"needs {wanted_copies}")
+            else:
+                copies = min(per_model, wanted_copies)
+                room = budget.bytes - flush_bytes - 2 * (per_model - 1) * set_bytes
+                batched = batched_runs.time_batches(models, sets, copies, fresh_medians, device, room,
+                                                    settings, report["device"].get("peak_gbps"))
             stages.end("batched")
             if device.type == "cuda":
                 # a second of back-to-back candidate calls: NVML's energy counter and power sensor
@@ -68,11 +101,12 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     report["timed_total_ms"] = sum(sum(values) for values in timings.times_ms.values())
     if timings.tampered():
         report["flags"].append("timer_tampered")
-    del timer  # frees the L2 flush buffer before memory is measured
+    del timer, calls, advance, fresh, sets  # frees the L2 flush buffer and the input sets before memory is measured
 
     stages.end("energy")
     report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
     report["telemetry"]["energy_j_per_call"] = energy
+    inputs = make_inputs(get_inputs, first_seed, device)
     with torch.no_grad(), submission_code("reference"):
         output = reference(*tensors.fresh_copies(inputs))
     report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
@@ -84,39 +118,61 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     stages.end("bytes and FLOPs")
     if device.type == "cuda":
         del output
-        report["telemetry"]["peak_memory_bytes"] = candidate_peak_memory(candidate, cand_inputs, device)
+        report["telemetry"]["peak_memory_bytes"] = candidate_peak_memory(candidate, inputs, device)
         stages.end("peak memory")
     stages.report()
 
 
-def _count_work_left_on_other_streams(calls, timings, timer, device, plan):
-    """The plain event pair misses work a call leaves on another stream; when a synchronized pair
-    sees more, time both models again that way so they are still timed alike."""
-    synced = timing.SynchronizedCudaTimer(device)
-    escaped = timing.escaped_work_ms(calls, timings, synced)
-    if not any(timing.left_work_behind(escaped[n], statistics.median(timings.times_ms[n])) for n in calls):
-        return timings, False
-    return timing.time_interleaved(calls, synced, plan), True
+def _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model) -> None:
+    log(f"harness memory budget {memory_budget.describe(budget)}")
+    if cache_bytes and flush_bytes < 2 * cache_bytes:
+        log(f"the L2 flush buffer ({format_size(flush_bytes)}) is under twice the L2 cache "
+            f"({format_size(cache_bytes)}): calls may start partly warm")
+    if per_model == 1:
+        log(f"one input set per model ({format_size(set_bytes)} each; the budget allows no other): its "
+            "floating-point values are rescaled in place between calls (new data, new _version)")
+    else:
+        log(f"{per_model} input sets per model ({format_size(set_bytes)} each), rotated; each use bumps "
+            "the set's _version")
 
 
-def _time_batches(reference, candidate, inputs, timings, device) -> dict[str, list[float]]:
-    """Per-call times from batches of back-to-back calls on rotating input copies (see batched_timing)."""
-    cache_bytes = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 0
-    copies = batched_timing.rotation_copies(tensors.tensor_bytes(inputs), cache_bytes)
-    plain = {}
-    for name, model in (("reference", reference), ("candidate", candidate)):
-        copied = [tensors.fresh_copies(inputs) for _ in range(copies)]
-        plain[name] = [guarded(name, lambda args=args, model=model: model(*args)) for args in copied]
-    rotations = {name: batched_timing.Rotation(calls) for name, calls in plain.items()}
-    if device.type == "cuda":
-        graphs = {name: batched_timing.graph_rotation(calls) for name, calls in plain.items()}
-        if all(graphs.values()):  # both models timed the same way, or neither in graphs
-            rotations = graphs
-        print(f"[profiler_agent] batched timing: {'CUDA graphs' if rotations is graphs else 'plain calls'}, "
-              f"{copies} input copies", file=sys.stderr, flush=True)
-    timer = batched_timing.CudaBatchTimer() if device.type == "cuda" else batched_timing.CpuBatchTimer()
-    per_call = {name: statistics.median(values) for name, values in timings.times_ms.items()}
-    return batched_timing.time_batched(rotations, per_call, timer)
+def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
+    """The plain pair cannot see work a call runs on another stream during the L2 flush or after
+    the end event; when its own readings show such work (timing.work_outside_ms), both models are
+    timed again with the flush waited for and the end after a device-wide synchronize."""
+    outside = timing.work_outside_ms(timings)
+    medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
+    log("work outside the event pair (ms): " + ", ".join(f"{n} {outside[n]:.4f}" for n in calls))
+    if not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
+        return timings, timer, False
+    synced = timing.SynchronizedCudaTimer(device, flush_buffer=timer.flush_buffer)
+    log("timed again with the flush waited for and a device-wide synchronize before the end event")
+    return timing.time_interleaved(calls, synced, plan, prepare=advance), synced, True
+
+
+REPEATED = " (repeated input)"
+
+
+def _time_repeated_inputs(calls, fresh, timer, plan) -> tuple[dict[str, float], dict[str, float]]:
+    """A short pass in which each model's call on its next input set is followed by a call on the
+    same set again (same data, same _version): what a forward that remembers outputs for repeated
+    inputs gains. Fresh and repeated calls alternate within each round, so a change in the host's
+    load hits both alike. Returns the fresh and the repeated medians."""
+    both = {}
+    for name, call in calls.items():
+        both[name] = call
+        both[name + REPEATED] = call  # no prepare before it: the set the call before it saw
+    short = timing.TimingPlan(warmup=1, min_runs=5, max_runs=15, target_rse=plan.target_rse,
+                              budget_s=min(plan.budget_s / 4, 1.0))
+    prepare = lambda name: None if name.endswith(REPEATED) else fresh[name].advance()  # noqa: E731
+    timings = timing.time_interleaved(both, timer, short, prepare=prepare)
+    medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
+    return ({name: medians[name] for name in calls}, {name: medians[name + REPEATED] for name in calls})
+
+
+def _compare_medians(fresh: dict[str, float], repeated: dict[str, float]) -> str:
+    return ", ".join(f"{name} {repeated[name]:.4f} against {fresh[name]:.4f} on fresh ones "
+                     f"({input_sets.gain(fresh[name], repeated[name]):.2f}x)" for name in fresh)
 
 
 def candidate_peak_memory(candidate, inputs: list, device) -> int:

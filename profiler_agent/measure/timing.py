@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 _perf_counter_ns = time.perf_counter_ns
 _monotonic_ns = time.monotonic_ns
@@ -63,41 +63,74 @@ def summarize(times_ms: list[float]) -> dict:
     }
 
 
+class Reading(NamedTuple):
+    """One timed call: the timer's figure and the second clock's; on CUDA also how long the L2
+    flush before it ran (longer than alone: other work shared the device with it) and how long
+    the device stayed busy after the end event (work the pair did not wait for)."""
+
+    timed_ms: float
+    wall_ms: float
+    flush_ms: float | None = None
+    tail_ms: float | None = None
+
+
 class CpuTimer:
     wall_slack_ms = 0.0
 
-    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
+    def __call__(self, call: Callable[[], object]) -> Reading:
         wall_start = _monotonic_ns()
         start = _perf_counter_ns()
         call()
         end = _perf_counter_ns()
-        return (end - start) / 1e6, (_monotonic_ns() - wall_start) / 1e6
+        return Reading((end - start) / 1e6, (_monotonic_ns() - wall_start) / 1e6)
 
 
 class CudaTimer:
-    """Events on the current stream; L2 flushed before each call so no call starts warm. The end
-    event is followed by a device-wide synchronize, so work the call left on any stream counts.
+    """Events on the current stream; L2 flushed before each call so no call starts warm.
 
     The flush is enqueued right before the start event and not waited for: while the GPU clears
     the cache (~0.1 ms), Python launches the call, so the events see the kernel and not the
     launch latency (a synchronize there added ~30 us to every call of a small kernel on an H100).
+    Work the call puts on another stream could run during that flush, before the start event, or
+    after the end event; each call therefore also reports what would show it (`Reading.flush_ms`,
+    per read of the flush buffer, and `Reading.tail_ms`, compared with an empty call's by
+    `work_outside_ms`), and where either shows work, SynchronizedCudaTimer times both models instead.
+
+    The flush is also what holds the device while the host launches the call: it reads the buffer
+    as many times as twice the longest recent launch needs (within MAX_FLUSH_READS), so the call's
+    kernels run back to back even on a host slow to launch them. Measured on an H100 host: for tens
+    of seconds after a compile, or beside busy processes, launch-bound calls timed 1.5-3x longer with
+    one read, and within a few percent of the calm figure with the adaptive reads
+    (bench/launch_hold.py, docs/measurement.md). A hold made of flush reads, not of a sleep kernel,
+    keeps work overlapping it visible: it slows the reads.
     """
 
-    def __init__(self, device):
+    MAX_FLUSH_READS = 16
+    RECENT_LAUNCHES = 16
+
+    def __init__(self, device, flush_bytes: int = None, flush_buffer=None, max_flush_reads: int = None):
         import torch
 
         self._torch = torch
         self._event = torch.cuda.Event  # bound now: a later patch of torch.cuda.Event changes nothing
+        self._flushing = self._event(enable_timing=True)
         self._start = self._event(enable_timing=True)
         self._end = self._event(enable_timing=True)
         # Flushing by reading leaves L2 full of clean lines: a flush that writes (zero_, as do_bench
         # does) leaves dirty ones, whose write-back then lands inside the next timed call (+16% on
         # a 45 us ReLU on an H100 against Nsight Compute).
-        self._flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        if flush_buffer is None:
+            words = (L2_FLUSH_BYTES if flush_bytes is None else flush_bytes) // 4
+            flush_buffer = torch.zeros(words, dtype=torch.int32, device=device)
+        self.flush_buffer = flush_buffer
         self.wall_slack_ms = self._flush_ms()
+        self.max_flush_reads = self.MAX_FLUSH_READS if max_flush_reads is None else max_flush_reads
+        self.flush_reads = 1
+        self._recent_launch_ms: list[float] = []
 
     def _flush(self) -> None:
-        self._flush_buffer.max()  # reads every line; the one-element result is all it writes
+        if self.flush_buffer.numel():  # none when the memory budget left no room for one
+            self.flush_buffer.max()  # reads every line; the one-element result is all it writes
 
     def _flush_ms(self) -> float:
         """How long one flush runs: the most of it the wall clock may see after the start event."""
@@ -110,30 +143,52 @@ class CudaTimer:
             times.append(self._start.elapsed_time(self._end))
         return statistics.median(times)
 
-    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
-        self._torch.cuda.synchronize()
-        self._flush()
+    def _hold_for(self, launched_ms: float) -> None:
+        """Enough flush reads to cover twice the longest of the recent launches."""
+        self._recent_launch_ms = (self._recent_launch_ms + [launched_ms])[-self.RECENT_LAUNCHES:]
+        wanted = math.ceil(2 * max(self._recent_launch_ms) / self.wall_slack_ms) if self.wall_slack_ms > 0 else 1
+        self.flush_reads = min(max(wanted, 1), self.max_flush_reads)
+
+    def __call__(self, call: Callable[[], object]) -> Reading:
+        self._torch.cuda.synchronize()  # nothing of the previous call is left running
+        reads = self.flush_reads if self.flush_buffer.numel() else 1
+        self._flushing.record()
+        for _ in range(reads):
+            self._flush()
         wall_start = _monotonic_ns()
         self._start.record()
         call()
         self._end.record()
+        launched_ms = (_monotonic_ns() - wall_start) / 1e6
+        self._end.synchronize()
+        pair_done = _perf_counter_ns()
         self._torch.cuda.synchronize()
-        wall_ms = (_monotonic_ns() - wall_start) / 1e6
-        return self._start.elapsed_time(self._end), wall_ms
+        device_idle = _perf_counter_ns()
+        # the reads beyond the first are the hold: left out of the wall time the tamper check sees
+        wall_ms = (_monotonic_ns() - wall_start) / 1e6 - (reads - 1) * self.wall_slack_ms
+        self._hold_for(launched_ms)
+        return Reading(self._start.elapsed_time(self._end), max(wall_ms, 0.0),
+                       self._flushing.elapsed_time(self._start) / reads, (device_idle - pair_done) / 1e6)
 
 
 class SynchronizedCudaTimer(CudaTimer):
-    """The end event is recorded only after a device-wide synchronize, so work the call left on
-    another stream is inside the pair. The synchronize's own latency (host wake-up plus the end
-    event's launch) is measured on an empty call and subtracted; used when the plain pair missed work."""
+    """For calls that put work outside the plain pair: the flush is waited for before the start
+    event (nothing runs on the device when it is recorded), and the end event is recorded only
+    after a device-wide synchronize, so all the call's work, on any stream, is inside the pair.
+    The pair then also holds the host's launch and synchronize latency: measured on an empty call
+    and subtracted. Shares the plain timer's flush buffer."""
 
-    def __init__(self, device, calibration_calls: int = 21):
-        super().__init__(device)
+    wall_slack_ms = 0.0  # the flush has ended before the wall clock starts
+
+    def __init__(self, device, flush_buffer=None, calibration_calls: int = 21):
+        super().__init__(device, flush_buffer=flush_buffer)
+        self.wall_slack_ms = 0.0
         self.overhead_ms = statistics.median(self._timed(lambda: None)[0] for _ in range(calibration_calls))
 
     def _timed(self, call: Callable[[], object]) -> tuple[float, float]:
         self._torch.cuda.synchronize()
         self._flush()
+        self._torch.cuda.synchronize()  # the flush is over: nothing the call starts can overlap it
         wall_start = _monotonic_ns()
         self._start.record()
         call()
@@ -143,30 +198,30 @@ class SynchronizedCudaTimer(CudaTimer):
         wall_ms = (_monotonic_ns() - wall_start) / 1e6
         return self._start.elapsed_time(self._end), wall_ms
 
-    def __call__(self, call: Callable[[], object]) -> tuple[float, float]:
+    def __call__(self, call: Callable[[], object]) -> Reading:
         timed, wall = self._timed(call)
-        return max(timed - self.overhead_ms, 0.0), wall
+        return Reading(max(timed - self.overhead_ms, 0.0), wall)
 
 
 # Work outside the event pair counts as escaped above this share of the call, or this many ms
 # (below it, the synchronize's own jitter): a few microseconds hidden elsewhere is not a finding.
 ESCAPED_SHARE = 0.10
 ESCAPED_MIN_MS = 0.005
+CONTROL = "(empty call)"  # timed each round beside the models: what the timer reads for no work
 
 
-def escaped_work_ms(
-    calls: dict[str, Callable[[], object]], timings: "Timings", synced: Callable, rounds: int = 15,
-) -> dict[str, float]:
-    """Per model: how much longer a call takes when the end event waits for the whole device than
-    the plain event pair said, i.e. work the call left on another stream (0 when none)."""
-    synced_ms: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            synced_ms[name].append(synced(call)[0])
-    return {
-        name: max(statistics.median(synced_ms[name]) - statistics.median(timings.times_ms[name]), 0.0)
-        for name in calls
-    }
+def work_outside_ms(timings: "Timings") -> dict[str, float]:
+    """Per model: how much longer the flush before its calls ran than before an empty call (work
+    that overlapped the flush, i.e. ran before the start event), plus how much longer the device
+    stayed busy after its end event (work that outlived the pair); 0 where the timer did not say."""
+    outside = {}
+    for name in timings.times_ms:
+        total = 0.0
+        for readings in (timings.flush_ms, timings.tail_ms):
+            if readings.get(name) and readings.get(CONTROL):
+                total += max(statistics.median(readings[name]) - statistics.median(readings[CONTROL]), 0.0)
+        outside[name] = total
+    return outside
 
 
 def left_work_behind(escaped_ms: float, median_ms: float) -> bool:
@@ -193,29 +248,51 @@ class Timings:
     times_ms: dict[str, list[float]]
     walls_ms: dict[str, list[float]]
     wall_slack_ms: float = 0.0
+    # what the CUDA timer saw around each pair (Reading), per model and for the CONTROL call
+    flush_ms: dict[str, list[float]] = field(default_factory=dict)
+    tail_ms: dict[str, list[float]] = field(default_factory=dict)
 
     def tampered(self) -> bool:
         return any(timer_disagrees(self.times_ms[n], self.walls_ms[n], self.wall_slack_ms) for n in self.times_ms)
 
+    def add(self, name: str, reading: tuple) -> None:
+        reading = Reading(*reading)
+        if name != CONTROL:
+            self.times_ms[name].append(reading.timed_ms)
+            self.walls_ms[name].append(reading.wall_ms)
+        if reading.flush_ms is not None:
+            self.flush_ms.setdefault(name, []).append(reading.flush_ms)
+        if reading.tail_ms is not None:
+            self.tail_ms.setdefault(name, []).append(reading.tail_ms)
+
 
 def time_interleaved(
     calls: dict[str, Callable[[], object]],
-    timer: Callable[[Callable[[], object]], tuple[float, float]],
+    timer: Callable[[Callable[[], object]], tuple],
     plan: TimingPlan = TimingPlan(),
+    prepare: Callable[[str], None] | None = None,
+    control: Callable[[], object] | None = None,
 ) -> Timings:
     """Time every call once per round, alternating, so drift in clocks or load hits all alike;
-    stop when every median is precise enough (relative standard error) or the budget is spent."""
+    stop when every median is precise enough (relative standard error) or the budget is spent.
+    `prepare(name)` runs before each of that model's calls, outside the timed region (it moves the
+    model to its next input set); `control`, an empty call, is timed each round too (as CONTROL,
+    in flush_ms and tail_ms only: the baseline work_outside_ms compares with)."""
     for _ in range(plan.warmup):
-        for call in calls.values():
+        for name, call in calls.items():
+            if prepare:
+                prepare(name)
             timer(call)
     timings = Timings({name: [] for name in calls}, {name: [] for name in calls},
                       getattr(timer, "wall_slack_ms", 0.0))
     started = _both_clocks_s()
     for rounds in range(1, plan.max_runs + 1):
         for name, call in calls.items():
-            timed, wall = timer(call)
-            timings.times_ms[name].append(timed)
-            timings.walls_ms[name].append(wall)
+            if prepare:
+                prepare(name)
+            timings.add(name, timer(call))
+        if control is not None:
+            timings.add(CONTROL, timer(control))
         if rounds < plan.min_runs:
             continue
         precise = all(relative_standard_error(t) < plan.target_rse for t in timings.times_ms.values())
@@ -244,3 +321,4 @@ class Stages:
 
         parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in self._seconds)
         print(f"[profiler_agent] timing phase (s): {parts}", file=sys.stderr, flush=True)
+

@@ -1,11 +1,15 @@
-"""The RQ job the site enqueues, by the name `profiler_agent.service.jobs.judge_run`.
+"""The RQ job the site enqueues, by the name `profiler_agent.service.jobs.judge_run`, with JSON
+arguments `{"run_id", "attempt"}` and nothing else: Redis is readable and writable by every agent
+host, so it carries nothing secret and nothing trusted (see job_guard for what the worker refuses).
 
-Protocol: POST start_url (409: the run is already finished; 403: this job belongs to an earlier
-attempt of the run, whose secret is no longer valid; either way do nothing), GET bundle_url (a zip),
-judge it, POST the result to result_url (409: already reported; 403: stale attempt; both logged).
-Every call carries the agent token and the job's secret. The site may send paths instead of URLs;
-they are joined to the agent's --site address. A failure of our own is reported as
-`internal_error`, then re-raised so RQ records the job as failed.
+Protocol: POST `<site>/api/v1/agent/runs/<id>/start` with the agent token and `{"attempt": n}`. The
+site checks the run is this agent's to judge and answers with the secret of this attempt, the bundle
+and result paths and the judging options (409: already finished or started by another agent; 403:
+stale attempt or a GPU type this agent does not serve; 404: no such run; each: do nothing). Then GET
+the bundle (a zip), judge it, POST the result (409: already reported; 403: refused; both logged).
+Every call after start carries the token and the secret. Paths are joined to the agent's own --site;
+an absolute URL elsewhere is refused (the token must never travel to another host). A failure of
+our own is reported as `internal_error`, then re-raised so RQ records the job as failed.
 """
 
 from __future__ import annotations
@@ -26,11 +30,23 @@ log = logging.getLogger(__name__)
 SKIP = (403, 409)
 
 
+START_PATH = "/api/v1/agent/runs/{run_id}/start"
+
+
+class ForeignUrl(ValueError):
+    """The site's answer named a URL outside the agent's own site."""
+
+
 def site_url(site: str, url: str) -> str:
-    """Absolute URLs as they are; paths joined to the site address (which may have a path prefix)."""
-    if urlsplit(url).scheme:
-        return url
-    return site.rstrip("/") + "/" + url.lstrip("/")
+    """A path joined to the site address (which may have a path prefix); an absolute URL only when it
+    lies on that same site, since the agent's token and the run's secret go wherever it points."""
+    parts, base = urlsplit(url), urlsplit(site)
+    if not (parts.scheme or parts.netloc):
+        return site.rstrip("/") + "/" + url.lstrip("/")
+    prefix = base.path.rstrip("/") + "/"
+    if (parts.scheme, parts.netloc) != (base.scheme, base.netloc) or not (parts.path + "/").startswith(prefix):
+        raise ForeignUrl(f"refusing {url!r}: not on this agent's site {site}")
+    return url
 
 
 def _positive_option(options: dict, key: str) -> float:
@@ -86,30 +102,41 @@ def _post_result(client, result_url: str, result: dict, run_id: int) -> None:
     if code == 409:
         log.info("run %s: the site already has a result; this one was not stored", run_id)
     elif code == 403:
-        log.warning("run %s: result refused, this job belongs to an earlier attempt of the run", run_id)
+        log.warning("run %s: result refused (an earlier attempt, or the run was given to another agent)", run_id)
 
 
-def judge_run(
-    run_id: int,
-    bundle_url: str,
-    result_url: str,
-    start_url: str,
-    job_secret: str,
-    options: dict | None = None,
-) -> dict:
+def _start(client, config, run_id: int, attempt: int) -> dict | None:
+    """The site's answer to start, or None when the run is not ours to judge (logged)."""
+    url = site_url(config.site, START_PATH.format(run_id=run_id))
+    # 404 too: a job left in Redis from before a site's database was reset names a run that is gone.
+    code, answer = client.post_json_answer(url, {"attempt": attempt, "agent": config.name}, accept=(200, *SKIP, 404))
+    if code != 200:
+        reason = {409: "already finished or taken", 403: "refused", 404: "no such run on the site"}[code]
+        log.info("run %s attempt %s: %s (%s); not judging it", run_id, attempt, reason, answer.get("detail", ""))
+        return None
+    for key in ("job_secret", "bundle_url", "result_url"):
+        if not isinstance(answer.get(key), str) or not answer[key]:
+            raise ValueError(f"run {run_id}: the site's start answer has no {key}")
+    if not isinstance(answer.get("options") or {}, dict):
+        raise ValueError(f"run {run_id}: the site's start answer has options that are not an object")
+    return answer
+
+
+def judge_run(run_id: int, attempt: int) -> dict:
     from profiler_agent.service.site_client import SiteClient
 
     config = agent_config.current()
-    client = SiteClient(config.token, job_secret)
-    start_url, bundle_url, result_url = (site_url(config.site, u) for u in (start_url, bundle_url, result_url))
-    # 404 too: a job left in Redis from before a site's database was reset names a run that is gone.
-    code = client.post_json(start_url, {"agent": config.name}, accept=(200, *SKIP, 404))
-    if code in (*SKIP, 404):
-        reason = {409: "already finished", 403: "stale attempt", 404: "no such run on the site"}[code]
-        log.info("run %s: %s; not judging it", run_id, reason)
-        return {"run_id": run_id, "status": None, "skipped": reason}
+    answer = _start(SiteClient(config.token), config, run_id, attempt)
+    if answer is None:
+        return {"run_id": run_id, "attempt": attempt, "status": None, "skipped": True}
+    client = SiteClient(config.token, answer["job_secret"])
     try:
-        result = _judge_download(client, bundle_url, judge_options(config, options or {}))
+        bundle_url, result_url = site_url(config.site, answer["bundle_url"]), site_url(config.site, answer["result_url"])
+    except ForeignUrl:
+        log.exception("run %s: the site's answer points elsewhere; not judging it", run_id)
+        raise
+    try:
+        result = _judge_download(client, bundle_url, judge_options(config, answer.get("options") or {}))
     except Exception:
         trace = traceback.format_exc()
         log.exception("run %s: the agent failed", run_id)
@@ -120,4 +147,4 @@ def judge_run(
         raise
     _post_result(client, result_url, result, run_id)
     log.info("run %s: %s", run_id, result["status"])
-    return {"run_id": run_id, "status": result["status"]}
+    return {"run_id": run_id, "attempt": attempt, "status": result["status"]}

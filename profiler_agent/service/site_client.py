@@ -69,6 +69,18 @@ class SiteClient:
             raise SiteError(f"POST {url}: HTTP {response.status_code}: {response.text[:500]}")
         return response.status_code
 
+    def post_json_answer(self, url: str, payload: dict, accept: tuple[int, ...] = (200,)) -> tuple[int, dict]:
+        """POST, and the status code with the JSON object answered (empty when the body is not one)."""
+        body = json.dumps(payload, allow_nan=False)
+        response = self._request("POST", url, data=body, headers={"Content-Type": "application/json"})
+        if response.status_code not in accept:
+            raise SiteError(f"POST {url}: HTTP {response.status_code}: {response.text[:500]}")
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        return response.status_code, answer if isinstance(answer, dict) else {}
+
     def get_bytes(self, url: str, max_bytes: int = MAX_BUNDLE_BYTES) -> bytes:
         response = self._request("GET", url, stream=True)
         if response.status_code != 200:

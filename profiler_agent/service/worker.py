@@ -1,5 +1,7 @@
 """`python -m profiler_agent work`: an RQ worker on the agent's queues, plus heartbeats.
 
+The worker is a JudgeWorker (job_guard): JSON payloads only, the judge function only.
+
 The worker never initializes CUDA (it asks NVML about devices), so RQ may fork a work-horse per
 job; judging itself happens in a spawned child (profiler_agent.harness.child).
 """
@@ -38,8 +40,8 @@ def run_worker(
     heartbeat_s: float = 30.0,
 ) -> bool:
     from redis import Redis
-    from rq import Worker
 
+    from profiler_agent.service.job_guard import JudgeWorker
     from profiler_agent.service.site_client import SiteClient
 
     hide_from_same_user()
@@ -49,7 +51,7 @@ def run_worker(
     beats = HeartbeatThread(client, config, queues, heartbeat_s)
     beats.start()
     try:
-        worker = Worker(queues, connection=Redis.from_url(redis_url), name=config.name)
+        worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name)
         return worker.work(burst=burst, logging_level="INFO")
     finally:
         beats.stop()

@@ -87,15 +87,35 @@ def contestant_by_token(raw):
     return token.contestant
 
 
-def create_agent(name):
-    """Registers an agent (or rotates its token); returns (agent, raw token)."""
+@transaction.atomic
+def create_agent(name, gpu_types=None):
+    """Registers an agent (or rotates its token); returns (agent, raw token). `gpu_types` (GpuType
+    rows), when given, become the GPU types whose runs it may start; otherwise they stay as they are."""
     raw = new_token()
     agent, created = Agent.objects.get_or_create(name=name, defaults={"token_hash": hash_secret(raw)})
     if not created:
         agent.token_hash = hash_secret(raw)
         agent.is_active = True
         agent.save(update_fields=["token_hash", "is_active"])
+    if gpu_types is not None:
+        agent.gpu_types.set(gpu_types)
     return agent, raw
+
+
+def revoke_agent(agent):
+    """The agent's token stops working; the runs it is judging go back to the queue now."""
+    from submissions.models import Run, RunStatus
+    from submissions.services import audit, judging
+
+    with transaction.atomic():
+        Agent.objects.filter(pk=agent.pk).update(is_active=False)
+        audit.record("agent.revoked", agent, actor_label="organizer")
+        requeued = 0
+        for run in Run.objects.select_for_update().filter(agent=agent, status=RunStatus.RUNNING):
+            audit.record("run.requeued", run, actor_label="organizer", reason=f"agent {agent.name} was revoked")
+            judging.enqueue_run(run)
+            requeued += 1
+    return requeued
 
 
 def agent_by_token(raw):

@@ -4,7 +4,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from submissions import queueing
@@ -15,10 +14,15 @@ log = logging.getLogger(__name__)
 
 
 class RunConflict(Exception):
-    """The run is already finished: a report or start for it changes nothing."""
+    """The run is finished, or being judged by another agent: a start or report changes nothing."""
 
 
-class JobSecretMismatch(Exception):
+class AgentRefused(Exception):
+    """This agent may not do this to this run (stale attempt, GPU type not served, not the agent that
+    started it, wrong secret). Nothing was changed."""
+
+
+class JobSecretMismatch(AgentRefused):
     """The job secret is not the one of the run's current attempt."""
 
 
@@ -33,47 +37,70 @@ def create_runs(submission, rejudge=None):
 
 
 def enqueue_run(run):
-    """Start a new attempt: a fresh job secret, and the job handed to Redis once committed."""
-    secret = new_token()
+    """Start a new attempt and hand its job to Redis once committed. The job names the run and the
+    attempt only: every agent host can read and write that Redis, so the secret of the attempt, the
+    URLs and the judging options come from `start_run`, to the agent the site chose."""
     run.attempts += 1
-    run.job_secret_hash = hash_secret(secret)
+    run.job_secret_hash = ""  # no secret until an agent starts this attempt
     run.rq_job_id = f"run-{run.pk}-{run.attempts}"
     run.status = RunStatus.QUEUED
     run.enqueued_at = timezone.now()
     run.started_at = None
     run.agent = None
     run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent"])
-    kwargs = {
-        "run_id": run.pk,
-        # Paths, not URLs: the agent joins them to the site address it was given.
-        "bundle_url": reverse("api:agent_run_bundle", args=[run.pk]),
-        "start_url": reverse("api:agent_run_start", args=[run.pk]),
-        "result_url": reverse("api:agent_run_result", args=[run.pk]),
-        "job_secret": secret,
-        "options": {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
-                    "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS},
-    }
+    kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.gpu_type.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
     transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs), robust=True)
 
 
-def check_job_secret(run, secret):
-    if not secret or hash_secret(secret) != run.job_secret_hash:
+def judging_options():
+    """The limits an agent judges a run under: they come from the site, never from the queue."""
+    return {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS, "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+
+
+def agent_serves(agent, gpu_type):
+    return agent.gpu_types.filter(pk=gpu_type.pk).exists()
+
+
+def check_agent_access(run, agent, secret):
+    """Only the agent that started the run's current attempt, with that attempt's secret."""
+    if run.agent_id != agent.pk:  # a new attempt unbinds the run (enqueue_run)
+        raise AgentRefused(f"run {run.pk} was not started by agent {agent.name}")
+    if not secret or not run.job_secret_hash or hash_secret(secret) != run.job_secret_hash:
         raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
 
 
 @transaction.atomic
-def start_run(run_id, agent, secret):
-    run = Run.objects.select_for_update().get(pk=run_id)
+def start_run(run_id, agent, attempt):
+    """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
+    Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
+    (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret."""
+    run = Run.objects.select_for_update().select_related("gpu_type").get(pk=run_id)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
-    check_job_secret(run, secret)
+    if attempt != run.attempts:
+        raise AgentRefused(f"stale attempt: run {run.pk} is at attempt {run.attempts}, not {attempt}")
+    if not agent_serves(agent, run.gpu_type):
+        raise AgentRefused(f"agent {agent.name} does not serve GPU type {run.gpu_type.slug} "
+                           f"(an organizer grants it: manage.py create_agent {agent.name} --gpu-type {run.gpu_type.slug})")
+    if run.status == RunStatus.RUNNING and run.agent_id not in (None, agent.pk):
+        raise RunConflict(f"run {run.pk} is already being judged by another agent")
+    secret = new_token()
+    run.job_secret_hash = hash_secret(secret)
     run.status = RunStatus.RUNNING
     run.started_at = timezone.now()
     run.agent = agent
-    run.save(update_fields=["status", "started_at", "agent"])
-    return run
+    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent"])
+    return run, secret
+
+
+def record_refusal(run_id, agent, action, reason):
+    """Audit what an agent was refused (in its own transaction: the refused one changed nothing)."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        audit.record(action, run, actor_label=f"agent:{agent.name}", reason=reason)
+    log.warning("agent %s refused on run %s (%s): %s", agent.name, run_id, action, reason)
 
 
 def _speedup(result):
@@ -89,9 +116,9 @@ def _median(result, side):
 def record_result(run_id, agent, secret, result):
     """Store an agent's report. A finished run refuses it (idempotent); an internal error is retried."""
     run = Run.objects.select_for_update().select_related("submission__issue__season").get(pk=run_id)
+    check_agent_access(run, agent, secret)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
-    check_job_secret(run, secret)
     status = result["status"]
     if status == Verdict.INTERNAL_ERROR and run.attempts < settings.RUN_MAX_ATTEMPTS:
         audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
@@ -147,7 +174,7 @@ def sweep_runs(now=None):
             if run.status == RunStatus.DONE:
                 continue
             overdue = run.status == RunStatus.RUNNING and run.started_at and run.started_at < deadline
-            lost = not overdue and not queueing.job_is_alive(run.rq_job_id)
+            lost = not overdue and not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
             if not (overdue or lost):
                 continue
             reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"

@@ -90,18 +90,42 @@ def test_work_left_behind_needs_a_real_share_of_the_call():
     assert timing.left_work_behind(0.2, 1.0)
 
 
-def test_escaped_work_compares_a_synchronized_timer_with_the_plain_one():
+def test_work_outside_the_pair_is_what_the_flush_and_the_tail_saw_beyond_an_empty_call():
+    """The plain CUDA timer reports how long the flush before each call ran and how long the
+    device stayed busy after the end event; here those readings come from real CPU calls, the
+    hiding model's flush and tail made longer by real work, as a side stream's would be."""
+    hidden_ms = 1.0
+
+    def timer(call):
+        timed, wall, *_ = timing.CpuTimer()(call)
+        flush = timing.CpuTimer()(_work(2000))[0]  # stands for the flush, alone or shared
+        tail = timing.CpuTimer()(lambda: None)[0]
+        if call is calls["hiding"]:
+            flush += hidden_ms  # the side stream's work ran during the flush
+            tail += hidden_ms  # and outlived the end event
+        return timing.Reading(timed, wall, flush, tail)
+
     calls = {"honest": _work(1000), "hiding": _work(1000)}
-    plain = timing.time_interleaved(calls, timing.CpuTimer(), timing.TimingPlan(min_runs=10, budget_s=0.5))
+    timings = timing.time_interleaved(calls, timer, timing.TimingPlan(min_runs=15, max_runs=15),
+                                      control=lambda: None)
+    outside = timing.work_outside_ms(timings)
+    assert outside["hiding"] == pytest.approx(2 * hidden_ms, abs=0.5)
+    assert outside["honest"] < 0.3
+    assert timing.CONTROL not in timings.times_ms  # the control call is no model
 
-    def synchronized(call):
-        # stands for the device-wide synchronize that also waits for the hiding model's side stream
-        timed, wall = timing.CpuTimer()(call)
-        return (timed + 1.0 if call is calls["hiding"] else timed), wall
 
-    escaped = timing.escaped_work_ms(calls, plain, synchronized, rounds=9)
-    assert escaped["hiding"] == pytest.approx(1.0, abs=0.2)
-    assert escaped["honest"] < 0.2
+def test_a_cpu_timer_reports_nothing_outside_the_pair():
+    timings = timing.time_interleaved({"only": _work(100)}, timing.CpuTimer(), timing.TimingPlan(min_runs=3, max_runs=3))
+    assert timing.work_outside_ms(timings) == {"only": 0.0}
+    assert timings.flush_ms == {} and timings.tail_ms == {}
+
+
+def test_prepare_runs_before_every_call_of_its_model_outside_the_timed_region():
+    seen = []
+    calls = {"a": lambda: seen.append("call a"), "b": lambda: seen.append("call b")}
+    timing.time_interleaved(calls, timing.CpuTimer(), timing.TimingPlan(warmup=1, min_runs=2, max_runs=2),
+                            prepare=lambda name: seen.append(f"prepare {name}"))
+    assert seen == ["prepare a", "call a", "prepare b", "call b"] * 3
 
 
 def test_samples_keep_at_most_the_limit_in_order():

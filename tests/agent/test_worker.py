@@ -1,14 +1,9 @@
 """`python -m profiler_agent work` against a real Redis and a small real HTTP site that records what
 the agent sends: the job protocol end to end (start, bundle, result, heartbeat, headers)."""
 
-import io
-import json
 import subprocess
 import sys
-import threading
 import uuid
-import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,89 +12,15 @@ from rq import Queue
 from rq.job import Job
 
 import profiler_agent
-from profiler_agent.service.jobs import site_url
 from profiler_agent.schema import validate_result
+from profiler_agent.service.jobs import ForeignUrl, site_url
 from profiler_agent.service.site_client import SiteClient, SiteError
-from tests.agent.conftest import EXAMPLES, REPO
+from rq.serializers import JSONSerializer
+from tests.agent.conftest import REPO
+from tests.agent.fake_site import FakeSite, zipped
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 TOKEN = "agent-token-1"
-
-
-def zipped(example: str) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as z:
-        for path in sorted((EXAMPLES / example).iterdir()):
-            if path.is_file():
-                z.write(path, path.name)
-    return buffer.getvalue()
-
-
-class FakeSite:
-    """A real HTTP server: serves bundle zips, answers start/result/heartbeat, records every request."""
-
-    def __init__(self):
-        self.bundles: dict[str, bytes] = {}
-        self.start_codes: dict[str, int] = {}  # run id -> status code of its start call
-        self.fail_next: list[int] = []  # status codes to answer before behaving normally
-        self.requests: list[dict] = []
-        self._lock = threading.Lock()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _answer(self, code: int, body: bytes = b"{}", kind: str = "application/json"):
-                self.send_response(code)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _record(self, body):
-                with site._lock:
-                    site.requests.append({"method": self.command, "path": self.path,
-                                          "headers": dict(self.headers), "json": body})
-                    return site.fail_next.pop(0) if site.fail_next else None
-
-            def do_GET(self):
-                failure = self._record(None)
-                if failure:
-                    return self._answer(failure)
-                name = self.path.removeprefix("/bundles/")
-                if name in site.bundles:
-                    return self._answer(200, site.bundles[name], "application/zip")
-                self._answer(404, b'{"detail": "no such bundle"}')
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"null")
-                failure = self._record(body)
-                if failure:
-                    return self._answer(failure)
-                parts = self.path.strip("/").split("/")
-                if self.path == "/api/v1/agent/heartbeat":
-                    return self._answer(200)
-                if parts[0] == "runs" and parts[2] == "start":
-                    return self._answer(site.start_codes.get(parts[1], 200))
-                if parts[0] == "runs" and parts[2] == "result":
-                    return self._answer(200)
-                self._answer(404)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def posts(self, suffix: str) -> dict[str, dict]:
-        """The POSTs whose path ends with suffix, keyed by run id."""
-        return {r["path"].split("/")[2]: r for r in self.requests
-                if r["method"] == "POST" and r["path"].endswith(suffix) and r["path"].startswith("/runs/")}
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -112,38 +33,30 @@ def site():
 @pytest.fixture
 def queue():
     connection = Redis.from_url(REDIS_URL)
-    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection)
+    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection, serializer=JSONSerializer)
     yield q
     for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
-        Job.fetch(job_id, connection=connection).delete()
+        Job.fetch(job_id, connection=connection, serializer=JSONSerializer).delete()
     q.delete(delete_jobs=True)
 
 
-def enqueue(queue, site, run_id: str, bundle: str, *, absolute: bool):
-    base = site.url if absolute else ""  # the site may send paths; the agent joins them to --site
-    return queue.enqueue(
-        "profiler_agent.service.jobs.judge_run",
-        kwargs={
-            "run_id": int(run_id),
-            "bundle_url": f"{base}/bundles/{bundle}",
-            "start_url": f"{base}/runs/{run_id}/start",
-            "result_url": f"{base}/runs/{run_id}/result",
-            "job_secret": f"secret-{run_id}",
-            "options": {"timeout_s": 300, "seed": 11, "some_future_option": True},
-        },
-        job_timeout=1200,
-    )
+def enqueue(queue, site, run_id: str, bundle: str, attempt: int = 1):
+    """What the site enqueues: the run and its attempt, JSON; the rest comes from start."""
+    site.run_bundles[run_id] = bundle
+    return queue.enqueue("profiler_agent.service.jobs.judge_run", kwargs={"run_id": int(run_id), "attempt": attempt},
+                         job_timeout=1200)
 
 
 def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_cache):
     site.bundles = {"relu-cpu.zip": zipped("relu-cpu"), "relu-cpu-wrong.zip": zipped("relu-cpu-wrong")}
     site.start_codes = {"3": 409, "5": 404}  # run 3 is already finished; run 5 is gone from the site
+    site.start_answers = {"1": {"bundle_url": f"{site.url}/bundles/relu-cpu.zip"}}  # absolute, on the site: fine
     jobs = {
-        "1": enqueue(queue, site, "1", "relu-cpu.zip", absolute=True),
-        "2": enqueue(queue, site, "2", "relu-cpu-wrong.zip", absolute=False),
-        "3": enqueue(queue, site, "3", "relu-cpu.zip", absolute=False),
-        "4": enqueue(queue, site, "4", "missing.zip", absolute=False),  # the download fails: our fault
-        "5": enqueue(queue, site, "5", "relu-cpu.zip", absolute=False),
+        "1": enqueue(queue, site, "1", "relu-cpu.zip", attempt=3),
+        "2": enqueue(queue, site, "2", "relu-cpu-wrong.zip"),
+        "3": enqueue(queue, site, "3", "relu-cpu.zip"),
+        "4": enqueue(queue, site, "4", "missing.zip"),  # the download fails: our fault
+        "5": enqueue(queue, site, "5", "relu-cpu.zip"),
     }
     name = f"test-agent-{uuid.uuid4().hex[:6]}"
     completed = subprocess.run(
@@ -157,10 +70,13 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     starts, results = site.posts("/start"), site.posts("/result")
     assert set(starts) == {"1", "2", "3", "4", "5"}
     assert set(results) == {"1", "2", "4"}  # nothing for run 3 (finished already) nor run 5 (no such run)
-    for run_id, request in [*starts.items(), *results.items()]:
+    for run_id, request in starts.items():
+        assert request["headers"]["Authorization"] == f"Bearer {TOKEN}" and "X-Job-Secret" not in request["headers"]
+        assert request["path"] == f"/api/v1/agent/runs/{run_id}/start"
+    for run_id, request in results.items():
         assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
-        assert request["headers"]["X-Job-Secret"] == f"secret-{run_id}"
-    assert starts["1"]["json"] == {"agent": name}
+        assert request["headers"]["X-Job-Secret"] == f"secret-{run_id}"  # the secret start answered
+    assert starts["1"]["json"] == {"attempt": 3, "agent": name} and starts["2"]["json"]["attempt"] == 1
     downloads = [r for r in site.requests if r["method"] == "GET"]
     assert sorted(r["path"] for r in downloads) == ["/bundles/missing.zip", "/bundles/relu-cpu-wrong.zip",
                                                     "/bundles/relu-cpu.zip"]
@@ -177,6 +93,7 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     assert "HTTP 404" in broken["reason"]  # the traceback's last line
     assert "Traceback" in broken["logs"]["stderr"]
 
+    assert passed["correctness"]["trials"] >= 3
     assert jobs["1"].get_status(refresh=True) == "finished"
     assert jobs["3"].get_status(refresh=True) == "finished"
     assert jobs["4"].get_status(refresh=True) == "failed"  # re-raised so RQ records it
@@ -209,10 +126,11 @@ def test_the_site_client_retries_server_errors_but_not_client_errors(site):
     assert len(site.requests) == 1  # a 404 is an answer, not a transient failure
 
 
-def test_a_plain_rq_worker_configured_by_environment_judges_a_run(site, queue, build_cache):
-    """`rq worker` (not our CLI) works too: the job reads the site and token from the environment."""
+def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue, build_cache):
+    """`rq worker -w profiler_agent.service.job_guard.JudgeWorker` (not our CLI) works too, configured by
+    the environment; the class forces its JSON serializer and guarded job class over the CLI's."""
     site.bundles = {"wrong.zip": zipped("relu-cpu-wrong")}
-    enqueue(queue, site, "21", "wrong.zip", absolute=False)
+    enqueue(queue, site, "21", "wrong.zip")
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(build_cache.parent),
@@ -223,12 +141,13 @@ def test_a_plain_rq_worker_configured_by_environment_judges_a_run(site, queue, b
         "PROFILER_AGENT_CACHE_DIR": str(build_cache),
     }
     completed = subprocess.run(
-        [str(Path(sys.executable).parent / "rq"), "worker", "--burst", "--url", REDIS_URL, queue.name],
+        [str(Path(sys.executable).parent / "rq"), "worker", "--burst", "--url", REDIS_URL,
+         "-w", "profiler_agent.service.job_guard.JudgeWorker", queue.name],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     starts, results = site.posts("/start"), site.posts("/result")
-    assert starts["21"]["json"] == {"agent": "env-agent"}
+    assert starts["21"]["json"] == {"attempt": 1, "agent": "env-agent"}
     result = results["21"]["json"]
     validate_result(result)
     assert result["status"] == "wrong_answer" and result["device"]["kind"] == "cpu"
@@ -240,8 +159,16 @@ def test_a_plain_rq_worker_configured_by_environment_judges_a_run(site, queue, b
     [
         ("http://site:8000", "/api/v1/agent/runs/7/start", "http://site:8000/api/v1/agent/runs/7/start"),
         ("https://x.org/contest/", "/api/v1/runs/7/result", "https://x.org/contest/api/v1/runs/7/result"),
-        ("http://site:8000", "http://other:9000/runs/7/bundle", "http://other:9000/runs/7/bundle"),
+        ("http://site:8000", "http://site:8000/api/v1/runs/7/bundle", "http://site:8000/api/v1/runs/7/bundle"),
     ],
 )
 def test_job_paths_are_joined_to_the_site_address(site_address, url, joined):
     assert site_url(site_address, url) == joined
+
+
+@pytest.mark.parametrize("url", ["http://other:9000/runs/7/bundle", "//other:9000/runs/7/bundle",
+                                 "https://site:8000/runs/7/bundle", "http://site:8000.evil.org/x",
+                                 "http://site:8000/other-contest/x"])
+def test_an_absolute_url_off_the_agents_own_site_is_refused(url):
+    with pytest.raises(ForeignUrl):
+        site_url("http://site:8000/contest", url)

@@ -13,7 +13,7 @@ def test_uploaded_bundle_gets_its_verdict_live(live_server, page, queue_prefix, 
     season = Season.objects.create(code="S1", name="Season one")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
-    _, agent_token = accounts.create_agent("browser-agent")
+    _, agent_token = accounts.create_agent("browser-agent", GpuType.objects.all())
     agent = start_agent(live_server.url, agent_token, f"{queue_prefix}cpu")
 
     page.goto(f"{live_server.url}/accounts/login/")

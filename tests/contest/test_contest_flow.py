@@ -43,7 +43,7 @@ def test_register_issue_upload_pr_judge_comment_accept_standing_audit(
     season = Season.objects.create(code="S1", name="GPUCodeForces S1")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     organizer = accounts.register_contestant("organizer", "pw-org-123", is_staff=True)
-    _, agent_token = accounts.create_agent("contest-agent")
+    _, agent_token = accounts.create_agent("contest-agent", GpuType.objects.all())
     local_hosts(settings, tmp_path / "git", api.url)
     agent = start_agent(live_server.url, agent_token, f"{queue_prefix}cpu")
 

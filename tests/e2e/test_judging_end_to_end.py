@@ -1,7 +1,8 @@
 """The whole path with real parts: HTTP API -> database -> Redis -> a real agent worker -> verdict."""
+import uuid
+
 import pytest
 import requests
-from rq import Queue
 
 from submissions import queueing
 from submissions.models import AuditEntry, GpuType, Run, Season
@@ -17,14 +18,18 @@ def bundle_files(example):
 
 
 @pytest.fixture
-def contest(queue_prefix):
+def contest(queue_prefix, agent_redis_users):
     season = Season.objects.create(code="S1", name="Season one")
-    season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
+    cpu = GpuType.objects.create(slug="cpu", name="CPU")
+    season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, contestant_token = accounts.create_api_token(alice)
     issue = submitting.open_issue(season, alice, title="ReLU")
-    _, agent_token = accounts.create_agent("e2e-agent")
-    return {"issue": issue, "token": contestant_token, "agent_token": agent_token, "queue": f"{queue_prefix}cpu"}
+    _, agent_token = accounts.create_agent("e2e-agent", [cpu])
+    # The agent's worker runs as a volunteer's host would: under its own Redis ACL user.
+    redis_url = agent_redis_users(f"e2e-{uuid.uuid4().hex[:8]}")
+    return {"issue": issue, "token": contestant_token, "agent_token": agent_token, "queue": f"{queue_prefix}cpu",
+            "redis_url": redis_url}
 
 
 def submit(site, contest, example):
@@ -37,7 +42,7 @@ def submit(site, contest, example):
 
 def test_a_correct_and_a_wrong_bundle_get_their_verdicts(live_server, contest, start_agent):
     site = live_server.url
-    agent = start_agent(site, contest["agent_token"], contest["queue"])
+    agent = start_agent(site, contest["agent_token"], contest["queue"], redis_url=contest["redis_url"])
     correct_id = submit(site, contest, "relu-cpu")
     wrong_id = submit(site, contest, "relu-cpu-wrong")
 
@@ -64,8 +69,9 @@ def test_a_run_whose_job_was_lost_is_judged_after_the_agent_calls_in(live_server
     settings.RUN_REQUEUE_AFTER_SECONDS = 0
     site = live_server.url
     submission_id = submit(site, contest, "relu-cpu-wrong")
-    Queue(contest["queue"], connection=queueing.connection()).empty()  # as if Redis lost it
-    agent = start_agent(site, contest["agent_token"], contest["queue"], heartbeat_seconds=1)
+    queueing.judging_queue(contest["queue"]).empty()  # as if Redis lost it
+    agent = start_agent(site, contest["agent_token"], contest["queue"], heartbeat_seconds=1,
+                        redis_url=contest["redis_url"])
     body = wait_for_runs(site, contest["token"], submission_id, agent, timeout=120)
     (run,) = body["runs"]
     assert run["verdict"] == "wrong_answer" and run["attempts"] == 2

@@ -2,7 +2,6 @@ import os
 import uuid
 
 import pytest
-import redis
 from rq.job import Job
 
 from submissions import queueing
@@ -17,9 +16,9 @@ def isolated_queues(settings):
     settings.SITE_QUEUE_NAME = f"{settings.GPU_QUEUE_PREFIX}site"
     settings.RQ_QUEUES = {"default": {"URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")}}
     yield settings.GPU_QUEUE_PREFIX
-    connection = redis.Redis.from_url(settings.RQ_QUEUES["default"]["URL"])
-    for key in connection.scan_iter(f"rq:queue:{settings.GPU_QUEUE_PREFIX}*"):
-        connection.delete(key)
+    for connection in (queueing.connection(), queueing.site_connection()):
+        for key in connection.scan_iter(f"rq:*:{settings.GPU_QUEUE_PREFIX}*"):
+            connection.delete(key)
 
 
 @pytest.fixture
@@ -47,10 +46,11 @@ def organizer(db):
 
 
 @pytest.fixture
-def agent_and_token(db):
-    return accounts.create_agent("test-agent")
+def agent_and_token(season):
+    """An agent the site lets judge every GPU type of the season."""
+    return accounts.create_agent("test-agent", GpuType.objects.all())
 
 
 def job_kwargs(run):
-    """What the agent would receive for this run: read back from the real Redis job."""
-    return Job.fetch(run.rq_job_id, connection=queueing.connection()).kwargs
+    """What the agent would receive for this run: read back from the real Redis job (JSON)."""
+    return Job.fetch(run.rq_job_id, connection=queueing.connection(), serializer=queueing.SERIALIZER).kwargs

@@ -3,7 +3,6 @@ import copy
 
 from submissions.bundles import build_bundle
 from submissions.services import judging, submitting
-from tests.site.conftest import job_kwargs
 
 PASSED = {
     "schema": 1, "status": "passed", "flags": [],
@@ -32,6 +31,7 @@ def submit(capture, contestant, issue, files, **kwargs):
 
 
 def report_all(submission, agent, result):
-    """Report `result` for every unfinished run of the submission, as the agent would."""
+    """Start every unfinished run of the submission and report `result` for it, as the agent would."""
     for run in submission.runs.exclude(status="done").order_by("pk"):
-        judging.record_result(run.pk, agent, job_kwargs(run)["job_secret"], copy.deepcopy(result))
+        _, secret = judging.start_run(run.pk, agent, run.attempts)
+        judging.record_result(run.pk, agent, secret, copy.deepcopy(result))

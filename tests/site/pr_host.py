@@ -85,13 +85,12 @@ def local_hosts(settings, git_root, api_url, secret="hook-secret"):
 def run_site_worker(capture):
     """A real RQ worker (in this process, so it shares the test's database) drains the site queue;
     returns how many jobs it ran."""
-    from django.conf import settings
-    from rq import Queue, SimpleWorker
+    from rq import SimpleWorker
 
     from submissions import queueing
 
-    queue = Queue(settings.SITE_QUEUE_NAME, connection=queueing.connection())
+    queue = queueing.site_queue()
     jobs = queue.count
     with capture(execute=True):
-        SimpleWorker([queue], connection=queueing.connection()).work(burst=True)
+        SimpleWorker([queue], connection=queueing.site_connection(), serializer=queueing.SERIALIZER).work(burst=True)
     return jobs

@@ -1,13 +1,17 @@
-"""The agent side of the API: tokens, job secrets, idempotent results, schema validation."""
+"""The agent side of the API: tokens, start (binding a run to an agent), job secrets, idempotent results,
+schema validation."""
 import html
 import io
+import json
 import zipfile
+import zlib
 
 import pytest
 
 from submissions.bundles import build_bundle
-from submissions.models import AuditEntry, Run, RunStatus, Standing
-from submissions.services import submitting
+from submissions import queueing
+from submissions.models import AuditEntry, GpuType, RunStatus, Standing, hash_secret
+from submissions.services import accounts, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.conftest import job_kwargs
 
@@ -38,6 +42,12 @@ def queued_run(season, alice, django_capture_on_commit_callbacks):
     return run, job_kwargs(run)
 
 
+@pytest.fixture
+def other_agent(season):
+    """A second registered agent serving the same GPU types: another volunteer's host."""
+    return accounts.create_agent("other-agent", GpuType.objects.all())
+
+
 def agent_headers(token, secret=None):
     headers = {"Authorization": f"Bearer {token}"}
     if secret is not None:
@@ -45,49 +55,124 @@ def agent_headers(token, secret=None):
     return headers
 
 
-def test_job_names_the_agent_function_and_carries_urls_and_a_secret(queued_run):
-    run, kwargs = queued_run
-    assert kwargs["run_id"] == run.pk
-    assert kwargs["bundle_url"] == f"/api/v1/agent/runs/{run.pk}/bundle"
-    assert kwargs["result_url"] == f"/api/v1/agent/runs/{run.pk}/result"
-    assert kwargs["start_url"] == f"/api/v1/agent/runs/{run.pk}/start"
-    assert len(kwargs["job_secret"]) > 20 and kwargs["job_secret"] not in run.job_secret_hash
+def start(client, run, token, attempt=None):
+    return client.post(f"/api/v1/agent/runs/{run.pk}/start", {"attempt": attempt or run.attempts},
+                       content_type="application/json", headers=agent_headers(token))
 
 
-def test_bundle_download_needs_token_and_secret(client, queued_run, agent_and_token):
+def started(client, run, token):
+    response = start(client, run, token)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def post_result(client, answer, token, body):
+    return client.post(answer["result_url"], body, content_type="application/json",
+                       headers=agent_headers(token, answer["job_secret"]))
+
+
+def test_the_job_names_the_agent_function_with_json_run_id_and_attempt_only(queued_run):
     run, kwargs = queued_run
+    assert kwargs == {"run_id": run.pk, "attempt": 1}
+    raw = queueing.connection().hgetall(f"rq:job:{run.rq_job_id}")
+    assert json.loads(zlib.decompress(raw[b"data"]) if raw[b"data"][:1] == b"x" else raw[b"data"]) == [
+        queueing.JOB_FUNCTION, None, [], {"run_id": run.pk, "attempt": 1}]
+    assert run.job_secret_hash == ""  # no secret exists until an agent starts the attempt
+
+
+def test_start_binds_the_run_and_answers_its_secret_paths_and_options(client, queued_run, agent_and_token, settings):
+    run, _ = queued_run
+    agent, token = agent_and_token
+    answer = started(client, run, token)
+    assert answer["bundle_url"] == f"/api/v1/agent/runs/{run.pk}/bundle"
+    assert answer["result_url"] == f"/api/v1/agent/runs/{run.pk}/result"
+    assert answer["options"] == {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
+                                 "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and run.agent == agent
+    assert len(answer["job_secret"]) > 20 and hash_secret(answer["job_secret"]) == run.job_secret_hash
+
+
+def test_start_refuses_unknown_finished_stale_unserved_and_taken_runs(client, queued_run, agent_and_token,
+                                                                       other_agent, season):
+    run, _ = queued_run
+    agent, token = agent_and_token
+    other, other_token = other_agent
+    assert client.post("/api/v1/agent/runs/999999/start", {"attempt": 1}, content_type="application/json",
+                       headers=agent_headers(token)).status_code == 404
+    stale = start(client, run, token, attempt=run.attempts + 1)
+    assert stale.status_code == 403 and "stale attempt" in stale.json()["detail"]
+    other.gpu_types.remove(run.gpu_type)  # the queues it declares do not matter: the site decides
+    other.queues = [run.gpu_type.queue_name]
+    other.save()
+    unserved = start(client, run, other_token)
+    assert unserved.status_code == 403 and "does not serve GPU type cpu" in unserved.json()["detail"]
+    answer = started(client, run, token)
+    other.gpu_types.add(run.gpu_type)
+    taken = start(client, run, other_token)
+    assert taken.status_code == 409 and "another agent" in taken.json()["detail"]
+    run.refresh_from_db()
+    assert run.agent == agent and hash_secret(answer["job_secret"]) == run.job_secret_hash
+    assert AuditEntry.objects.filter(action="run.start_refused", object_id=str(run.pk),
+                                     actor_label="agent:other-agent").count() == 2
+    assert post_result(client, answer, token, passed_result()).status_code == 200
+    assert start(client, run, token).status_code == 409  # finished
+
+
+def test_a_repeated_start_by_the_same_agent_reissues_the_secret(client, queued_run, agent_and_token):
+    run, _ = queued_run
     _, token = agent_and_token
-    url = kwargs["bundle_url"]
+    first, second = started(client, run, token), started(client, run, token)
+    assert first["job_secret"] != second["job_secret"]
+    assert post_result(client, first, token, passed_result()).status_code == 403  # the earlier one died
+    assert post_result(client, second, token, passed_result()).status_code == 200
+
+
+def test_bundle_download_needs_the_starting_agent_and_its_secret(client, queued_run, agent_and_token, other_agent):
+    run, _ = queued_run
+    _, token = agent_and_token
+    _, other_token = other_agent
+    url = f"/api/v1/agent/runs/{run.pk}/bundle"
     assert client.get(url).status_code == 401
-    assert client.get(url, headers=agent_headers("not-a-token", kwargs["job_secret"])).status_code == 401
+    assert client.get(url, headers=agent_headers(token, "x")).status_code == 403  # not started yet
+    answer = started(client, run, token)
+    assert client.get(url, headers=agent_headers("not-a-token", answer["job_secret"])).status_code == 401
     denied = client.get(url, headers=agent_headers(token, "wrong-secret"))
     assert denied.status_code == 403 and "job secret" in denied.json()["detail"]
-    ok = client.get(url, headers=agent_headers(token, kwargs["job_secret"]))
+    stolen = client.get(url, headers=agent_headers(other_token, answer["job_secret"]))
+    assert stolen.status_code == 403 and "not started by agent other-agent" in stolen.json()["detail"]
+    assert AuditEntry.objects.filter(action="run.bundle_refused", actor_label="agent:other-agent").exists()
+    ok = client.get(url, headers=agent_headers(token, answer["job_secret"]))
     assert ok.status_code == 200 and ok["Content-Type"] == "application/zip"
     names = zipfile.ZipFile(io.BytesIO(ok.content)).namelist()
     assert sorted(names) == ["cudacode.py", "readme.md", "torchcode.py"]
 
 
-def test_result_refuses_wrong_token_wrong_secret_and_a_replay(client, queued_run, agent_and_token):
-    run, kwargs = queued_run
+def test_result_refuses_wrong_token_wrong_secret_another_agent_and_a_replay(client, queued_run, agent_and_token,
+                                                                            other_agent):
+    run, _ = queued_run
     _, token = agent_and_token
-    url = kwargs["result_url"]
-    body = passed_result()
+    _, other_token = other_agent
+    answer = started(client, run, token)
+    url, body = answer["result_url"], passed_result()
     assert client.post(url, body, content_type="application/json",
-                       headers=agent_headers("forged", kwargs["job_secret"])).status_code == 401
-    wrong_secret = client.post(url, body, content_type="application/json", headers=agent_headers(token, "guess"))
-    assert wrong_secret.status_code == 403
+                       headers=agent_headers("forged", answer["job_secret"])).status_code == 401
+    assert client.post(url, body, content_type="application/json", headers=agent_headers(token, "guess")).status_code == 403
+    forged = post_result(client, answer, other_token, passed_result(speedup=999.0))  # B holds A's secret, even
+    assert forged.status_code == 403
     run.refresh_from_db()
-    assert run.status == RunStatus.QUEUED
+    assert run.status == RunStatus.RUNNING and run.speedup is None
+    assert AuditEntry.objects.filter(action="run.forged_report_refused", actor_label="agent:other-agent").exists()
+    assert not Standing.objects.filter(contestant=run.submission.contestant, best_speedup__isnull=False).exists()
 
-    first = client.post(url, body, content_type="application/json", headers=agent_headers(token, kwargs["job_secret"]))
+    first = post_result(client, answer, token, body)
     assert first.status_code == 200, first.content
     run.refresh_from_db()
     assert (run.status, run.verdict, run.speedup, run.candidate_median_ms) == ("done", "passed", 2.0, 1.0)
 
-    replay = client.post(url, passed_result(speedup=50.0), content_type="application/json",
-                         headers=agent_headers(token, kwargs["job_secret"]))
+    replay = post_result(client, answer, token, passed_result(speedup=50.0))
     assert replay.status_code == 409 and "already reported" in replay.json()["detail"]
+    assert post_result(client, answer, other_token, passed_result(speedup=50.0)).status_code == 403
     run.refresh_from_db()
     assert run.speedup == 2.0
     assert AuditEntry.objects.filter(action="run.verdict", object_id=str(run.pk)).count() == 1
@@ -102,28 +187,27 @@ def test_result_refuses_wrong_token_wrong_secret_and_a_replay(client, queued_run
     (lambda r: r.update(reason=["not", "one", "line"]), "reason"),
 ])
 def test_result_is_schema_validated(client, queued_run, agent_and_token, mutate, problem):
-    run, kwargs = queued_run
+    run, _ = queued_run
     _, token = agent_and_token
+    answer = started(client, run, token)
     body = passed_result()
     mutate(body)
-    response = client.post(kwargs["result_url"], body, content_type="application/json",
-                           headers=agent_headers(token, kwargs["job_secret"]))
+    response = post_result(client, answer, token, body)
     assert response.status_code == 422
     assert problem in response.json()["detail"]
     run.refresh_from_db()
-    assert run.status == RunStatus.QUEUED
+    assert run.status == RunStatus.RUNNING
 
 
 def test_the_reason_of_a_verdict_is_stored_and_shown_to_who_sees_the_logs(client, queued_run, agent_and_token,
                                                                          alice, bob):
-    run, kwargs = queued_run
+    run, _ = queued_run
     _, token = agent_and_token
+    answer = started(client, run, token)
     reason = "trial 1: output 0: max abs error 3.200e-01 > atol"
     body = {**passed_result(), "status": "wrong_answer", "reason": reason}
     body["correctness"]["passed"] = False
-    response = client.post(kwargs["result_url"], body, content_type="application/json",
-                           headers=agent_headers(token, kwargs["job_secret"]))
-    assert response.status_code == 200
+    assert post_result(client, answer, token, body).status_code == 200
     run.refresh_from_db()
     assert run.verdict == "wrong_answer" and run.result["reason"] == reason
     fragment = f"/submissions/{run.submission_id}/runs/"
@@ -137,41 +221,40 @@ def test_the_reason_of_a_verdict_is_stored_and_shown_to_who_sees_the_logs(client
     assert "wrong" in other.lower() and "max abs error" not in other
 
 
-def test_start_marks_running_and_refuses_finished_runs(client, queued_run, agent_and_token):
-    run, kwargs = queued_run
-    agent, token = agent_and_token
-    headers = agent_headers(token, kwargs["job_secret"])
-    assert client.post(kwargs["start_url"], {"agent": "x"}, content_type="application/json", headers=headers).status_code == 200
-    run.refresh_from_db()
-    assert run.status == RunStatus.RUNNING and run.agent == agent
-    client.post(kwargs["result_url"], passed_result(), content_type="application/json", headers=headers)
-    again = client.post(kwargs["start_url"], {}, content_type="application/json", headers=headers)
-    assert again.status_code == 409
-
-
-def test_internal_error_is_retried_with_a_new_secret(client, queued_run, agent_and_token, settings,
-                                                    django_capture_on_commit_callbacks):
-    run, kwargs = queued_run
+def test_internal_error_is_retried_as_a_new_attempt_with_a_new_secret(client, queued_run, agent_and_token, settings,
+                                                                      django_capture_on_commit_callbacks):
+    run, _ = queued_run
     _, token = agent_and_token
     settings.RUN_MAX_ATTEMPTS = 2
+    answer = started(client, run, token)
     body = {**passed_result(), "status": "internal_error", "timing": None}
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(kwargs["result_url"], body, content_type="application/json",
-                               headers=agent_headers(token, kwargs["job_secret"]))
+        response = post_result(client, answer, token, body)
     assert response.status_code == 200 and "requeued" in response.json()["detail"]
     run.refresh_from_db()
-    assert (run.status, run.attempts, run.verdict) == ("queued", 2, "")
-    fresh = job_kwargs(run)
-    assert fresh["job_secret"] != kwargs["job_secret"]
-    # The old attempt's secret no longer counts.
-    stale = client.post(kwargs["result_url"], passed_result(), content_type="application/json",
-                        headers=agent_headers(token, kwargs["job_secret"]))
-    assert stale.status_code == 403
-    final = client.post(kwargs["result_url"], body, content_type="application/json",
-                        headers=agent_headers(token, fresh["job_secret"]))
-    assert final.status_code == 200
+    assert (run.status, run.attempts, run.verdict, run.agent) == ("queued", 2, "", None)
+    assert job_kwargs(run) == {"run_id": run.pk, "attempt": 2}
+    # The old attempt's secret no longer counts, nor does starting the old attempt.
+    assert post_result(client, answer, token, passed_result()).status_code == 403
+    assert start(client, run, token, attempt=1).status_code == 403
+    fresh = started(client, run, token)
+    assert fresh["job_secret"] != answer["job_secret"]
+    assert post_result(client, fresh, token, body).status_code == 200
     run.refresh_from_db()
     assert (run.status, run.verdict) == ("done", "internal_error")
+
+
+def test_revoking_an_agent_requeues_its_runs_and_its_token_stops_working(client, queued_run, agent_and_token,
+                                                                         django_capture_on_commit_callbacks):
+    run, _ = queued_run
+    agent, token = agent_and_token
+    answer = started(client, run, token)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert accounts.revoke_agent(agent) == 1
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.agent) == ("queued", 2, None)
+    assert post_result(client, answer, token, passed_result()).status_code == 401
+    assert job_kwargs(run) == {"run_id": run.pk, "attempt": 2}
 
 
 def test_heartbeat_records_inventory(client, agent_and_token):

@@ -2,7 +2,6 @@
 from datetime import timedelta
 
 from django.utils import timezone
-from rq import Queue
 
 from submissions import queueing
 from submissions.bundles import build_bundle
@@ -24,7 +23,7 @@ def age(run, seconds, field="enqueued_at"):
 
 def test_a_queued_run_whose_job_vanished_is_enqueued_again(season, alice, settings, django_capture_on_commit_callbacks):
     run = make_run(season, alice, django_capture_on_commit_callbacks)
-    queue = Queue(run.gpu_type.queue_name, connection=queueing.connection())
+    queue = queueing.judging_queue(run.gpu_type.queue_name)
     assert queue.get_job_ids() == [run.rq_job_id]
     age(run, 10)
     with django_capture_on_commit_callbacks(execute=True):
@@ -60,13 +59,47 @@ def test_a_silent_agent_past_the_deadline_loses_the_run_and_attempts_are_bounded
     assert (run.status, run.verdict) == (RunStatus.DONE, Verdict.INTERNAL_ERROR)
 
 
-def test_the_job_carries_compile_and_run_limits_and_the_deadline_outlasts_the_job(
+def test_the_limits_come_from_start_not_the_job_and_the_deadline_outlasts_the_job(
         season, alice, settings, django_capture_on_commit_callbacks):
     run = make_run(season, alice, django_capture_on_commit_callbacks)
-    job = Queue(run.gpu_type.queue_name, connection=queueing.connection()).fetch_job(run.rq_job_id)
-    assert job.kwargs["options"] == {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
-                                     "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+    job = queueing.judging_queue(run.gpu_type.queue_name).fetch_job(run.rq_job_id)
+    assert job.kwargs == {"run_id": run.pk, "attempt": 1}  # a forged job could not loosen the limits
+    assert judging.judging_options() == {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS,
+                                         "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
     # candidate, LLM variant and self-test may each use both limits; RQ must not kill a job that keeps them
     assert job.timeout >= 3 * (settings.JUDGE_TIMEOUT_SECONDS + settings.JUDGE_COMPILE_TIMEOUT_SECONDS)
     # the sweeper must not hand a run to another agent while its first job may still be legitimately running
     assert settings.RUN_DEADLINE_SECONDS > job.timeout
+
+
+def test_a_malformed_job_hash_written_by_an_agent_host_does_not_stop_the_sweeper(
+        season, alice, settings, django_capture_on_commit_callbacks):
+    run = make_run(season, alice, django_capture_on_commit_callbacks)
+    connection = queueing.connection()
+    connection.hset(f"rq:job:{run.rq_job_id}", mapping={"data": b"\x80not json", "created_at": "garbage",
+                                                        "status": "nonsense"})
+    queueing.judging_queue(run.gpu_type.queue_name).empty()
+    age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 1
+    run.refresh_from_db()
+    assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    connection.delete(f"rq:job:run-{run.pk}-1")
+
+
+def test_a_job_taken_off_its_queue_with_its_hash_left_queued_is_lost(
+        season, alice, settings, django_capture_on_commit_callbacks):
+    """An agent host can remove a job id from the queue list and leave the hash saying "queued":
+    the sweeper must not believe the hash."""
+    run = make_run(season, alice, django_capture_on_commit_callbacks)
+    connection = queueing.connection()
+    queue = queueing.judging_queue(run.gpu_type.queue_name)
+    connection.lrem(queue.key, 0, run.rq_job_id)
+    assert connection.hget(f"rq:job:{run.rq_job_id}", "status") == b"queued"
+    assert not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judging.sweep_runs() == 1
+    run.refresh_from_db()
+    assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    connection.delete(f"rq:job:run-{run.pk}-1")

@@ -1,0 +1,237 @@
+"""Launch-bound multi-kernel bundles judged on a GPU: the judging right after a cold compile
+against later ones (item 6 of "Judging integrity II"), and the true speedup from Nsight Compute.
+
+    python bench/launch_bound.py drift --out DIR [--only NAME] [--repeats 3] [--env K=V ...]
+    python bench/launch_bound.py truth --out DIR [--only NAME]      # ncu kernel sums, both models
+    python bench/launch_bound.py aftermath --out DIR [--only NAME] [--before compile,burn,sleep,none]
+
+`drift` judges each bundle `--repeats` times in a row with a fresh build cache, so the first
+judging compiles; it prints the speedup, both medians, and the drift of each model's per-call
+samples (median of the last quarter over the first). `truth` runs reference and candidate under
+`ncu --clock-control none` (5 calls each after a warm-up) and sums each call's kernel durations.
+`aftermath` separates the compile from its aftermath: with the bundle's build cached, it judges
+right after 50 s of something else (a cold compile in another process, every core busy, idling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+BUNDLES = REPO / "bench" / "bundles"
+LAUNCH_BOUND = ["lb-matmul-relu", "lb-mlp-gelu", "lb-add-layernorm"]
+NCU_CALLS = 5
+
+
+def judge(bundle: Path, cache: Path, out_json: Path, env: dict, extra: list[str]) -> tuple[dict, float]:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "profiler_agent", "judge", str(bundle), "--device", "cuda",
+         "--cache-dir", str(cache), "--json", str(out_json), *extra],
+        cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=False,
+    )
+    elapsed = time.perf_counter() - started
+    return (json.loads(out_json.read_text()) if out_json.exists() else {"status": "no result"}), elapsed
+
+
+def drift_of(samples: list[float]) -> float | None:
+    """Median of the last quarter of a run's per-call samples over the first quarter's."""
+    if not samples or len(samples) < 8:
+        return None
+    quarter = len(samples) // 4
+    first, last = statistics.median(samples[:quarter]), statistics.median(samples[-quarter:])
+    return last / first if first else None
+
+
+def stage_line(result: dict) -> str:
+    found = re.search(r"timing phase \(s\): ([^\n]*)", ((result.get("logs") or {}).get("stderr") or ""))
+    return found.group(1) if found else ""
+
+
+def summary(result: dict, seconds: float) -> dict:
+    timing = result.get("timing") or {}
+    samples = timing.get("samples") or {}
+    side = lambda name: timing.get(name) or {}  # noqa: E731
+    return {
+        "status": result.get("status"),
+        "flags": result.get("flags"),
+        "speedup": timing.get("speedup"),
+        "reference_ms": side("reference").get("median_ms"),
+        "candidate_ms": side("candidate").get("median_ms"),
+        "reference_batched_ms": side("reference").get("batched_ms"),
+        "candidate_batched_ms": side("candidate").get("batched_ms"),
+        "reference_drift": drift_of(samples.get("reference") or []),
+        "candidate_drift": drift_of(samples.get("candidate") or []),
+        "durations_s": result.get("durations_s"),
+        "stages": stage_line(result),
+        "wall_s": seconds,
+    }
+
+
+def run_drift(out: Path, names: list[str], repeats: int, env: dict, extra: list[str]) -> None:
+    rows = []
+    for name in names:
+        cache = Path(tempfile.mkdtemp(prefix=f"lb-cache-{name}-"))
+        for attempt in range(repeats):
+            result, seconds = judge(BUNDLES / name, cache, out / f"{name}-{attempt}.json", env, extra)
+            row = {"bundle": name, "judging": attempt, **summary(result, seconds)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    (out / "drift.json").write_text(json.dumps({"env": env, "extra": extra, "rows": rows}, indent=1))
+    print(f"\n{'bundle':18} {'#':>1} {'status':8} {'speedup':>8} {'ref ms':>8} {'cand ms':>8} "
+          f"{'ref drift':>9} {'cand drift':>10} {'wall s':>7}  flags")
+    for r in rows:
+        f = lambda v, spec=".4f": format(v, spec) if isinstance(v, (int, float)) else "-"  # noqa: E731
+        print(f"{r['bundle']:18} {r['judging']:>1} {str(r['status'])[:8]:8} {f(r['speedup'], '.3f'):>8} "
+              f"{f(r['reference_ms']):>8} {f(r['candidate_ms']):>8} {f(r['reference_drift'], '.2f'):>9} "
+              f"{f(r['candidate_drift'], '.2f'):>10} {f(r['wall_s'], '.1f'):>7}  {','.join(r['flags'] or [])}")
+
+
+def ncu_target(bundle: Path, which: str, calls: int) -> None:
+    """The profiled process: both models built alike, `calls` calls of one of them in NVTX ranges."""
+    import torch
+
+    from profiler_agent.correctness.trials import make_inputs
+    from profiler_agent.harness import loading
+    from profiler_agent.measure.ncu import CALL_RANGE_PREFIX
+
+    sys.path.insert(0, str(bundle))
+    api = loading.reference_api(bundle / "torchcode.py")
+    device = torch.device("cuda")
+    if which == "reference":
+        model = loading.build_model(api.Model, api.get_init_inputs, 0, device)
+    else:
+        module = loading.import_file(bundle / "cudacode.py", "candidate")
+        model = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device)
+    inputs = make_inputs(api.get_inputs, 1, device)
+    with torch.no_grad():
+        model(*inputs)
+        torch.cuda.synchronize()
+        for call in range(calls):
+            torch.cuda.nvtx.range_push(f"{CALL_RANGE_PREFIX}{call}")
+            torch.cuda.nvtx.range_push(which)
+            model(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.nvtx.range_pop()
+
+
+def quarters(samples: list[float]) -> list[float]:
+    q = len(samples) // 4
+    return [round(statistics.median(samples[i * q:(i + 1) * q]), 4) for i in range(4)] if q else []
+
+
+COMPILE_SOMETHING = """
+import secrets
+from torch.utils.cpp_extension import load_inline
+tag = secrets.token_hex(4)
+load_inline(name=f"aftermath_{tag}", cpp_sources=f"int f_{tag}();",
+            cuda_sources=f"__global__ void k_{tag}() {{}}\\nint f_{tag}() {{ k_{tag}<<<1, 1>>>(); return 0; }}",
+            functions=[f"f_{tag}"], verbose=False)
+"""
+
+
+def before_judging(what: str, seconds: float = 50.0) -> None:
+    if what == "compile":
+        with tempfile.TemporaryDirectory() as build:
+            subprocess.run([sys.executable, "-c", COMPILE_SOMETHING], env={**os.environ, "TORCH_EXTENSIONS_DIR": build},
+                           check=False)
+    elif what == "burn":
+        burners = [subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()+{seconds}\nwhile time.time()<t: pass"])
+                   for _ in range(os.cpu_count() or 1)]
+        for burner in burners:
+            burner.wait()
+    elif what == "sleep":
+        time.sleep(seconds)
+
+
+def run_aftermath(out: Path, names: list[str], befores: list[str]) -> None:
+    rows = []
+    for name in names:
+        cache = Path(tempfile.mkdtemp(prefix=f"lb-after-{name}-"))
+        judge(BUNDLES / name, cache, out / f"{name}-prewarm.json", {}, [])
+        for what in befores:
+            started = time.perf_counter()
+            before_judging(what)
+            took = time.perf_counter() - started
+            result, seconds = judge(BUNDLES / name, cache, out / f"{name}-after-{what}.json", {}, [])
+            samples = (result.get("timing") or {}).get("samples") or {}
+            row = {"bundle": name, "before": what, "before_s": round(took, 1), **summary(result, seconds),
+                   "reference_quarters": quarters(samples.get("reference") or []),
+                   "candidate_quarters": quarters(samples.get("candidate") or [])}
+            rows.append(row)
+            print(json.dumps({k: row[k] for k in ("bundle", "before", "before_s", "speedup", "flags",
+                                                  "reference_quarters", "candidate_quarters", "stages")}), flush=True)
+    (out / "aftermath.json").write_text(json.dumps(rows, indent=1))
+
+
+def kernel_sum_ms(bundle: Path, which: str, out: Path, env: dict) -> tuple[float | None, list[str]]:
+    from profiler_agent.measure import ncu
+
+    log = out / f"ncu-{bundle.name}-{which}.csv"
+    command = [
+        shutil.which("ncu") or "ncu", "--clock-control", "none", "--target-processes", "application-only",
+        "--csv", "--log-file", str(log), "--metrics", ncu.DURATION, "--nvtx", "--nvtx-include", f"{which}/",
+        sys.executable, __file__, "_target", str(bundle), which, str(NCU_CALLS),
+    ]
+    subprocess.run(command, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=False)
+    launches = ncu.parse_launches(log.read_text() if log.exists() else "")
+    groups = ncu.group_calls(launches, NCU_CALLS)
+    sums = [sum(launch.duration_ms or 0.0 for launch in group) for group in groups]
+    names = sorted({launch.kernel[:60] for launch in launches})
+    return (statistics.median(sums) if sums else None), names
+
+
+def run_truth(out: Path, names: list[str]) -> None:
+    rows = []
+    for name in names:
+        cache = Path(tempfile.mkdtemp(prefix=f"lb-ncu-{name}-"))
+        env = {"TORCH_EXTENSIONS_DIR": str(cache)}
+        reference, ref_kernels = kernel_sum_ms(BUNDLES / name, "reference", out, env)
+        candidate, cand_kernels = kernel_sum_ms(BUNDLES / name, "candidate", out, env)
+        true = reference / candidate if reference and candidate else None
+        row = {"bundle": name, "reference_kernel_ms": reference, "candidate_kernel_ms": candidate,
+               "true_speedup": true, "reference_kernels": ref_kernels, "candidate_kernels": cand_kernels}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    (out / "truth.json").write_text(json.dumps(rows, indent=1))
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_target":
+        ncu_target(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("drift", "truth", "aftermath"))
+    parser.add_argument("--before", default="compile,burn,sleep,none", help="aftermath: what runs before")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", action="append", help="bundle names under bench/bundles (repeatable)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--env", action="append", default=[], help="K=V set for the judge processes")
+    parser.add_argument("--judge-arg", action="append", default=[], help="extra argument for `judge`")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    names = args.only or LAUNCH_BOUND
+    if args.mode == "drift":
+        env = dict(item.split("=", 1) for item in args.env)
+        run_drift(args.out, names, args.repeats, env, args.judge_arg)
+    elif args.mode == "aftermath":
+        run_aftermath(args.out, names, args.before.split(","))
+    else:
+        run_truth(args.out, names)
+
+
+if __name__ == "__main__":
+    main()

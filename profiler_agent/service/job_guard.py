@@ -1,0 +1,185 @@
+"""What an agent's RQ worker agrees to run: the judge function with JSON `{run_id, attempt}`, nothing else.
+
+Every agent host can write to the `gpu.*` queues, so a job there is untrusted input. RQ would
+unpickle it, import any function it names and call it, and import and call any callback or
+webhook it carries, both for the job it runs and for jobs its maintenance finds in the registries.
+Here every such door is shut:
+- payloads are decoded as JSON only (a pickle fails to decode; pickle is never reached), the job's
+  `meta` and results too;
+- `JudgeWorker.execute_job` refuses, before the work-horse forks, a job that names another function,
+  has an instance, positional arguments, other keyword arguments than `run_id`/`attempt` (positive
+  ints), callbacks, webhooks, dependencies or repeats: it is marked failed with the reason and the
+  worker carries on;
+- `GuardedJob` never resolves a callback, never sends a webhook, and resolves `func` only for an
+  accepted job, whatever RQ path asks (registry clean-ups included); a job hash that does not even
+  parse is kept (and refused) instead of stopping the worker;
+- the worker never enqueues dependents and listens to no pub/sub commands (its Redis user needs
+  no channel).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rq import Queue, Worker
+from rq.exceptions import DeserializationError, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
+from rq.utils import current_timestamp, now, utcformat
+
+log = logging.getLogger(__name__)
+
+JUDGE_FUNCTION = "profiler_agent.service.jobs.judge_run"
+JUDGE_KWARGS = ("attempt", "run_id")
+REFUSED_TTL_S = 7 * 24 * 3600  # a refused job stays in the failed registry this long, for the operator
+
+
+class RefusedJob(RuntimeError):
+    """A job this agent does not run."""
+
+
+def _positive_int(value: Any) -> bool:
+    return type(value) is int and value > 0  # bool is an int subclass: refused by `type(...) is int`
+
+
+def refusal_reason(job: Job) -> str | None:
+    """Why this job must not run here, or None when it is a well-formed judge job."""
+    unreadable = getattr(job, "unreadable", None)
+    if unreadable:
+        return f"its hash could not be read ({unreadable})"
+    try:
+        func_name, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
+    except DeserializationError:
+        return "its payload is not JSON (a pickled job?); it was not decoded"
+    if func_name != JUDGE_FUNCTION:
+        return f"it names the function {str(func_name)[:200]!r}; only {JUDGE_FUNCTION} runs here"
+    if instance is not None:
+        return "it carries an instance"
+    if args:
+        return "it has positional arguments"
+    if not isinstance(kwargs, dict) or sorted(kwargs) != list(JUDGE_KWARGS):
+        names = sorted(map(str, kwargs)) if isinstance(kwargs, dict) else type(kwargs).__name__
+        return f"its keyword arguments are {names}, not exactly run_id and attempt"
+    if not all(_positive_int(kwargs[key]) for key in JUDGE_KWARGS):
+        return "run_id and attempt must be positive integers"
+    callbacks = [n for n in (job._success_callback_name, job._failure_callback_name, job._stopped_callback_name) if n]
+    if callbacks:
+        return f"it names callbacks {[str(n)[:200] for n in callbacks]}"
+    if getattr(job, "webhooks", None):
+        return "it carries webhooks"
+    if job._dependency_ids:
+        return "it has dependencies"
+    if job.repeats_left:
+        return "it asks to be repeated"
+    return None
+
+
+class GuardedJob(Job):
+    """A job that can only ever call the judge function, and never a callback or a webhook."""
+
+    unreadable: str | None = None
+
+    def restore(self, raw_data) -> None:
+        try:
+            super().restore(raw_data)
+        except NoSuchJobError:
+            raise
+        except Exception as exc:  # a malformed hash must not stop the worker: keep it, refuse it
+            self.unreadable = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+    @property
+    def func(self):
+        reason = refusal_reason(self)
+        if reason is not None:
+            raise RefusedJob(f"job {self.id} refused: {reason}")
+        from profiler_agent.service.jobs import judge_run
+
+        return judge_run
+
+    # RQ would import these names and call them: an agent runs no callbacks at all.
+    @property
+    def success_callback(self):
+        return None
+
+    @property
+    def failure_callback(self):
+        return None
+
+    @property
+    def stopped_callback(self):
+        return None
+
+    def send_webhooks(self, status, *, exc_string=None) -> None:
+        return None
+
+
+class JudgeWorker(Worker):
+    """An RQ worker that runs judge jobs only (see the module's docstring). It forces its job class,
+    queue class and serializer, so `rq worker -w profiler_agent.service.job_guard.JudgeWorker` is as
+    safe as `python -m profiler_agent work`."""
+
+    job_class = GuardedJob
+    queue_class = Queue
+
+    def __init__(self, queues, *args, **kwargs):
+        # Queue objects built elsewhere (rq's CLI) carry their own job class and serializer, which the
+        # registry clean-ups would use: rebuild them from their names with ours.
+        listed = list(queues) if isinstance(queues, (list, tuple)) else [queues]
+        if kwargs.get("connection") is None:
+            kwargs["connection"] = next((q.connection for q in listed if isinstance(q, Queue)), None)
+        names = [q.name if isinstance(q, Queue) else q for q in listed]
+        kwargs.update(job_class=GuardedJob, queue_class=Queue, serializer=JSONSerializer)
+        super().__init__(names, *args, **kwargs)
+
+    def execute_job(self, job: Job, queue: Queue):
+        reason = refusal_reason(job)
+        if reason is not None:
+            self.refuse(job, queue, reason)
+            return
+        super().execute_job(job, queue)
+
+    def refuse(self, job: Job, queue: Queue, reason: str) -> None:
+        """Mark the job failed with the reason, touching nothing it names (no save of its fields)."""
+        log.error("Worker %s: REFUSED job %s from %s: %s", self.name, job.id, queue.name, reason)
+        message = f"refused by the profiler agent {self.name}: {reason}"
+        with self.connection.pipeline() as pipe:
+            pipe.hset(job.key, mapping={"status": JobStatus.FAILED.value, "exc_info": message,
+                                        "ended_at": utcformat(now())})
+            pipe.expire(job.key, REFUSED_TTL_S)
+            pipe.zadd(queue.failed_job_registry.key, {job.id: current_timestamp() + REFUSED_TTL_S})
+            pipe.lrem(queue.intermediate_queue_key, 1, job.id)
+            pipe.execute()
+
+    def clean_registries(self) -> None:
+        """RQ's clean-up of this worker's queues, without the global rate-limit registries (their
+        names are anyone's to write and their clean-up runs Lua scripts, which agents may not)."""
+        from rq import worker_registration
+
+        for queue in self.queues:
+            if not queue.acquire_maintenance_lock():
+                continue
+            try:
+                queue.finished_job_registry.cleanup()
+                queue.started_job_registry.cleanup(exception_handlers=self._exc_handlers)
+                for registry in (queue.failed_job_registry, queue.deferred_job_registry, queue.ready_job_registry):
+                    registry.cleanup()
+                worker_registration.clean_worker_registry(queue)
+                queue.intermediate_queue.cleanup(self, queue)
+            except Exception:  # whatever another host wrote there must not stop this worker
+                log.exception("Worker %s: cleaning the registries of %s failed", self.name, queue.name)
+            finally:
+                queue.release_maintenance_lock()
+        self.last_cleaned_at = now()
+
+    def clean_group_registries(self) -> None:
+        return None  # RQ job groups are not used by the site; their registry is shared by every queue
+
+    def _enqueue_dependents_safely(self, queue, job) -> None:
+        return None  # the judge job has no dependents; another job's are not ours to enqueue
+
+    def subscribe(self) -> None:
+        return None  # no pub/sub commands (kill-horse, stop-job) from whoever can publish on Redis
+
+    def unsubscribe(self) -> None:
+        return None
