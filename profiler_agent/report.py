@@ -29,8 +29,10 @@ def _correctness_line(c: dict) -> str:
 
 def _judged_rows(part: dict) -> list[tuple[str, str]]:
     t, m, d = part["timing"], part["metrics"], part["durations_s"]
-    return [
-        ("status", part["status"]),
+    rows = [("status", part["status"])]
+    if part.get("reason"):
+        rows.append(("reason", part["reason"]))
+    return rows + [
         ("correctness", _correctness_line(part["correctness"])),
         ("reference", _stats_line(t["reference"])),
         ("candidate", _stats_line(t["candidate"])),

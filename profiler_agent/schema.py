@@ -131,6 +131,7 @@ _DURATIONS = {
 # A variant (cudacode_ori.py) carries the judged parts of a result, not the run-wide ones.
 VARIANT_SHAPE = {
     "status": (str,),
+    "reason": _OPT_STR,  # one line for every status but passed: the stage, the limit, the first failed trial
     "flags": (list,),
     "correctness": _CORRECTNESS,
     "timing": _TIMING,
@@ -143,6 +144,7 @@ VARIANT_SHAPE = {
 RESULT_SHAPE = {
     "schema": (int,),
     "status": (str,),
+    "reason": _OPT_STR,  # one line for every status but passed: the stage, the limit, the first failed trial
     "flags": (list,),
     "device": _DEVICE,
     "correctness": _CORRECTNESS,

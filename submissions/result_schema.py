@@ -84,6 +84,7 @@ class Logs(Open):
 class RunResult(Open):
     schema_version: Literal[1] = Field(alias="schema")
     status: Status
+    reason: Optional[str] = None  # one line for every status but passed (the stage, the limit, the first failure)
     flags: list[str] = []
     device: Optional[DeviceInfo] = None
     correctness: Optional[Correctness] = None

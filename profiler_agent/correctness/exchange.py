@@ -28,8 +28,8 @@ class MissingOutput(Exception):
 def load_output(directory: Path, trial: int, again: bool = False):
     path = output_path(directory, trial, again)
     if path.is_symlink() or not path.is_file():  # a link or a FIFO could stall or mislead the verifier
-        raise MissingOutput(f"no output for trial {trial}")
+        raise MissingOutput("no output (the judged process ended or stopped before writing it)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or crafted file is the candidate's wrong answer
-        raise MissingOutput(f"unreadable output for trial {trial}: {type(exc).__name__}") from exc
+        raise MissingOutput(f"unreadable output: {type(exc).__name__}") from exc

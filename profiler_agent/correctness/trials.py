@@ -1,5 +1,6 @@
-"""Correctness trials in the judged process: fresh seeded inputs, the reference and the candidate
-each on their own copies. The candidate's outputs go to the exchange folder, where the trusted
+"""Correctness trials in the judged process: fresh seeded inputs for every trial, all kept alive
+until the last call, the reference and the candidate each on their own copies, called alike
+(profiler_agent.correctness.calls). The candidate's outputs go to the exchange folder, where the trusted
 verifier (profiler_agent.correctness.verify) judges them; the comparison made here is only a preliminary one
 that spares timing a candidate that is plainly wrong. It runs beside submission code, so it is
 never trusted for the verdict."""
@@ -9,7 +10,8 @@ import sys
 
 import torch
 
-from profiler_agent.correctness import compare, exchange
+from profiler_agent.correctness import calls, compare, exchange
+from profiler_agent.correctness.calls import Call
 from profiler_agent.harness import tensors
 from profiler_agent.harness.guard import submission_code
 from profiler_agent.harness.tensors import synchronize
@@ -38,9 +40,10 @@ def make_inputs(get_inputs, seed: int, device) -> list:
     return tensors.to_device(inputs, device)
 
 
-def record_comparison(result: dict, trial: int, outcome) -> bool:
-    """Fold one trial's comparison into the correctness dict; False when the trial failed."""
-    result["trials"] = trial + 1
+def record_comparison(result: dict, call: Call, outcome) -> bool:
+    """Fold one call's comparison into the correctness dict; False when the call failed."""
+    if not call.repeat:
+        result["trials"] = call.trial + 1
     for key in ("max_abs_err", "max_rel_err"):
         value = getattr(outcome, key)
         if value is not None:
@@ -49,32 +52,75 @@ def record_comparison(result: dict, trial: int, outcome) -> bool:
         result["atol"], result["rtol"] = outcome.atol, outcome.rtol
     if not outcome.passed:
         result["passed"] = False
-        result["reason"] = f"trial {trial}: {outcome.reason}"
+        result["reason"] = f"{call.label}: {outcome.reason}"
         return False
     return True
 
 
+def planned_calls(first_inputs: list, device, settings: dict) -> tuple[list[Call], str | None]:
+    """The calls to make (see profiler_agent.correctness.calls), and a note when fewer trials fit."""
+    requested = settings["trials"]
+    trials = calls.trials_that_fit(requested, tensors.tensor_bytes(first_inputs),
+                                   calls.capacity_bytes(device, settings.get("memory_limit_bytes")))
+    note = calls.fewer_trials_note(trials, requested) if trials < requested else None
+    return calls.call_plan(trials), note
+
+
+def call_inputs(get_inputs, seed: int, device, plan: list[Call], first: list) -> list[tuple[list, list]]:
+    """(reference's, candidate's) copies of each call's inputs, all drawn now and kept alive
+    together: no two calls share an address, and neither model sees the other's copy."""
+    drawn = []
+    for call in plan:
+        inputs = first if call == plan[0] else make_inputs(get_inputs, seed + 1 + call.trial, device)
+        drawn.append((tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)))
+    return drawn
+
+
+def refill(buffers: list, values: list) -> list | None:
+    """`values` written into `buffers` in place (addresses a model has seen, now holding other
+    values), or None where their layouts differ (get_inputs drew other shapes). Both models get
+    this alike, so one that keeps a reference to an earlier input sees the same change in both."""
+    if len(buffers) != len(values):
+        return None
+    for buffer, value in zip(buffers, values):
+        if isinstance(buffer, torch.Tensor) != isinstance(value, torch.Tensor):
+            return None
+        if isinstance(value, torch.Tensor) and (
+            (buffer.shape, buffer.dtype, buffer.device) != (value.shape, value.dtype, value.device)
+            or not buffer.is_contiguous()
+        ):
+            return None
+    return [b.copy_(v) if isinstance(v, torch.Tensor) else v for b, v in zip(buffers, values)]
+
+
 def check_correctness(reference, candidate, get_inputs, device, settings: dict, report: dict, outputs_dir) -> bool:
+    """Both models get the same calls in the same order, each output copied before the next call;
+    the candidate's go to the exchange folder. Stops at the first preliminary failure."""
     result = report["correctness"]
     seed = settings["seed"]
-    for trial in range(settings["trials"]):
-        expected = actual = again = None  # free last trial's outputs before allocating new ones
-        inputs = make_inputs(get_inputs, seed + 1 + trial, device)
-        with submission_code("reference"), torch.no_grad():
-            expected = reference(*tensors.fresh_copies(inputs))
+    first = make_inputs(get_inputs, seed + 1, device)
+    plan, note = planned_calls(first, device, settings)
+    if note:
+        print(f"[profiler_agent] {note}", file=sys.stderr)
+    drawn = call_inputs(get_inputs, seed, device, plan, first)
+    del first
+    for index, call in enumerate(plan):
+        expected = actual = None  # free the last call's copies before the next call allocates
+        reference_inputs, candidate_inputs = drawn[index]
+        if call.into is not None:  # now, not before: that trial's calls had to see its own values
+            reference_buffers, candidate_buffers = drawn[call.into]
+            reference_inputs = refill(reference_buffers, reference_inputs) or reference_inputs
+            candidate_inputs = refill(candidate_buffers, candidate_inputs) or candidate_inputs
+        with submission_code(f"reference ({call.label})"), torch.no_grad():
+            expected = tensors.detached_copies(reference(*reference_inputs))
             synchronize(device)
         poison_freed_memory(device, tensors.tensor_bytes([expected]))
-        with submission_code("candidate"), torch.no_grad():
-            actual = candidate(*tensors.fresh_copies(inputs))
+        with submission_code(f"candidate ({call.label})"), torch.no_grad():
+            actual = tensors.detached_copies(candidate(*candidate_inputs))
             synchronize(device)
-            exchange.save_output(outputs_dir, trial, actual)
-            if trial == 0:
-                poison_freed_memory(device, tensors.tensor_bytes([actual]))
-                again = candidate(*tensors.fresh_copies(inputs))
-                synchronize(device)
-                exchange.save_output(outputs_dir, trial, again, again=True)
+        exchange.save_output(outputs_dir, call.trial, actual, again=call.repeat)
         outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
-        if not record_comparison(result, trial, outcome):
+        if not record_comparison(result, call, outcome):
             print(f"[profiler_agent] wrong answer: {result['reason']}", file=sys.stderr)
             return False
     result["passed"] = True

@@ -33,16 +33,21 @@ def new_verdict() -> dict:
         "correctness": {"passed": None, "trials": 0, "max_abs_err": None, "max_rel_err": None,
                         "atol": None, "rtol": None, "reason": None, "reference_numpy": None},
         "flags": [],
+        "notes": [],  # what the verdict's reader should know (fewer trials than asked)
         "error": None,
     }
 
 
-def verify(args, settings: dict, verdict: dict) -> None:
+def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bool = False) -> None:
+    """The judged process's calls replayed on the reference, compared one by one. `repeat`: the plan
+    ends with the repeat of trial 0 (the judgement's; the timing confirmation's profiled calls have
+    none). `warm_up`: the reference gets the candidate's warm-up call first (inputs of trial
+    `trials`), so a stateful reference is in the candidate's state."""
     import torch
 
     from profiler_agent.correctness import compare, exchange, ground_truth
     from profiler_agent.harness import loading, tensors
-    from profiler_agent.correctness.trials import make_inputs, record_comparison
+    from profiler_agent.correctness.trials import make_inputs, planned_calls, record_comparison, refill
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -55,29 +60,52 @@ def verify(args, settings: dict, verdict: dict) -> None:
         reference = loading.build_model(api.Model, api.get_init_inputs, seed, device)
     outputs = Path(args.outputs)
     result = verdict["correctness"]
-    for trial in range(settings["trials"]):
-        inputs = make_inputs(api.get_inputs, seed + 1 + trial, device)
-        with submission_code("reference"), torch.no_grad():
-            expected = reference(*tensors.fresh_copies(inputs))
-        if trial == 0:  # before the candidate's outputs: recorded whatever its verdict
+    # the judged process's plan, worked out again here from the same figures
+    plan, note = planned_calls(make_inputs(api.get_inputs, seed + 1, device), device, settings)
+    if note:
+        verdict["notes"].append(note)
+    if not repeat:
+        plan = [call for call in plan if not call.repeat]
+    if warm_up:
+        with submission_code("reference (warm-up)"), torch.no_grad():
+            reference(*make_inputs(api.get_inputs, seed + 1 + settings["trials"], device))
+    first = None  # trial 0's outputs (the reference's, the candidate's), for the repeat
+    kept = None  # the reference's inputs of the trial the repeat is written into
+    for call in plan:
+        # the reference alone runs here: it gets its calls in the same order, each input drawn again
+        inputs = make_inputs(api.get_inputs, seed + 1 + call.trial, device)
+        reference_inputs = tensors.fresh_copies(inputs)
+        if call.repeat and kept is not None:
+            reference_inputs = refill(kept, reference_inputs) or reference_inputs
+        elif not call.repeat and call.trial == plan[-1].into:
+            kept = reference_inputs
+        with submission_code(f"reference ({call.label})"), torch.no_grad():
+            expected = tensors.detached_copies(reference(*reference_inputs))
+        if call.trial == 0 and not call.repeat:  # before the candidate's outputs: recorded whatever its verdict
             result["reference_numpy"] = ground_truth.check(
                 api.reference_numpy, inputs, expected, settings.get("atol"), settings.get("rtol"))
         try:
-            actual = exchange.load_output(outputs, trial)
+            actual = exchange.load_output(outputs, call.trial, again=call.repeat)
         except exchange.MissingOutput as missing:
-            result.update(passed=False, trials=trial + 1, reason=str(missing))
+            record_comparison(result, call, compare.Comparison(False, reason=str(missing)))
             return
         outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
-        if not record_comparison(result, trial, outcome):
+        if not record_comparison(result, call, outcome):
             return
-        if trial == 0:
-            try:
-                again = exchange.load_output(outputs, 0, again=True)
-            except exchange.MissingOutput:
-                again = None
-            if again is not None and not compare.bitwise_equal(actual, again):
-                verdict["flags"].append("nondeterministic_output")
+        if not call.repeat and call.trial == 0:
+            first = (expected, actual)
+        elif call.repeat and first is not None and nondeterministic(first, (expected, actual)):
+            verdict["flags"].append("nondeterministic_output")
     result["passed"] = True
+
+
+def nondeterministic(first: tuple, repeat: tuple) -> bool:
+    """The candidate's repeat differs bit for bit from its first output where the reference's did
+    not: a model whose state (or own nondeterminism) changes the repeat is not blamed for it."""
+    from profiler_agent.correctness.compare import bitwise_equal
+
+    (expected_first, actual_first), (expected_repeat, actual_repeat) = first, repeat
+    return bitwise_equal(expected_first, expected_repeat) and not bitwise_equal(actual_first, actual_repeat)
 
 
 def main(argv=None) -> None:

@@ -22,6 +22,7 @@ from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
+from profiler_agent.harness import reasons
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -68,6 +69,7 @@ class CandidateJudgement:
     run: SandboxRun
     compile_log: str
     limits_note: str = ""  # how memory was limited (memory_note)
+    reason: str | None = None  # one line, for every status but passed (harness.reasons)
 
 
 def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
@@ -174,7 +176,10 @@ def judge_candidate(
         status = verify_outputs(bundle, options, seed, settings, verify_scratch, outputs, sources, report)
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
-    return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report))
+    limits = reasons.Limits(options.timeout_s, options.compile_timeout_s, options.memory_limit_bytes,
+                            options.compile_memory_limit())
+    reason = reasons.explain(status, run, report, compile_text, limits)
+    return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report), reason)
 
 
 def failure_from_cache(record: dict) -> CandidateJudgement:
@@ -185,8 +190,9 @@ def failure_from_cache(record: dict) -> CandidateJudgement:
     error = {**record["error"], "origin": "submission"}
     report = {"error": error, "flags": [], "durations_s": {"compile": 0.0}}
     run = SandboxRun(exit_code=None, timed_out=False, report=None, stdout="", stderr="", wall_s=0.0)
+    reason = reasons.explain("compile_error", run, report, record["compile_log"], None)
     return CandidateJudgement("compile_error", report, run, record["compile_log"] + note,
-                              note.lstrip("\n"))
+                              note.lstrip("\n"), f"{reason} (from the build cache)")
 
 
 def verify_outputs(
@@ -224,9 +230,9 @@ def verify_outputs(
                            "message": f"the verifier ended (exit {run.exit_code}, timed out: {run.timed_out}) "
                                       f"without a verdict:\n{run.stderr[-4000:]}"}
         return "internal_error"
+    reasons.name_first_failure(verdict["correctness"], report.get("correctness"))
     report["correctness"] = verdict["correctness"]
-    if verdict["correctness"].get("reason"):
-        report["verdict_note"] = f"[profiler_agent] verifier: wrong answer: {verdict['correctness']['reason']}\n"
+    report["verdict_note"] = reasons.verifier_note(verdict)
     report["flags"] = flags + [f for f in verdict.get("flags", []) if f == "nondeterministic_output"]
     error = verdict.get("error")
     if error:
@@ -279,6 +285,7 @@ def fill_judged_parts(
     or of a variant from one judged process."""
     report = judgement.report or {}
     target["status"] = judgement.status
+    target["reason"] = judgement.reason
     flags = [f for f in report.get("flags", []) if f in schema.FLAGS]
 
     target["correctness"] = schema.conform(report.get("correctness"), schema.CORRECTNESS_SHAPE)
@@ -398,6 +405,7 @@ def unjudged_result(device_kind: str, status: str, message: str) -> dict:
     failure (the site retries those), `runtime_error` for a bundle that cannot be judged as given."""
     result = schema.empty_result()
     result["status"] = status
+    result["reason"] = reasons.message_line(message) or status.replace("_", " ")
     result["device"] = device_info.describe_device_without_torch(device_kind)
     result["logs"]["stderr"] = message
     schema.validate_result(result)

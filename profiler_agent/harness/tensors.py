@@ -14,6 +14,18 @@ def fresh_copies(values: list) -> list:
     return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
+def detached_copies(output):
+    """The same (nested) structure with every tensor detached and cloned where it lies: a model that
+    returns its own buffer (a stateful one) cannot change this copy on its next call."""
+    if isinstance(output, list):
+        return [detached_copies(item) for item in output]
+    if isinstance(output, tuple):
+        return tuple(detached_copies(item) for item in output)
+    if isinstance(output, torch.Tensor):
+        return output.detach().clone()
+    return output
+
+
 def flatten(output) -> list:
     """A model may return a tensor or (nested) tuples/lists of them; compare them leaf by leaf."""
     if isinstance(output, (tuple, list)):
@@ -28,7 +40,6 @@ def tensor_bytes(values) -> int:
 def synchronize(device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
-
 
 
 def to_cpu_tree(output):

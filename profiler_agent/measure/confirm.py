@@ -253,6 +253,7 @@ def apply_outcome(result: dict, outcome: Outcome) -> None:
         result["logs"]["stderr"] += f"{NOTE_PREFIX}not confirmed: {confirmation['reason']}\n"
     if outcome.wrong_answer:
         result["status"] = "wrong_answer"
+        result["reason"] = f"under the profiler: {outcome.wrong_answer}"
         result["correctness"]["passed"] = False
         _withdraw_time(result)
         result["logs"]["stderr"] += f"[profiler_agent] verifier: wrong answer under the profiler: {outcome.wrong_answer}\n"

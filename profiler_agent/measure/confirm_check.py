@@ -64,7 +64,8 @@ def check(args, settings: dict, report: dict) -> None:
 
     if settings.get("verify"):
         verdict = verify.new_verdict()
-        verify.verify(args, settings, verdict)
+        # the profiled process's calls: a warm-up, then one per trial, no repeat
+        verify.verify(args, settings, verdict, repeat=False, warm_up=True)
         verdict["correctness"].pop("reference_numpy", None)
         report["verdict"] = verdict
         if verdict["correctness"].get("passed") is not True:

@@ -16,6 +16,7 @@ from profiler_agent.harness.judge import JudgeOptions, snapshot_sources
 from profiler_agent.measure import confirm, ncu
 from tests.agent.conftest import EXAMPLES
 from tests.agent.processes import wait_gone
+from tests.agent.test_trials import STATEFUL_PORT, STATEFUL_REFERENCE
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED_H100 = FIXTURES / "ncu_h100_relu.csv"  # 4 launches of one ReLU, no NVTX column
@@ -248,6 +249,16 @@ def test_an_honest_candidate_is_confirmed(make_bundle, stand_in_ncu, tmp_path, s
     assert sorted(p.name for p in exchange.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
 
 
+def test_a_stateful_port_is_verified_in_the_profiled_calls_order(make_bundle, stand_in_ncu, tmp_path,
+                                                                shared_build_cache):
+    """The profiled process calls the candidate once to warm up, then once per trial: the verifier
+    gives the reference the same calls, so its hidden state follows the candidate's."""
+    stand_in_ncu()
+    bundle = make_bundle(STATEFUL_PORT, **{"torchcode.py": STATEFUL_REFERENCE})
+    outcome = _confirm(bundle, _judged(1.0, 1e-6), tmp_path, shared_build_cache)
+    assert outcome.wrong_answer == "" and outcome.confirmation["method"] == "ncu"
+
+
 def test_a_reported_time_below_the_record_is_not_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
     stand_in_ncu()
     forged = RECORDED_3_CALLS_MS / 3
@@ -271,6 +282,7 @@ def test_a_candidate_that_does_less_under_the_profiler_fails(make_bundle, stand_
     confirm.apply_outcome(result, outcome)
     schema.validate_result(result)
     assert result["status"] == "wrong_answer" and result["correctness"]["passed"] is False
+    assert result["reason"].startswith("under the profiler: the profiled calls gave wrong outputs: trial 0")
     assert "timing_unconfirmed" in result["flags"]
     assert result["timing"]["candidate"]["median_ms"] is None and result["timing"]["speedup"] is None
     assert "wrong answer under the profiler" in result["logs"]["stderr"]

@@ -50,7 +50,7 @@ def test_relu_cpu_passes_with_a_table_and_a_valid_json(relu_cpu):
     for row in ("status", "device", "correctness", "reference", "candidate", "speedup", "bandwidth", "durations"):
         assert row in table
     assert "passed" in table
-    assert result["status"] == "passed"
+    assert result["status"] == "passed" and result["reason"] is None and "reason" not in table
     assert result["device"]["kind"] == "cpu" and result["device"]["torch"] == torch.__version__
     assert result["correctness"] == {
         "passed": True, "trials": 3, "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 1e-4, "rtol": 1e-4,
@@ -105,6 +105,8 @@ def test_a_wrong_candidate_is_a_wrong_answer_judged_with_torch_alone(build_cache
     assert result["timing"]["candidate"]["median_ms"] is None and result["timing"]["speedup"] is None
     assert result["flags"] == ["no_custom_kernel"]
     assert "wrong answer: trial 0" in result["logs"]["stderr"]
+    assert result["reason"].startswith("trial 0: output 0: max abs error")
+    assert f"reason       {result['reason']}" in completed.stdout  # a row of the table
 
 
 def test_a_build_failure_is_a_compile_error(make_bundle, judge):
@@ -125,6 +127,9 @@ def test_a_build_failure_is_a_compile_error(make_bundle, judge):
     assert result["status"] == "compile_error"
     assert "error" in result["logs"]["compile"] and "main.cpp" in result["logs"]["compile"]
     assert "Error building extension 'relu'" in result["logs"]["compile"]
+    # the compiler's first error, without the temporary build folder
+    assert result["reason"].startswith("building the extension failed: main.cpp:")
+    assert "error:" in result["reason"] and "/tmp" not in result["reason"]
     assert result["correctness"]["passed"] is None and result["timing"]["speedup"] is None
 
 
@@ -139,6 +144,7 @@ def test_an_exception_in_forward_is_a_runtime_error(make_bundle, judge):
     result = judge(bundle).result
     assert result["status"] == "runtime_error"
     assert "ValueError: the kernel exploded" in result["logs"]["stderr"]
+    assert result["reason"] == "candidate (trial 0): ValueError: the kernel exploded"
     assert result["correctness"]["trials"] == 0
 
 
@@ -153,6 +159,7 @@ def test_a_crash_without_a_report_is_a_runtime_error(make_bundle, judge):
     result = judge(bundle).result
     assert result["status"] == "runtime_error"
     assert "without a report" in result["logs"]["stderr"]
+    assert result["reason"].startswith("the judged process ended (killed by SIGSEGV) after importing the candidate")
     assert result["device"]["kind"] == "cpu" and result["device"]["name"]  # filled in by the parent
 
 
@@ -172,6 +179,7 @@ def test_a_candidate_that_never_returns_times_out_and_nothing_of_it_survives(mak
     assert result["status"] == "timeout"
     assert time.monotonic() - started < 60
     assert "timed out after 20 s" in result["logs"]["stderr"]
+    assert result["reason"] == "timed out after 20 s (the run limit); the process and its children were killed"
     helper = int(pid_file.read_text())
     deadline = time.monotonic() + 5
     while os.path.exists(f"/proc/{helper}") and time.monotonic() < deadline:
@@ -232,6 +240,7 @@ def test_running_out_of_memory_is_a_memory_limit(make_bundle, judge):
     result = judge(bundle, "--memory-limit", "3G").result
     assert result["status"] == "memory_limit"
     assert "can't allocate memory" in result["logs"]["stderr"]
+    assert result["reason"].startswith("out of memory in candidate (trial 0): RuntimeError:")
 
 
 def test_the_llm_variant_and_the_self_test_are_judged_too(make_bundle, judge):
@@ -260,6 +269,7 @@ def test_the_llm_variant_and_the_self_test_are_judged_too(make_bundle, judge):
     variant = result["variants"]["cudacode_ori"]
     assert variant["status"] == "wrong_answer" and variant["correctness"]["passed"] is False
     assert variant["correctness"]["max_abs_err"] == pytest.approx(1.0)
+    assert result["reason"] is None and variant["reason"].startswith("trial 0: output 0: max abs error 1.000e+00")
     assert result["self_test"]["exit_code"] == 3
     assert result["self_test"]["output"].endswith("self-test ran ModelNew\n")
     assert "variant cudacode_ori" in outcome.stdout and "self test" in outcome.stdout

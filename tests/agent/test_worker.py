@@ -89,6 +89,8 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     assert passed["self_test"]["exit_code"] == 0
     assert wrong["status"] == "wrong_answer" and wrong["correctness"]["passed"] is False
     assert broken["status"] == "internal_error" and "HTTP 404" in broken["logs"]["stderr"]
+    assert wrong["reason"].startswith("trial 0: output 0:") and passed["reason"] is None
+    assert "HTTP 404" in broken["reason"]  # the traceback's last line
     assert "Traceback" in broken["logs"]["stderr"]
 
     assert passed["correctness"]["trials"] >= 3

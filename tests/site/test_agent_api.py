@@ -1,5 +1,6 @@
 """The agent side of the API: tokens, start (binding a run to an agent), job secrets, idempotent results,
 schema validation."""
+import html
 import io
 import json
 import zipfile
@@ -183,6 +184,7 @@ def test_result_refuses_wrong_token_wrong_secret_another_agent_and_a_replay(clie
     (lambda r: r.pop("status"), "status"),
     (lambda r: r.update(schema=2), "schema"),
     (lambda r: r["timing"]["candidate"].update(median_ms=-1), "timing.candidate.median_ms"),
+    (lambda r: r.update(reason=["not", "one", "line"]), "reason"),
 ])
 def test_result_is_schema_validated(client, queued_run, agent_and_token, mutate, problem):
     run, _ = queued_run
@@ -195,6 +197,28 @@ def test_result_is_schema_validated(client, queued_run, agent_and_token, mutate,
     assert problem in response.json()["detail"]
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING
+
+
+def test_the_reason_of_a_verdict_is_stored_and_shown_to_who_sees_the_logs(client, queued_run, agent_and_token,
+                                                                         alice, bob):
+    run, _ = queued_run
+    _, token = agent_and_token
+    answer = started(client, run, token)
+    reason = "trial 1: output 0: max abs error 3.200e-01 > atol"
+    body = {**passed_result(), "status": "wrong_answer", "reason": reason}
+    body["correctness"]["passed"] = False
+    assert post_result(client, answer, token, body).status_code == 200
+    run.refresh_from_db()
+    assert run.verdict == "wrong_answer" and run.result["reason"] == reason
+    fragment = f"/submissions/{run.submission_id}/runs/"
+    client.force_login(alice.user)  # the author
+    english = html.unescape(client.get(fragment, headers={"Accept-Language": "en"}).content.decode())
+    assert f'<span class="muted">Reason:</span> {reason}' in english  # escaped in the page, whole once unescaped
+    chinese = client.get(fragment, headers={"Accept-Language": "zh-CN"}).content.decode()
+    assert '<span class="muted">原因:</span>' in chinese and "trial 1: output 0: max abs error" in chinese
+    client.force_login(bob.user)  # another contestant sees the verdict, not the reason (nor the logs)
+    other = client.get(fragment).content.decode()
+    assert "wrong" in other.lower() and "max abs error" not in other
 
 
 def test_internal_error_is_retried_as_a_new_attempt_with_a_new_secret(client, queued_run, agent_and_token, settings,
