@@ -103,8 +103,10 @@ CASES = [
     Case("adv-stateful-forgetful", "2: stateful, wrong from call 2",
          Outcome("wrong_answer", ("wrong_answer",), reason=True),
          cpu=Outcome("wrong_answer", ("wrong_answer",), reason=True)),
+    # a memo keyed on (address, version) also returns stale outputs for a new tensor at a reused
+    # address: on CUDA the profiled calls of the confirmation (fresh tensors per call) show it
     Case("adv-version-memo", "3: memo by (data_ptr, _version)",
-         Outcome("passed + input_memoized", ("passed",), flags=("input_memoized",)),
+         Outcome("passed + input_memoized, or wrong_answer", ("passed", "wrong_answer"), flags=("input_memoized",)),
          cpu=Outcome("passed + input_memoized", ("passed",), flags=("input_memoized",))),
     Case("adv-timer-wrap", "4: timing function wrapped",
          Outcome("passed + timing_unconfirmed", ("passed",), flags=("timing_unconfirmed",)),
