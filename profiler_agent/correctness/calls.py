@@ -38,17 +38,19 @@ class Call:
 
 
 def call_plan(trials: int) -> list[Call]:
-    """One call per trial, then trial 0's inputs again (into trial 1's tensors where there is one)."""
-    return [Call(t) for t in range(trials)] + [Call(0, repeat=True, into=1 if trials > 1 else None)]
+    """One call per trial, then trial 0's inputs again, written into trial 1's tensors (into trial
+    0's own where it is the only one: memory allowed no more)."""
+    return [Call(t) for t in range(trials)] + [Call(0, repeat=True, into=1 if trials > 1 else 0)]
 
 
 def trials_that_fit(requested: int, input_bytes: int, capacity_bytes: int | None) -> int:
-    """How many of `requested` trials can keep their inputs alive at once (at least one)."""
+    """How many of `requested` trials can keep their inputs alive at once (at least one). The
+    repeat keeps nothing of its own: it is written into a trial's tensors when it runs."""
     if not capacity_bytes or not input_bytes:
         return requested
     per_call = 2 * input_bytes  # the reference's copy and the candidate's
     calls = int(capacity_bytes * KEPT_INPUTS_SHARE) // per_call
-    return max(1, min(requested, calls - 1))  # one call's worth for the repeat
+    return max(1, min(requested, calls))
 
 
 def host_memory_bytes() -> int | None:

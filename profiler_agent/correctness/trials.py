@@ -67,12 +67,18 @@ def planned_calls(first_inputs: list, device, settings: dict) -> tuple[list[Call
 
 
 def call_inputs(get_inputs, seed: int, device, plan: list[Call], first: list) -> list[tuple[list, list]]:
-    """(reference's, candidate's) copies of each call's inputs, all drawn now and kept alive
-    together: no two calls share an address, and neither model sees the other's copy."""
+    """(reference's, candidate's) copies of each trial's inputs, all drawn now and kept alive
+    together: no two calls share an address, and neither model sees the other's copy. `first`, trial
+    0's draw, is the reference's copy of it. The repeat has none: it is drawn when it runs."""
     drawn = []
     for call in plan:
-        inputs = first if call == plan[0] else make_inputs(get_inputs, seed + 1 + call.trial, device)
-        drawn.append((tensors.fresh_copies(inputs), tensors.fresh_copies(inputs)))
+        if call.repeat:
+            continue
+        if call == plan[0]:
+            drawn.append((first, tensors.fresh_copies(first)))
+        else:
+            inputs = make_inputs(get_inputs, seed + 1 + call.trial, device)
+            drawn.append((inputs, tensors.fresh_copies(inputs)))
     return drawn
 
 
@@ -104,13 +110,16 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
         print(f"[profiler_agent] {note}", file=sys.stderr)
     drawn = call_inputs(get_inputs, seed, device, plan, first)
     del first
-    for index, call in enumerate(plan):
+    for call in plan:
         expected = actual = None  # free the last call's copies before the next call allocates
-        reference_inputs, candidate_inputs = drawn[index]
-        if call.into is not None:  # now, not before: that trial's calls had to see its own values
+        if call.repeat:  # drawn now, not before: the trial it is written into had to see its own values
+            values = make_inputs(get_inputs, seed + 1 + call.trial, device)
             reference_buffers, candidate_buffers = drawn[call.into]
-            reference_inputs = refill(reference_buffers, reference_inputs) or reference_inputs
-            candidate_inputs = refill(candidate_buffers, candidate_inputs) or candidate_inputs
+            reference_inputs = refill(reference_buffers, values) or tensors.fresh_copies(values)
+            candidate_inputs = refill(candidate_buffers, values) or tensors.fresh_copies(values)
+            del values
+        else:
+            reference_inputs, candidate_inputs = drawn[call.trial]
         with submission_code(f"reference ({call.label})"), torch.no_grad():
             expected = tensors.detached_copies(reference(*reference_inputs))
             synchronize(device)

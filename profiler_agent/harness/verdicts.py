@@ -54,6 +54,16 @@ _ERROR_STAGE_WORDS = {
 }
 
 
+def stage_words(stage: str) -> str:
+    """A stage in words: "candidate (trial 1)" -> "while calling the candidate, in forward (run
+    phase), at trial 1" (the trials name their call in parentheses)."""
+    base, _, detail = stage.partition(" (")
+    words = _ERROR_STAGE_WORDS.get(base)
+    if words is None:
+        return f"in {stage}"
+    return f"{words}, at {detail[:-1] if detail.endswith(')') else detail}" if detail else words
+
+
 def memory_limit_message(run: SandboxRun, report: dict | None, limit_of_phase) -> str:
     """Why a run got memory_limit, naming the phase: "memory limit 4 GiB exceeded while importing the
     candidate (build phase): 12.1 GiB resident". `limit_of_phase(compile: bool)` gives the limit in
@@ -72,6 +82,5 @@ def memory_limit_message(run: SandboxRun, report: dict | None, limit_of_phase) -
         return f"{limit_text} exceeded {where}: the OOM killer ended {run.oom_kills} process(es) of the run"
     error = (report or {}).get("error") or {}
     if error:
-        where = _ERROR_STAGE_WORDS.get(error.get("stage"), f"in {error.get('stage')}")
-        return f"{limit_text} exceeded {where}: {error.get('type')}"
+        return f"{limit_text} exceeded {stage_words(str(error.get('stage')))}: {error.get('type')}"
     return f"{limit_text} exceeded: the process was killed (SIGKILL) without a report"

@@ -170,8 +170,9 @@ def test_a_nondeterministic_candidate_is_flagged_where_the_reference_repeats_its
 
 def test_the_plan_calls_every_trial_then_repeats_trial_0_into_trial_1s_tensors():
     assert call_plan(3) == [Call(0), Call(1), Call(2), Call(0, repeat=True, into=1)]
-    assert call_plan(1) == [Call(0), Call(0, repeat=True)]  # no trial 1: fresh tensors
-    assert call_plan(1)[-1].label == "repeat of trial 0 (its inputs again)"
+    # no trial 1 (memory allowed one trial): written into trial 0's own tensors, nothing more kept
+    assert call_plan(1) == [Call(0), Call(0, repeat=True, into=0)]
+    assert call_plan(1)[-1].label == "repeat of trial 0 (its inputs again, written into trial 0's input tensors)"
 
 
 @pytest.mark.parametrize(
@@ -179,9 +180,9 @@ def test_the_plan_calls_every_trial_then_repeats_trial_0_into_trial_1s_tensors()
     [
         (3, 1 << 20, 16 << 30, 3),  # small inputs: all trials
         (3, 1 << 30, 16 << 30, 3),  # 8 copies of 1 GiB in half of 16 GiB
-        (3, 1 << 30, 10 << 30, 1),  # 5 GiB holds 2 calls: one trial and the repeat
+        (3, 1 << 30, 10 << 30, 2),  # 5 GiB holds 2 trials' copies; the repeat reuses trial 1's tensors
         (3, 4 << 30, 10 << 30, 1),  # not even one: one trial all the same (as before)
-        (5, 1 << 30, 14 << 30, 2),  # 7 GiB: 3 calls
+        (5, 1 << 30, 14 << 30, 3),  # 7 GiB: 3 trials
         (3, 1 << 20, None, 3),  # capacity unknown: as asked
     ],
 )
@@ -201,8 +202,9 @@ def test_refill_writes_into_the_same_tensors_or_refuses_other_layouts():
 
 
 def test_fewer_trials_when_the_memory_limit_cannot_hold_every_trials_inputs(make_bundle, judge):
-    """64 MiB of input per call, two copies each: half of a 600 MiB limit holds two calls, one trial
-    and the repeat. The judged process and the verifier both work that out: the verdict stands."""
+    """64 MiB of input per call, two copies each: half of a 600 MiB limit holds two trials' (the
+    repeat is written into trial 1's tensors). The judged process and the verifier both work that
+    out: the verdict stands."""
     big_input_sum = """
         import torch
 
@@ -225,5 +227,5 @@ def test_fewer_trials_when_the_memory_limit_cannot_hold_every_trials_inputs(make
     ''', **{"torchcode.py": big_input_sum})
     result = judge(bundle, "--memory-limit", "600M", *FAST).result
     assert result["status"] == "passed", result["reason"]
-    assert result["correctness"]["trials"] == 1
-    assert "verifier: only 1 of 3 trials fit in memory" in result["logs"]["stderr"]
+    assert result["correctness"]["trials"] == 2
+    assert "verifier: only 2 of 3 trials fit in memory" in result["logs"]["stderr"]
