@@ -25,18 +25,9 @@ import signal
 import threading
 from dataclasses import dataclass
 
+from profiler_agent.sandbox.reaper import process_stat
+
 SAMPLE_INTERVAL_S = 0.05
-
-
-def _stat(pid: str) -> tuple[int, int, str] | None:
-    """(ppid, session id, state), or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and ')'
-    return int(fields[1]), int(fields[3]), fields[0].decode()
 
 
 def tree_pids(root: int, spared: set[int]) -> set[int]:
@@ -47,7 +38,7 @@ def tree_pids(root: int, spared: set[int]) -> set[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        stat = _stat(entry)
+        stat = process_stat(int(entry))
         if stat is None or stat[2] == "Z":
             continue
         pid, (ppid, sid, _) = int(entry), stat

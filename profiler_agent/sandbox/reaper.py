@@ -29,7 +29,7 @@ def become_subreaper() -> bool:
         return False
 
 
-def _stat(pid: int) -> tuple[int, int, str] | None:
+def process_stat(pid: int) -> tuple[int, int, str] | None:
     """(ppid, session id, state) of a live process, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -52,7 +52,7 @@ def children_of(parent: int) -> set[int]:
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            stat = _stat(int(entry))
+            stat = process_stat(int(entry))
             if stat and stat[0] == parent:
                 found.add(int(entry))
     return found
@@ -67,7 +67,7 @@ def run_processes(session: int, marker: str, spared: set[int]) -> set[int]:
         if not entry.isdigit() or int(entry) == me:
             continue
         pid = int(entry)
-        stat = _stat(pid)
+        stat = process_stat(pid)
         if stat is None or stat[2] == "Z":
             continue
         ppid, sid, _ = stat
