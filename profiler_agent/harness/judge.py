@@ -22,7 +22,7 @@ from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
-from profiler_agent.harness import reasons
+from profiler_agent.harness import reasons, trusted
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -76,23 +76,6 @@ def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
     """The bundle's Python files, read before any submission code runs: the verifier gets its
     reference from here, not from a folder the judged process could have rewritten."""
     return {p.name: p.read_bytes() for p in sorted(bundle.root.glob("*.py")) if p.is_file()}
-
-
-def _write_sources(directory: Path, sources: dict[str, bytes]) -> None:
-    directory.mkdir(parents=True)
-    for name, data in sources.items():
-        (directory / name).write_bytes(data)
-
-
-def _parse_report(data: bytes | None) -> dict | None:
-    if not data:
-        return None
-    try:
-        # a NaN that slipped through becomes null: JSON has no NaN
-        report = json.loads(data, parse_constant=lambda _: None)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return report if isinstance(report, dict) else None
 
 
 def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
@@ -154,7 +137,7 @@ def judge_candidate(
             limits=Limits(memory_bytes=options.memory_limit_bytes,
                           compile_memory_bytes=options.compile_memory_limit()),
         )
-    report = _parse_report(run.report)
+    report = trusted.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
     status = classify(run, report)
@@ -201,29 +184,8 @@ def verify_outputs(
 ) -> str:
     """Run the trusted verifier on the candidate's outputs; its verdict replaces the judged
     process's correctness and nondeterminism findings. Returns the status."""
-    pristine = scratch / "reference"
-    _write_sources(pristine, sources)
-    home, tmp = scratch / "home", scratch / "tmp"
-    home.mkdir()
-    tmp.mkdir()
-    user = privileges.sandbox_user()
-    privileges.hand_over(scratch, user)
-    run = run_sandboxed(
-        [sys.executable, "-m", "profiler_agent.correctness.verify",
-         "--reference", str(pristine / bundle.reference.name),
-         "--outputs", str(outputs),
-         "--device", options.device],
-        cwd=pristine,
-        env=child_env(home, tmp, None),
-        timeout_s=options.timeout_s,
-        logs_dir=scratch / "logs",
-        stdin_data=json.dumps(settings).encode(),
-        result_pipe=True,
-        user=user,
-        # trusted code, but it holds the reference's and the candidate's outputs: the looser limit
-        limits=Limits(memory_bytes=options.compile_memory_limit()),
-    )
-    verdict = _parse_report(run.report)
+    run, verdict = trusted.run_trusted("profiler_agent.correctness.verify", bundle, options, scratch, sources,
+                                       outputs, settings)
     flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
     if verdict is None or not isinstance(verdict.get("correctness"), dict):
         report["error"] = {"origin": "harness", "stage": "verify", "type": "VerifierFailed",

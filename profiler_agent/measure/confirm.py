@@ -26,18 +26,15 @@ seasons still rank. docs/measurement.md says what the bound guarantees and what 
 
 from __future__ import annotations
 
-import json
 import secrets
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent import schema
+from profiler_agent.harness import trusted
 from profiler_agent.measure import ncu
-from profiler_agent.sandbox import privileges
-from profiler_agent.sandbox.child_env import child_env
-from profiler_agent.sandbox.process import Limits, run_sandboxed
+from profiler_agent.sandbox.process import Limits
 
 FLAG = "timing_unconfirmed"
 CONFIRM_CALLS = 3
@@ -138,39 +135,15 @@ def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
     return confirmation
 
 
-def _write_sources(directory: Path, sources: dict[str, bytes]) -> None:
-    directory.mkdir(parents=True)
-    for name, data in sources.items():
-        (directory / name).write_bytes(data)
-
-
 def run_check(bundle, options, scratch: Path, sources: dict[str, bytes], seed: int, outputs: Path | None,
               synchronized: bool) -> dict | None:
     """The trusted checking process: the profiled calls' outputs verified (when `outputs`), the
     reference timed. Its report, or None when it gave none."""
-    pristine = scratch / "reference"
-    _write_sources(pristine, sources)
-    home, tmp = scratch / "home", scratch / "tmp"
-    home.mkdir()
-    tmp.mkdir()
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
                 "verify": outputs is not None,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
-    user = privileges.sandbox_user()
-    privileges.hand_over(scratch, user)
-    run = run_sandboxed(
-        [sys.executable, "-m", "profiler_agent.measure.confirm_check",
-         "--reference", str(pristine / bundle.reference.name),
-         "--outputs", str(outputs or scratch / "no-outputs"),
-         "--device", options.device],
-        cwd=pristine, env=child_env(home, tmp, None), timeout_s=options.timeout_s, logs_dir=scratch / "logs",
-        stdin_data=json.dumps(settings).encode(), result_pipe=True, user=user,
-        limits=Limits(memory_bytes=options.compile_memory_limit()),
-    )
-    try:
-        report = json.loads(run.report or b"null")
-    except (ValueError, UnicodeDecodeError):
-        report = None
+    run, report = trusted.run_trusted("profiler_agent.measure.confirm_check", bundle, options, scratch, sources,
+                                      outputs or scratch / "no-outputs", settings)
     if not isinstance(report, dict):
         return {"error": {"message": f"the checking process ended (exit {run.exit_code}, timed out: "
                                      f"{run.timed_out}) without a report:\n{run.stderr[-2000:]}"}}
