@@ -126,6 +126,9 @@ _DURATIONS = {
     "compile": _OPT_NUMBER,
     "correctness": _OPT_NUMBER,
     "timing": _OPT_NUMBER,
+    "kernel_census": _OPT_NUMBER,
+    "verify": _OPT_NUMBER,  # the trusted verifier, from its settings to its verdict
+    "confirm": _OPT_NUMBER,  # the timing confirmation (profiler and check), main candidate only
     "total": _OPT_NUMBER,
 }
 # A variant (cudacode_ori.py) carries the judged parts of a result, not the run-wide ones.

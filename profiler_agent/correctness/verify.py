@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, submission_code
-from profiler_agent.harness.wire import read_settings, send_report
+from profiler_agent.harness.wire import read_settings, send_report, started_ahead
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -110,7 +110,8 @@ def nondeterministic(first: tuple, repeat: tuple) -> bool:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    settings = read_settings()
+    started_ahead()
+    settings = read_settings()  # may come much later: this process may be started ahead of its turn
     verdict = new_verdict()
     try:
         verify(args, settings, verdict)

@@ -65,7 +65,7 @@ def new_report(kind: str) -> dict:
         "telemetry": None,
         "flags": [],
         "kernels": None,
-        "durations_s": {"compile": None, "correctness": None, "timing": None},
+        "durations_s": {"compile": None, "correctness": None, "timing": None, "kernel_census": None},
         "error": None,
     }
 

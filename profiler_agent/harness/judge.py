@@ -22,7 +22,7 @@ from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
-from profiler_agent.harness import reasons, trusted
+from profiler_agent.harness import ahead, reasons, trusted
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -87,13 +87,26 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
     return workdir, home, tmp
 
 
+def verifier_scratch(scratch: Path) -> Path:
+    # a sibling: the judged process owned everything under `scratch`
+    return scratch.with_name(scratch.name + "-verify")
+
+
+def start_verifier(bundle: Bundle, options: JudgeOptions, scratch: Path, sources: dict[str, bytes]) -> ahead.StartedAhead:
+    """The verifier of the candidate judged in `scratch`, started ahead of its turn."""
+    return trusted.start_trusted("profiler_agent.correctness.verify", bundle, options, verifier_scratch(scratch),
+                                 sources, scratch / "exchange")
+
+
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
-    sources: dict[str, bytes],
+    sources: dict[str, bytes], verifier: ahead.StartedAhead | None = None,
 ) -> CandidateJudgement:
+    """Judge one candidate; `verifier` (start_verifier) is used or cancelled, and started here when None."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
+        ahead.cancel_all(verifier)
         return failure_from_cache(failed_before)
     scratch.mkdir(parents=True)
     workdir, home, tmp = _fresh_dirs(scratch, bundle)
@@ -154,11 +167,13 @@ def judge_candidate(
             compile_text += f"\n[profiler_agent] this failure is not kept in the build cache: {why}\n"
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
-        # its folder is a sibling: the judged process owned everything under `scratch`
-        verify_scratch = scratch.with_name(scratch.name + "-verify")
-        status = verify_outputs(bundle, options, seed, settings, verify_scratch, outputs, sources, report)
+        started = time.monotonic()
+        status = verify_outputs(verifier or start_verifier(bundle, options, scratch, sources), settings, report)
+        report.setdefault("durations_s", {})["verify"] = time.monotonic() - started
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
+    else:
+        ahead.cancel_all(verifier)
     limits = reasons.Limits(options.timeout_s, options.compile_timeout_s, options.memory_limit_bytes,
                             options.compile_memory_limit())
     reason = reasons.explain(status, run, report, compile_text, limits)
@@ -178,14 +193,10 @@ def failure_from_cache(record: dict) -> CandidateJudgement:
                               note.lstrip("\n"), f"{reason} (from the build cache)")
 
 
-def verify_outputs(
-    bundle: Bundle, options: JudgeOptions, seed: int, settings: dict, scratch: Path, outputs: Path,
-    sources: dict[str, bytes], report: dict,
-) -> str:
-    """Run the trusted verifier on the candidate's outputs; its verdict replaces the judged
-    process's correctness and nondeterminism findings. Returns the status."""
-    run, verdict = trusted.run_trusted("profiler_agent.correctness.verify", bundle, options, scratch, sources,
-                                       outputs, settings)
+def verify_outputs(verifier: ahead.StartedAhead, settings: dict, report: dict) -> str:
+    """Run the trusted verifier (start_verifier) on the candidate's outputs; its verdict replaces the
+    judged process's correctness and nondeterminism findings. Returns the status."""
+    run, verdict = trusted.finish_trusted(verifier, settings)
     flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
     if verdict is None or not isinstance(verdict.get("correctness"), dict):
         report["error"] = {"origin": "harness", "stage": "verify", "type": "VerifierFailed",
@@ -294,6 +305,9 @@ def fill_judged_parts(
         "compile": durations.get("compile") if durations.get("compile") is not None else judgement.run.compile_s,
         "correctness": durations.get("correctness"),
         "timing": durations.get("timing"),
+        "kernel_census": durations.get("kernel_census"),
+        "verify": durations.get("verify"),
+        "confirm": None,  # the main candidate's, filled by judge_bundle
         "total": judgement.run.wall_s,
     }
 
@@ -337,15 +351,24 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         scratch = Path(tmp)
         privileges.traversable(scratch)  # the sandbox user reaches its own folders inside
         sources = snapshot_sources(bundle)
-        main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate", sources)
-        reported_device = (main.report or {}).get("device") or {}
-        if set(reported_device) == set(result["device"]):
-            result["device"] = reported_device
-        else:
-            result["device"] = device_info.describe_device_without_torch(options.device)
-        fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
-        # the times came from a process that ran submission code: bounded here from outside it
-        confirm.add_to_result(result, bundle, options, cache_dir, scratch / "confirm", sources)
+        # started ahead, the one that ends last first (profiler_agent.harness.ahead)
+        confirming = confirm.start_ahead(bundle, options, cache_dir, scratch / "confirm", sources)
+        verifier = start_verifier(bundle, options, scratch / "candidate", sources)
+        try:
+            main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate", sources,
+                                   verifier)
+            reported_device = (main.report or {}).get("device") or {}
+            if set(reported_device) == set(result["device"]):
+                result["device"] = reported_device
+            else:
+                result["device"] = device_info.describe_device_without_torch(options.device)
+            fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
+            # the times came from a process that ran submission code: bounded here from outside it
+            confirm_started = time.monotonic()
+            confirm.add_to_result(result, bundle, options, cache_dir, scratch / "confirm", sources, confirming)
+            result["durations_s"]["confirm"] = time.monotonic() - confirm_started
+        finally:  # whatever was not needed (or an error cut short) ends here
+            ahead.cancel_all(verifier, *(confirming.processes() if confirming else ()))
         if options.ncu:
             ncu.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 

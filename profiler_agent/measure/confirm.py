@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent import schema
-from profiler_agent.harness import trusted
+from profiler_agent.harness import ahead, trusted
 from profiler_agent.measure import ncu
 from profiler_agent.sandbox.process import Limits
 
@@ -135,15 +135,52 @@ def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
     return confirmation
 
 
-def run_check(bundle, options, scratch: Path, sources: dict[str, bytes], seed: int, outputs: Path | None,
-              synchronized: bool) -> dict | None:
-    """The trusted checking process: the profiled calls' outputs verified (when `outputs`), the
-    reference timed. Its report, or None when it gave none."""
+@dataclass
+class Started:
+    """The confirmation's two processes, started ahead of their turn (profiler_agent.harness.ahead):
+    the trusted check first (it ends last), then the profiler."""
+    check: ahead.StartedAhead
+    profiler: ncu.ProfilerAhead | ncu.ProfilerRun
+    outputs: Path
+
+    def processes(self) -> tuple[ahead.StartedAhead, ...]:
+        profiler = (self.profiler.process,) if isinstance(self.profiler, ncu.ProfilerAhead) else ()
+        return (self.check, *profiler)
+
+
+def start_processes(bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Started:
+    scratch.mkdir(parents=True)
+    profile_scratch = scratch / "profile"
+    outputs = profile_scratch / "exchange"
+    check = trusted.start_trusted("profiler_agent.measure.confirm_check", bundle, options, scratch / "check",
+                                  sources, outputs)
+    try:
+        profiler = ncu.start_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
+                                      profile_scratch, PROFILE, outputs=outputs,
+                                      # ncu itself shares the cgroup: the looser (build) limit
+                                      limits=Limits(memory_bytes=options.compile_memory_limit()))
+    except BaseException:
+        check.cancel()
+        raise
+    return Started(check, profiler, outputs)
+
+
+def start_ahead(bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Started | None:
+    """On CUDA, the confirmation's processes started before the judged process, so their imports
+    overlap its run; None elsewhere (a CPU time is not confirmed, and a CPU host's cores are the
+    judged process's)."""
+    if options.device != "cuda":
+        return None
+    return start_processes(bundle, options, cache_dir, scratch, sources)
+
+
+def run_check(check: ahead.StartedAhead, options, seed: int, verify_outputs: bool, synchronized: bool) -> dict:
+    """The trusted checking process: the profiled calls' outputs verified (when `verify_outputs`),
+    the reference timed. Its report, or an error when it gave none."""
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
-                "verify": outputs is not None,
+                "verify": verify_outputs,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
-    run, report = trusted.run_trusted("profiler_agent.measure.confirm_check", bundle, options, scratch, sources,
-                                      outputs or scratch / "no-outputs", settings)
+    run, report = trusted.finish_trusted(check, settings)
     if not isinstance(report, dict):
         return {"error": {"message": f"the checking process ended (exit {run.exit_code}, timed out: "
                                      f"{run.timed_out}) without a report:\n{run.stderr[-2000:]}"}}
@@ -156,26 +193,26 @@ class Outcome:
     wrong_answer: str = ""  # the verifier's reason when the profiled calls' outputs were wrong
 
 
-def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Outcome:
-    """Profile, verify and time the reference from outside; the confirmation of `result`'s times."""
+def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
+                      started: Started | None = None) -> Outcome:
+    """Profile, verify and time the reference from outside; the confirmation of `result`'s times.
+    `started`: the processes started ahead (start_ahead), else they are started now."""
     timing = result["timing"]
     reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
     seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
-    scratch.mkdir(parents=True)
-    profile_scratch = scratch / "profile"
-    outputs = profile_scratch / "exchange"
-    profiled = ncu.run_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
-                                profile_scratch, PROFILE, seed, outputs=outputs,
-                                # ncu itself shares the cgroup: the looser (build) limit
-                                limits=Limits(memory_bytes=options.compile_memory_limit()))
+    started = started or start_processes(bundle, options, cache_dir, scratch, sources)
+    try:
+        profiled = ncu.finish_profiler(started.profiler, seed)
+    except BaseException:
+        started.check.cancel()
+        raise
     record, record_why = None, profiled.why.removeprefix(ncu.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
             record = kernel_record(profiled.output, CONFIRM_CALLS, PROFILE.launch_cap)
         except ncu.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
-    check = run_check(bundle, options, scratch / "check", sources, seed,
-                      outputs if profiled.output is not None else None,
+    check = run_check(started.check, options, seed, profiled.output is not None,
                       synchronized="unsynchronized_work" in result["flags"])
     verdict = check.get("verdict") if isinstance(check.get("verdict"), dict) else None
     correctness = (verdict or {}).get("correctness") or {}
@@ -201,9 +238,13 @@ def _withdraw_time(result: dict) -> None:
         result["metrics"][key] = None
 
 
-def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> None:
+def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
+                  started: Started | None = None) -> None:
     """Fill result["timing"]["confirmation"] for a passed candidate; flag `timing_unconfirmed` when
-    its times are not confirmed on CUDA; fail it when its profiled outputs were wrong. Never raises."""
+    its times are not confirmed on CUDA; fail it when its profiled outputs were wrong. Never raises.
+    `started` (start_ahead) is used or cancelled."""
+    if result["status"] != "passed" or options.device != "cuda":
+        ahead.cancel_all(*(started.processes() if started else ()))
     if result["status"] != "passed":
         return
     reported = result["timing"]["candidate"]["median_ms"]
@@ -211,7 +252,7 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
         result["timing"]["confirmation"] = not_confirmed(NO_PROFILER_ON_CPU, reported)
         return
     try:
-        outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources)
+        outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
         outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported))
     apply_outcome(result, outcome)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent.bundles import build_cache
+from profiler_agent.harness import ahead
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.process import Limits, run_sandboxed
@@ -303,12 +304,12 @@ class ProfilerRun:
     executable: str | None = None
 
 
-def run_profiler(
+def start_profiler(
     bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
-    seed: int, outputs: Path | None = None, executable: str | None = None, limits=None,
-) -> ProfilerRun:
-    """Run the candidate under ncu in the sandbox (profiler_agent.measure.ncu_target), `profile.calls`
-    calls on inputs from `seed`, each call's output saved to `outputs` when given."""
+    outputs: Path | None = None, executable: str | None = None, limits=None,
+) -> "ProfilerAhead | ProfilerRun":
+    """Start the candidate under ncu in the sandbox (profiler_agent.measure.ncu_target), ahead of its
+    turn: it waits for its seed (`finish_profiler`). A ProfilerRun at once when ncu is missing."""
     executable = executable or shutil.which("ncu")
     if executable is None:
         return ProfilerRun(None, note("not found on PATH; nothing profiled"))
@@ -331,20 +332,44 @@ def run_profiler(
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
     ]
-    with build_cache.exclusive(extensions):
-        privileges.hand_over(scratch, user)
-        privileges.hand_over(extensions, user)
-        run = run_sandboxed(
-            ncu_command(executable, log_file, target, profile.calls, profile),
-            cwd=workdir,
-            env=child_env(home, tmp, extensions),
-            timeout_s=timeout_s,
-            logs_dir=scratch / "logs",
-            # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process
-            stdin_data=json.dumps({"seed": seed}).encode(),
-            user=user,
-            limits=limits or Limits(),
-        )
+    privileges.hand_over(scratch, user)
+    process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+        ncu_command(executable, log_file, target, profile.calls, profile),
+        cwd=workdir,
+        env=child_env(home, tmp, extensions),
+        timeout_s=timeout_s,
+        logs_dir=scratch / "logs",
+        # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process
+        stdin_data=pending,
+        user=user,
+        limits=limits or Limits(),
+        on_started=on_started,
+    ))
+    return ProfilerAhead(process, executable, log_file, extensions, user, timeout_s)
+
+
+@dataclass
+class ProfilerAhead:
+    process: ahead.StartedAhead
+    executable: str
+    log_file: Path
+    extensions: Path
+    user: object
+    timeout_s: float
+
+
+def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int) -> ProfilerRun:
+    """Send the seed to a profiler started ahead and read what ncu recorded."""
+    if isinstance(started, ProfilerRun):
+        return started
+    # the build folder is the candidate's: held from the seed to the end, as the judged process held it
+    with build_cache.exclusive(started.extensions):
+        privileges.hand_over(started.extensions, started.user)
+        run = started.process.finish(json.dumps({"seed": seed}).encode())
+    return interpret_run(run, started.log_file, started.timeout_s, started.executable)
+
+
+def interpret_run(run, log_file: Path, timeout_s: float, executable: str) -> ProfilerRun:
     output = _read_head(log_file)
     everything = "\n".join([output, run.stdout, run.stderr])
     if run.timed_out:
@@ -359,6 +384,17 @@ def run_profiler(
         details = "\n".join(part for part in (_error_lines(output + "\n" + run.stdout), run.stderr[-2000:]) if part)
         return ProfilerRun(None, note(f"ncu or the profiled process failed (exit code {run.exit_code}):\n{details.rstrip()}"))
     return ProfilerRun(output, executable=executable)
+
+
+def run_profiler(
+    bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
+    seed: int, outputs: Path | None = None, executable: str | None = None, limits=None,
+) -> ProfilerRun:
+    """Run the candidate under ncu in the sandbox, `profile.calls` calls on inputs from `seed`, each
+    call's output saved to `outputs` when given (start_profiler and finish_profiler at once)."""
+    started = start_profiler(bundle, candidate, device, timeout_s, cache_dir, scratch, profile, outputs,
+                             executable, limits)
+    return finish_profiler(started, seed)
 
 
 def profile_candidate(

@@ -11,8 +11,10 @@ import secrets
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from profiler_agent.sandbox import cgroup, privileges, reaper
@@ -37,6 +39,30 @@ class Limits:
     cpu_s: int | None = None  # None: wall-clock limits x CPU count (a compile is parallel)
     memory_bytes: int | None = None  # with a compile limit, once it reports "compiled" (None: unlimited)
     compile_memory_bytes: int | None = None  # until then, and during later builds (None: unlimited)
+
+
+class PendingInput:
+    """The stdin of a process started ahead of its turn (profiler_agent.harness.ahead): it waits,
+    blocked reading its settings, until `send` gives them; `cancel` closes its stdin with nothing,
+    and the run ends at once. Its limits count from the moment its input comes."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._data: bytes | None = None
+
+    def send(self, data: bytes) -> None:
+        self._data = data
+        self._ready.set()
+
+    def cancel(self) -> None:
+        self._ready.set()
+
+    def wait(self, proc: subprocess.Popen) -> bytes | None:
+        """The input, or None when cancelled or when the process ended while waiting."""
+        while not self._ready.wait(0.05):
+            if proc.poll() is not None:
+                return None
+        return self._data
 
 
 def _uid_tasks(uid: int) -> int:
@@ -89,6 +115,7 @@ class SandboxRun:
     memory_peak_bytes: int | None = None  # the cgroup's memory.peak, or the watchdog's highest sample
     memory_exceeded: MemoryExceeded | None = None  # the watchdog killed it (no cgroup)
     ended_in: str | None = None  # where it was when it ended, in words ("while ... (run phase)")
+    cancelled: bool = False  # started ahead of its turn, then not needed (PendingInput.cancel)
 
 
 def kill_session(pid: int) -> None:
@@ -151,18 +178,21 @@ def run_sandboxed(
     env: dict[str, str],
     timeout_s: float,
     logs_dir: Path,
-    stdin_data: bytes = b"",
+    stdin_data: bytes | PendingInput = b"",
     result_pipe: bool = False,
     merge_stderr: bool = False,
     limits: Limits = Limits(),
     user: privileges.SandboxUser | None = None,
     compile_timeout_s: float | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
     to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phases.Clock):
     compile_timeout_s and limits.compile_memory_bytes until the child sends wire.PHASE_COMPILED on that
     pipe (and during later builds it announces), timeout_s and limits.memory_bytes otherwise. Everything the run started is killed when it ends, on
-    timeout or not."""
+    timeout or not. A PendingInput as stdin_data starts the process ahead of its turn: the limits
+    count from when its input is sent; `on_started` is called once the process exists (runs started
+    after that spare it in their sweep)."""
     if compile_timeout_s is not None and not result_pipe:
         raise ValueError("a compile limit needs the result pipe, which carries the phase message")
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -207,23 +237,35 @@ def run_sandboxed(
         finally:
             if write_fd is not None:
                 os.close(write_fd)  # the child holds the only write end now, so EOF means it is done
+    if on_started is not None:
+        on_started()
     report = None
     timed_out = False
     watchdog = None
+    cancelled = False
+    if isinstance(stdin_data, PendingInput):
+        stdin_data = stdin_data.wait(proc)
+        cancelled = stdin_data is None
+        started = time.monotonic()  # its limits count from here
+        clock = Clock(started, timeout_s, compile_timeout_s, limits.memory_bytes,
+                      limits.compile_memory_bytes if phased else limits.memory_bytes)
     if judged_cgroup is None and (limits.memory_bytes or limits.compile_memory_bytes):
         # no memory controller: the parent watches the tree's resident memory itself
         watchdog = MemoryWatchdog(proc.pid, spared, lambda: (clock.memory_limit(), clock.phase_words())).start()
     try:
         try:
-            proc.stdin.write(stdin_data)
+            proc.stdin.write(stdin_data or b"")
             proc.stdin.close()
         except BrokenPipeError:
             pass  # the child exited without reading its settings; its exit code tells why
-        if read_fd is not None:
+        if cancelled:
+            pass  # killed below
+        elif read_fd is not None:
             data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed)
             report = data if complete and data else None
         try:
-            proc.wait(timeout=max(0.0, clock.deadline() - time.monotonic()))
+            if not cancelled:
+                proc.wait(timeout=max(0.0, clock.deadline() - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:
@@ -261,4 +303,5 @@ def run_sandboxed(
         memory_peak_bytes=peak if watchdog is None else watchdog.peak_bytes,
         memory_exceeded=exceeded,
         ended_in=clock.phase_words(),
+        cancelled=cancelled,
     )
