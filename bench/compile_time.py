@@ -7,7 +7,9 @@ time goes (ninja's own log: main.cpp's g++, the .cu's nvcc, the link).
 
 Each variant imports the candidate in a fresh process with an empty TORCH_EXTENSIONS_DIR (a cold
 build). Variants:
-- default: as a judged process builds today (torch's own arch choice: the visible GPU's).
+- default: torch's own build (its arch choice: the visible GPU's), no header help.
+- slim: CUDA files with the slim torch/extension.h (profiler_agent.bundles.slim_header).
+- judged: as a judged process builds: the precompiled header for main.cpp and the slim one for CUDA.
 - pch: with the agent's precompiled torch/extension.h (profiler_agent.bundles.pch) for main.cpp;
   preparing it is a one-off per host and set of flags, shown on its own line.
 - arch-own: TORCH_CUDA_ARCH_LIST set to the GPU's compute capability alone (CUDA).
@@ -39,8 +41,10 @@ EXTRA_CFLAGS = {"cuda": [], "cpu": ["-O3"]}  # what each example passes to load_
 IMPORT_CANDIDATE = r"""
 import os, runpy, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-from profiler_agent.bundles import pch
+from profiler_agent.bundles import pch, slim_header
 pch.install(sys.argv[2] or None)
+if sys.argv[3] == "slim":
+    slim_header.install()
 runpy.run_path(sys.argv[1])
 """
 
@@ -58,13 +62,14 @@ def ninja_steps(build_root: Path) -> dict[str, float]:
 
 
 def cold_build(candidate: Path, env_changes: dict[str, str], pch_root: Path | None,
-               extensions: Path | None = None) -> tuple[float, dict[str, float], str]:
+               extensions: Path | None = None, slim: bool = False) -> tuple[float, dict[str, float], str]:
     extensions = extensions or Path(tempfile.mkdtemp(prefix="compile-bench-"))
     env = {**os.environ, **env_changes, "TORCH_EXTENSIONS_DIR": str(extensions),
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env = {k: v for k, v in env.items() if v is not None}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", IMPORT_CANDIDATE, str(candidate), str(pch_root or "")],
+    done = subprocess.run([sys.executable, "-c", IMPORT_CANDIDATE, str(candidate), str(pch_root or ""),
+                           "slim" if slim else ""],
                           env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     error = "" if done.returncode == 0 else (done.stderr or done.stdout)[-300:].replace("\n", " ")
@@ -87,7 +92,7 @@ def main() -> None:
     with_cuda = args.device == "cuda"
     ccache = shutil.which("ccache")
     arch = gpu_arch() if with_cuda else None
-    variants = ["default", "pch", "max-jobs-1", "no-ccache"]
+    variants = ["default", "pch", "slim", "judged", "max-jobs-1", "no-ccache"]
     if with_cuda:
         variants += ["arch-own", "arch-many"]
     if ccache:
@@ -101,7 +106,7 @@ def main() -> None:
     rows = []
     print(f"candidate {candidate.relative_to(REPO)}; cpus {os.cpu_count()}; ccache {ccache or 'not installed'}; "
           f"GPU arch {arch or 'n/a'}; compiler {pch.torch_cflags([], with_cuda)[0]}", flush=True)
-    if "pch" in variants:
+    if "pch" in variants or "judged" in variants:
         started = time.monotonic()
         pch.prepare(pch_root, EXTRA_CFLAGS[args.device], with_cuda)
         print(f"preparing the precompiled header (one-off per host and flags): {time.monotonic() - started:.1f} s",
@@ -109,7 +114,7 @@ def main() -> None:
     for variant in variants:
         env: dict[str, str] = {}
         root = None
-        if variant == "pch":
+        if variant in ("pch", "judged"):
             root = pch_root
         elif variant == "max-jobs-1":
             env["MAX_JOBS"] = "1"
@@ -125,7 +130,7 @@ def main() -> None:
         elif variant == "ccache-warm":
             env["CCACHE_DIR"] = tempfile.mkdtemp(prefix="compile-bench-ccache-")
             cold_build(candidate, env, None)  # fills the ccache
-        wall, steps, error = cold_build(candidate, env, root)
+        wall, steps, error = cold_build(candidate, env, root, slim=variant in ("slim", "judged"))
         rows.append((variant, wall, steps, error))
         print(f"  {variant}: {wall:.1f} s", flush=True)
 
