@@ -100,9 +100,10 @@ def start_verifier(bundle: Bundle, options: JudgeOptions, scratch: Path, sources
 
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
-    sources: dict[str, bytes], verifier: ahead.StartedAhead | None = None,
+    sources: dict[str, bytes], verifier: ahead.StartedAhead | None = None, census_in_child: bool = True,
 ) -> CandidateJudgement:
-    """Judge one candidate; `verifier` (start_verifier) is used or cancelled, and started here when None."""
+    """Judge one candidate; `verifier` (start_verifier) is used or cancelled, and started here when None.
+    `census_in_child` False: the kernel census is taken from ncu's record instead (measure.confirm)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
@@ -131,6 +132,7 @@ def judge_candidate(
         "atol": options.atol,
         "rtol": options.rtol,
         "timing": {"budget_s": options.timing_budget_s, "target_rse": options.target_rse},
+        "kernel_census": census_in_child,
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,
     }
@@ -356,7 +358,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         verifier = start_verifier(bundle, options, scratch / "candidate", sources)
         try:
             main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate", sources,
-                                   verifier)
+                                   verifier, census_in_child=not (confirming and confirming.profiles()))
             reported_device = (main.report or {}).get("device") or {}
             if set(reported_device) == set(result["device"]):
                 result["device"] = reported_device

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import secrets
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiler_agent import schema
 from profiler_agent.harness import ahead, trusted
-from profiler_agent.measure import ncu
+from profiler_agent.measure import kernel_census, ncu
 from profiler_agent.sandbox.process import Limits
 
 FLAG = "timing_unconfirmed"
@@ -51,7 +51,8 @@ TOLERANCE = 0.10
 REFERENCE_TOLERANCE = 0.10
 REFERENCE_SLACK_MS = 0.002
 REFERENCE_BUDGET_S = 1.0
-PROFILE = ncu.Profile((ncu.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none")
+PROFILE = ncu.Profile((ncu.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
+                      reference_call=True)  # its kernels name the reference's side of the census
 NO_PROFILER_ON_CPU = "no device profiler on CPU"
 NOTE_PREFIX = "[profiler_agent] timing confirmation: "
 
@@ -65,12 +66,15 @@ class KernelRecord:
     kernel_ms: float  # median over calls of each call's summed kernel durations
     calls: int
     capped: bool
+    candidate_kernels: list[str] = field(default_factory=list)  # names, in launch order, for the census
+    reference_kernels: list[str] = field(default_factory=list)  # the reference's census call's
 
 
 def kernel_record(text: str, calls: int, launch_cap: int) -> KernelRecord:
     """The GPU's record of the candidate's kernels per call from ncu's --csv output; NcuOutputError
-    when it cannot be read as one (NoKernels: nothing in the range)."""
-    launches = ncu.parse_launches(text)
+    when it cannot be read as one (NoKernels: nothing in the range). `launch_cap`: the candidate's
+    share of ncu's launch count (Profile.candidate_cap)."""
+    launches, reference = ncu.split_reference(ncu.parse_launches(text))
     if not launches:
         raise NoKernels(f"no kernel launch matched the NVTX range {ncu.CANDIDATE_RANGE!r}")
     capped = len(launches) >= launch_cap
@@ -81,7 +85,8 @@ def kernel_record(text: str, calls: int, launch_cap: int) -> KernelRecord:
     # capped: the last call reached may be cut short; its partial sum is still a lower bound
     groups = ncu.group_calls(launches, calls)
     sums = [sum(launch.duration_ms for launch in group) for group in groups]
-    return KernelRecord(float(statistics.median(sums)), len(groups), capped)
+    return KernelRecord(float(statistics.median(sums)), len(groups), capped, ncu.kernel_names(launches),
+                        ncu.kernel_names(reference))
 
 
 def candidate_bound_holds(reported_ms: float, kernel_ms: float, tolerance: float = TOLERANCE) -> bool:
@@ -143,6 +148,10 @@ class Started:
     profiler: ncu.ProfilerAhead | ncu.ProfilerRun
     outputs: Path
 
+    def profiles(self) -> bool:
+        """Whether ncu is there to record the candidate's kernels (and so the census)."""
+        return isinstance(self.profiler, ncu.ProfilerAhead)
+
     def processes(self) -> tuple[ahead.StartedAhead, ...]:
         profiler = (self.profiler.process,) if isinstance(self.profiler, ncu.ProfilerAhead) else ()
         return (self.check, *profiler)
@@ -174,11 +183,25 @@ def start_ahead(bundle, options, cache_dir: Path, scratch: Path, sources: dict[s
     return start_processes(bundle, options, cache_dir, scratch, sources)
 
 
-def run_check(check: ahead.StartedAhead, options, seed: int, verify_outputs: bool, synchronized: bool) -> dict:
+def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:
+    """What the check needs to take the kernel census from ncu's record: the kernel names, and where
+    the profiled process's build and JIT caches are (kernel_symbols reads the names they define)."""
+    if record is None or not isinstance(profiler, ncu.ProfilerAhead):
+        return None
+    return {"candidate": record.candidate_kernels, "reference": record.reference_kernels,
+            "loaded_native": loaded_native,
+            "build_dirs": [str(profiler.workdir), str(profiler.extensions),
+                           str(profiler.home / ".cupy" / "kernel_cache")],
+            "triton_cache": str(profiler.home / ".triton" / "cache")}
+
+
+def run_check(check: ahead.StartedAhead, options, seed: int, verify_outputs: bool, synchronized: bool,
+              census: dict | None = None) -> dict:
     """The trusted checking process: the profiled calls' outputs verified (when `verify_outputs`),
-    the reference timed. Its report, or an error when it gave none."""
+    the kernel census taken (when `census`), the reference timed. Its report, or an error when it
+    gave none."""
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
-                "verify": verify_outputs,
+                "verify": verify_outputs, "census": census,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
     run, report = trusted.finish_trusted(check, settings)
     if not isinstance(report, dict):
@@ -191,6 +214,8 @@ def run_check(check: ahead.StartedAhead, options, seed: int, verify_outputs: boo
 class Outcome:
     confirmation: dict
     wrong_answer: str = ""  # the verifier's reason when the profiled calls' outputs were wrong
+    census: dict | None = None  # the kernel census from ncu's record (kernel_census.Census.as_report)
+    custom_kernel: bool | None = None  # its finding; None: it cannot tell
 
 
 def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
@@ -209,11 +234,13 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     record, record_why = None, profiled.why.removeprefix(ncu.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
-            record = kernel_record(profiled.output, CONFIRM_CALLS, PROFILE.launch_cap)
+            record = kernel_record(profiled.output, CONFIRM_CALLS, PROFILE.candidate_cap)
         except ncu.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
     check = run_check(started.check, options, seed, profiled.output is not None,
-                      synchronized="unsynchronized_work" in result["flags"])
+                      synchronized="unsynchronized_work" in result["flags"],
+                      census=census_settings(record, started.profiler,
+                                             loaded_native="no_custom_kernel" not in result["flags"]))
     verdict = check.get("verdict") if isinstance(check.get("verdict"), dict) else None
     correctness = (verdict or {}).get("correctness") or {}
     if correctness.get("passed") is False:
@@ -226,7 +253,10 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
         "the reference could not be timed outside: " + str((check.get("error") or {}).get("message", ""))[:500])
     if not isinstance(reference_outside, (int, float)):
         reference_outside = None
-    return Outcome(decide(reported, reference_reported, record, record_why, reference_outside, reference_why))
+    census = check.get("census") if isinstance(check.get("census"), dict) else None
+    custom = check.get("custom_kernel") if isinstance(check.get("custom_kernel"), bool) else None
+    return Outcome(decide(reported, reference_reported, record, record_why, reference_outside, reference_why),
+                   census=census, custom_kernel=custom)
 
 
 def _withdraw_time(result: dict) -> None:
@@ -262,6 +292,11 @@ def apply_outcome(result: dict, outcome: Outcome) -> None:
     """Record the confirmation; flag what is not confirmed; fail wrong profiled outputs."""
     confirmation = outcome.confirmation
     result["timing"]["confirmation"] = confirmation
+    if outcome.census is not None:  # taken from outside the judged process: it replaces the child's
+        result["kernels"] = kernel_census.from_report(outcome.census)
+        if outcome.custom_kernel is not None:
+            flags = set(result["flags"]) - {"no_custom_kernel"}
+            result["flags"] = sorted(flags if outcome.custom_kernel else flags | {"no_custom_kernel"})
     if confirmation["confirmed"] is not True:
         result["flags"] = sorted(set(result["flags"]) | {FLAG})
         result["logs"]["stderr"] += f"{NOTE_PREFIX}not confirmed: {confirmation['reason']}\n"

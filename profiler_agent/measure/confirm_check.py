@@ -3,7 +3,8 @@
 Started after the profiled process and all its descendants are gone, like the verifier, and loads
 only the reference, from the pristine bundle: no submission code ever ran here. It verifies the
 outputs the profiled calls left in the exchange folder (profiler_agent.correctness.verify, with the
-confirmation's secret seed), then times the reference itself with the judged process's timer (L2
+confirmation's secret seed), takes the kernel census from ncu's record (the names the profiled
+process's build defined, read here), then times the reference itself with the judged process's timer (L2
 flushed before each call; synchronized when the judgement had to be), so the agent has a reference
 median that no submission code could inflate.
 """
@@ -70,7 +71,25 @@ def check(args, settings: dict, report: dict) -> None:
         report["verdict"] = verdict
         if verdict["correctness"].get("passed") is not True:
             return  # a wrong answer: its time does not matter
+    if settings.get("census"):
+        take_census(settings["census"], report)
     report["reference_ms"] = time_reference(args, settings)
+
+
+def take_census(census: dict, report: dict) -> None:
+    """The kernel census from the kernel names ncu recorded and the names the profiled process's
+    build defined (read here, outside any process that ran submission code)."""
+    from profiler_agent.measure import kernel_census, kernel_symbols
+
+    try:
+        own = kernel_symbols.own_kernel_names([Path(d) for d in census["build_dirs"]], Path(census["triton_cache"]))
+        loaded_native = bool(census.get("loaded_native"))
+        taken = kernel_census.Census("cuda_kernels", list(census["candidate"]), list(census["reference"]),
+                                     kernel_census.own_names_or_none(own, loaded_native))
+        report["census"] = taken.as_report()
+        report["custom_kernel"] = taken.has_custom_kernel(loaded_native)
+    except Exception as exc:  # noqa: BLE001  (no census is an undecided flag, never a failed check)
+        print(f"[profiler_agent] confirm_check: no kernel census: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def main(argv=None) -> None:

@@ -43,8 +43,11 @@ PROFILED_CALLS = 5
 # ncu stops profiling after this many matching launches: a candidate launching thousands of kernels
 # per call must not keep the profiler busy until its timeout.
 MAX_KERNELS_PER_CALL = 40
+# The range ncu profiles (--nvtx-include): each candidate call runs in one, inside its call's range;
+# the reference's census call (Profile.reference_call) in one inside REFERENCE_RANGE.
 CANDIDATE_RANGE = "candidate"
 CALL_RANGE_PREFIX = "profiler_agent call "
+REFERENCE_RANGE = "profiler_agent reference"
 DURATION = "gpu__time_duration.sum"
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
@@ -76,6 +79,7 @@ class KernelLaunch:
     launch_id: int
     kernel: str
     call: int | None = None  # from the NVTX push/pop stack, when ncu printed it
+    reference: bool = False  # launched by the reference's census call (REFERENCE_RANGE in the stack)
     duration_ms: float | None = None
     dram_read_bytes: float | None = None
     dram_write_bytes: float | None = None
@@ -122,14 +126,27 @@ def _csv_rows(text: str) -> list[dict[str, str]]:
 _CALL_IN_STACK = re.compile(re.escape(CALL_RANGE_PREFIX) + r"(\d+)\b")
 
 
+def _range_stacks(row: dict[str, str]) -> list[str]:
+    """The NVTX push/pop stack columns ncu adds with --nvtx."""
+    return [value for column, value in row.items() if column and "Push/Pop_Range" in column and value]
+
+
 def _call_index(row: dict[str, str]) -> int | None:
-    """The call a launch belongs to, from the NVTX push/pop stack column ncu adds with --nvtx."""
-    for column, value in row.items():
-        if column and "Push/Pop_Range" in column and value:
-            found = _CALL_IN_STACK.search(value)
-            if found:
-                return int(found.group(1))
+    """The call a launch belongs to, from the NVTX push/pop stack."""
+    for value in _range_stacks(row):
+        found = _CALL_IN_STACK.search(value)
+        if found:
+            return int(found.group(1))
     return None
+
+
+def split_reference(launches: list[KernelLaunch]) -> tuple[list[KernelLaunch], list[KernelLaunch]]:
+    """(the candidate's launches, the reference census call's)."""
+    return [k for k in launches if not k.reference], [k for k in launches if k.reference]
+
+
+def kernel_names(launches: list[KernelLaunch]) -> list[str]:
+    return list(dict.fromkeys(launch.kernel for launch in launches))
 
 
 def parse_launches(text: str) -> list[KernelLaunch]:
@@ -142,7 +159,9 @@ def parse_launches(text: str) -> list[KernelLaunch]:
             launch_id = int(row["ID"].replace(",", ""))
         except ValueError:
             raise NcuOutputError(f"launch ID {row['ID']!r} is not a number") from None
-        launch = launches.setdefault(launch_id, KernelLaunch(launch_id, row["Kernel Name"], _call_index(row)))
+        launch = launches.setdefault(launch_id, KernelLaunch(
+            launch_id, row["Kernel Name"], _call_index(row),
+            reference=any(REFERENCE_RANGE in stack for stack in _range_stacks(row))))
         metric, unit = row["Metric Name"], row["Metric Unit"].strip()
         if metric == DURATION:
             launch.duration_ms = _scaled(_number(row["Metric Value"]), unit, MS_PER_UNIT, metric)
@@ -256,10 +275,17 @@ class Profile:
     # "all": ncu flushes the caches before each kernel (its default, for DRAM traffic); "none": each
     # kernel finds the caches as the call's earlier kernels left them, as in a timed call
     cache_control: str = "all"
+    # one reference call after the candidate's, for the kernel census (its launches: `reference`)
+    reference_call: bool = False
+
+    @property
+    def candidate_cap(self) -> int:
+        return self.calls * self.kernels_per_call
 
     @property
     def launch_cap(self) -> int:
-        return self.calls * self.kernels_per_call
+        """ncu's --launch-count: the candidate's calls, then room for the reference's census call."""
+        return self.candidate_cap + (self.kernels_per_call if self.reference_call else 0)
 
 
 FIGURES = Profile(METRICS, PROFILED_CALLS, MAX_KERNELS_PER_CALL)
@@ -276,7 +302,7 @@ def ncu_command(executable: str, log_file: Path, target: list[str], calls: int, 
         "--log-file", str(log_file),  # ncu's table apart from the profiled program's own stdout
         "--metrics", ",".join(profile.metrics),
         "--nvtx", "--nvtx-include", f"{CANDIDATE_RANGE}/",
-        "--launch-count", str(calls * profile.kernels_per_call),
+        "--launch-count", str(profile.launch_cap),
         *target,
     ]
 
@@ -331,6 +357,7 @@ def start_profiler(
         "--device", device,
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
+        *(["--reference-call"] if profile.reference_call else []),
     ]
     privileges.hand_over(scratch, user)
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
@@ -345,7 +372,7 @@ def start_profiler(
         limits=limits or Limits(),
         on_started=on_started,
     ))
-    return ProfilerAhead(process, executable, log_file, extensions, user, timeout_s)
+    return ProfilerAhead(process, executable, log_file, extensions, user, timeout_s, workdir, home)
 
 
 @dataclass
@@ -356,6 +383,8 @@ class ProfilerAhead:
     extensions: Path
     user: object
     timeout_s: float
+    workdir: Path  # the profiled process's copy of the bundle
+    home: Path  # its home (the JIT caches of Triton or CuPy kernels it built)
 
 
 def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int) -> ProfilerRun:

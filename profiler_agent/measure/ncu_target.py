@@ -2,7 +2,8 @@
 profiler_agent.measure.ncu and profiler_agent.measure.confirm): imports the reference (for get_inputs /
 get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
 `--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
-parser look for.
+parser look for; with `--reference-call`, one reference call after them inside `profiler_agent reference` /
+`candidate`, whose kernels the census names (profiler_agent.measure.confirm).
 
 Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
 loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from profiler_agent.harness.wire import read_settings
-from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE
+from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -31,6 +32,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
     parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
+    parser.add_argument("--reference-call", action="store_true",
+                        help="then one reference call, for the kernel census (REFERENCE_RANGE)")
     return parser.parse_args(argv)
 
 
@@ -79,6 +82,19 @@ def main(argv=None) -> None:
             if args.outputs:
                 exchange.save_output(Path(args.outputs), call, output)
             del output, inputs
+        if args.reference_call:  # last: a candidate that reaches ncu's launch cap leaves it out
+            reference = loading.build_model(api.Model, api.get_init_inputs, seed, device)
+            inputs = make_inputs(api.get_inputs, seed + 1, device)
+            reference(*inputs)  # its lazy initialization, outside the ranges
+            synchronize(device)
+            flush()
+            synchronize(device)
+            push(REFERENCE_RANGE)
+            push(CANDIDATE_RANGE)
+            reference(*inputs)
+            synchronize(device)
+            pop()
+            pop()
     print(f"[profiler_agent] ncu_target: {args.calls} calls after a warm-up", file=sys.stderr)
 
 

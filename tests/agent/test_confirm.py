@@ -161,7 +161,7 @@ while i < len(args) and args[i].startswith("--"):
     else:
         sys.exit("==ERROR== unrecognised option %s" % args[i])
 expected = {{"--clock-control": "none", "--cache-control": "none", "--metrics": "gpu__time_duration.sum",
-            "--nvtx-include": "candidate/", "--launch-count": "300"}}
+            "--nvtx-include": "candidate/", "--launch-count": "400"}}
 for key, value in expected.items():
     if options.get(key) != value:
         sys.exit("==ERROR== stand-in ncu: %s is %r, expected %r" % (key, options.get(key), value))
@@ -364,3 +364,49 @@ def test_an_honest_cpu_judgement_says_its_time_is_not_confirmed(make_bundle, jud
     assert result["status"] == "passed"
     assert result["timing"]["confirmation"]["reason"] == confirm.NO_PROFILER_ON_CPU
     assert "timing_unconfirmed" not in result["flags"]
+
+
+# --- the kernel census from ncu's record ---------------------------------------------------------------
+
+NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def _table(launches) -> str:
+    """ncu --csv --nvtx rows: (NVTX stack, kernel name, duration ns) per launch."""
+    lines = [f'"ID","Process ID","{NVTX_COLUMN}","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+    for launch_id, (stack, kernel, ns) in enumerate(launches):
+        lines.append(f'"{launch_id}","4321","{stack}","{kernel}","gpu__time_duration.sum","ns","{ns}"')
+    return "\n".join(lines) + "\n"
+
+
+def _call(i):
+    return f"<default domain>:profiler_agent call {i}:<default domain>:candidate"
+
+
+REFERENCE_STACK = "<default domain>:profiler_agent reference:<default domain>:candidate"
+OWN_STYLE_KERNEL = "my_fused_relu_kernel(const float *, float *, long)"
+ATEN_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor>(int, T3, T4)"
+
+
+def test_the_reference_census_call_is_left_out_of_the_record_and_named_apart():
+    text = _table([(_call(i), OWN_STYLE_KERNEL, 5000 + i) for i in range(3)] + [(REFERENCE_STACK, ATEN_KERNEL, 9000)])
+    record = confirm.kernel_record(text, calls=3, launch_cap=confirm.PROFILE.candidate_cap)
+    assert record.kernel_ms == pytest.approx(5001e-6) and record.calls == 3
+    assert record.candidate_kernels == [OWN_STYLE_KERNEL] and record.reference_kernels == [ATEN_KERNEL]
+
+
+@pytest.mark.parametrize("loaded_native, kernel, custom", [
+    (True, OWN_STYLE_KERNEL, True),  # a kernel the reference did not launch and no library owns
+    (True, ATEN_KERNEL, False),  # the reference's own ATen kernel: nothing custom
+])
+def test_the_census_is_taken_outside_from_ncus_record(make_bundle, stand_in_ncu, tmp_path, shared_build_cache,
+                                                    loaded_native, kernel, custom):
+    stand_in_ncu(table=_table([(_call(i), kernel, 5000) for i in range(3)] + [(REFERENCE_STACK, ATEN_KERNEL, 9000)]))
+    result = _judged(1.0, 1e-6, flags=() if loaded_native else ("no_custom_kernel",))
+    outcome = _confirm(make_bundle(ATEN_RELU), result, tmp_path, shared_build_cache)
+    assert outcome.census["candidate"] == [kernel] and outcome.census["reference"] == [ATEN_KERNEL]
+    assert outcome.custom_kernel is custom
+    confirm.apply_outcome(result, outcome)
+    schema.validate_result(result)
+    assert ("no_custom_kernel" in result["flags"]) is (not custom)
+    assert result["kernels"]["seen"] == "cuda_kernels"
