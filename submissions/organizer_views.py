@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from submissions import exports, highlighting, rubrics, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
 from submissions.models import Issue, Rejudge, RejudgeScope, Run, Season
-from submissions.services import clearing, rejudging, reviewing
+from submissions.services import cancelling, clearing, rejudging, reviewing
 
 
 def organizer_required(view):
@@ -118,6 +118,22 @@ def clear_run_timing(request, run_id):
         messages.error(request, str(exc))
     else:
         messages.success(request, _("The time of run #%(id)s is cleared: it counts in the standings.") % {"id": run.pk})
+    return redirect("organizer_review", submission_id=run.submission_id)
+
+
+@organizer_required
+@require_POST
+def cancel_run(request, run_id):
+    """Cancel a run no agent has started (audited with the reason); back to where the button was."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        cancelling.cancel_run(run.pk, request.user, request.POST.get("reason", ""))
+    except cancelling.CancelRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Run #%(id)s is cancelled.") % {"id": run.pk})
+    if run.rejudge_id and request.POST.get("back") == "rejudge":
+        return redirect("organizer_rejudge", rejudge_id=run.rejudge_id)
     return redirect("organizer_review", submission_id=run.submission_id)
 
 

@@ -76,6 +76,19 @@ def queue_position(queue_name, job_id):
         return None
 
 
+def queue_length(queue_name):
+    return connection().llen(judging_queue(queue_name).key)
+
+
+def remove_job(queue_name, job_id):
+    """Take a job off its queue and delete its hash (a cancelled run). An agent that popped it already
+    is refused at `start`, so a job that escapes this is harmless."""
+    with connection().pipeline() as pipe:
+        pipe.lrem(judging_queue(queue_name).key, 0, job_id)
+        pipe.delete(Job.key_for(job_id))
+        pipe.execute()
+
+
 def enqueue_site_job(function, *, kwargs, description):
     """Work for the site's own RQ worker (`manage.py rqworker site`), e.g. fetching a pull request."""
     site_queue().enqueue(
