@@ -101,6 +101,8 @@ def test_a_burst_cannot_starve_another_contestant(cpu_season, alice, bob, agent,
     client.force_login(alice.user)
     page = client.get(f"/submissions/{burst[5].pk}/runs/").content.decode()
     assert "Waiting" in page and "5 of your runs ahead" in page
+    page = client.get(f"/submissions/{burst[5].pk}/runs/", headers={"Accept-Language": "zh-CN"}).content.decode()
+    assert "等待中" in page and "前面还有您的 5 个运行" in page
 
     order = []
     while (run := judge_next(capture, cpu, agent)) is not None:
