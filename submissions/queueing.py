@@ -4,6 +4,7 @@ the site's own queue (on SITE_REDIS_URL, where no agent reaches).
 The site names the job function by string: it never imports the agent package. Jobs are JSON
 (RQ's JSONSerializer), the only format an agent's worker decodes.
 """
+import re
 from functools import lru_cache
 
 import redis
@@ -38,6 +39,12 @@ def judging_queue(queue_name):
 
 def site_queue():
     return Queue(settings.SITE_QUEUE_NAME, connection=site_connection(), serializer=SERIALIZER)
+
+
+def job_id(run_id, attempt):
+    """`gpu-run-7-2`: the queue prefix (in RQ's job id alphabet) keeps job ids apart between sites, or
+    test runs, that share one Redis; without it they would overwrite each other's job hashes."""
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', settings.GPU_QUEUE_PREFIX)}run-{run_id}-{attempt}"
 
 
 def enqueue_judging(queue_name, job_id, kwargs):

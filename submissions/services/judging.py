@@ -43,7 +43,7 @@ def enqueue_run(run):
     URLs and the judging options come from `start_run`, to the agent the site chose."""
     run.attempts += 1
     run.job_secret_hash = ""  # no secret until an agent starts this attempt
-    run.rq_job_id = f"run-{run.pk}-{run.attempts}"
+    run.rq_job_id = queueing.job_id(run.pk, run.attempts)
     run.status = RunStatus.QUEUED
     run.enqueued_at = timezone.now()
     run.started_at = None
