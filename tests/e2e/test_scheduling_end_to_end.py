@@ -5,6 +5,7 @@ import time
 import uuid
 
 import pytest
+from django.db import OperationalError
 
 from submissions.bundles import build_bundle
 from submissions.models import GpuType, RejudgeScope, Run, RunStatus, Season
@@ -19,10 +20,19 @@ def wrong_bundle():
     return build_bundle({p.name: p.read_bytes() for p in (EXAMPLES / "relu-cpu-wrong").iterdir() if p.is_file()})
 
 
+def all_done():
+    try:
+        return not Run.objects.exclude(status=RunStatus.DONE).exists()
+    except OperationalError:  # SQLite's in-memory test database, locked while the live server writes
+        return False
+
+
 def wait_until_all_done(agent, timeout=600):
+    """Polls the database until every run is done, then stops the agent (its heartbeats write too)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not Run.objects.exclude(status=RunStatus.DONE).exists():
+        if all_done():
+            agent.stop()
             return
         if agent.process.poll() is not None:
             pytest.fail(f"the agent exited with {agent.process.returncode}:\n{agent.output()}")
