@@ -16,7 +16,7 @@ class CancelRefused(ValueError):
 
 @transaction.atomic
 def cancel_run(run_id, organizer, reason):
-    run = Run.objects.select_for_update().select_related("gpu_type", "submission").get(pk=run_id)
+    run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type", "submission").get(pk=run_id)
     reason = (reason or "").strip()
     if run.status == RunStatus.RUNNING:
         raise CancelRefused(_("run #%(id)s is being judged by an agent; only a queued or waiting run can be cancelled")

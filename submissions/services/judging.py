@@ -77,7 +77,9 @@ def start_run(run_id, agent, attempt):
     """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
     Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
     (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret."""
-    run = Run.objects.select_for_update().select_related("gpu_type").get(pk=run_id)
+    # the run's row only (`of`): locking its GPU type's row too would serialize every start and every
+    # new run of that type, and deadlock a start against a submission of the same contestant
+    run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type").get(pk=run_id)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
     if attempt != run.attempts:
@@ -121,7 +123,7 @@ def _median(result, side):
 @transaction.atomic
 def record_result(run_id, agent, secret, result):
     """Store an agent's report. A finished run refuses it (idempotent); an internal error is retried."""
-    run = Run.objects.select_for_update().select_related("submission__issue__season").get(pk=run_id)
+    run = Run.objects.select_for_update(of=("self",)).select_related("submission__issue__season").get(pk=run_id)
     check_agent_access(run, agent, secret)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")

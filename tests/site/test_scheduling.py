@@ -37,6 +37,15 @@ def submit(capture, contestant, issue, note=""):
         return submitting.create_submission(contestant, issue, build_bundle(valid_files()), note=note)
 
 
+def queued_and_waiting(capture, contestant, season, settings):
+    """Under a cap of one queued run: the contestant's first run is queued, the second waits."""
+    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
+    issue = submitting.open_issue(season, contestant, title="two")
+    queued, waiting = (submit(capture, contestant, issue).runs.get() for _ in range(2))
+    assert (queued.status, waiting.status) == (RunStatus.QUEUED, RunStatus.WAITING)
+    return queued, waiting
+
+
 def next_job(gpu_type):
     """The job an agent serving `gpu_type` would take next: RQ's dequeue over the agent's queue order."""
     connection = queueing.connection()
@@ -136,12 +145,9 @@ def test_no_cap_when_the_setting_is_zero(cpu_season, alice, settings, django_cap
 
 def test_the_sweeper_releases_a_run_left_waiting(cpu_season, alice, agent, settings,
                                                  django_capture_on_commit_callbacks):
-    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
     capture = django_capture_on_commit_callbacks
     cpu = GpuType.objects.get(slug="cpu")
-    issue = submitting.open_issue(cpu_season, alice, title="two")
-    queued, waiting = (submit(capture, alice, issue).runs.get() for _ in range(2))
-    assert (queued.status, waiting.status) == (RunStatus.QUEUED, RunStatus.WAITING)
+    queued, waiting = queued_and_waiting(capture, alice, cpu_season, settings)
     with capture(execute=True):
         assert judging.sweep_runs() == 0  # no free slot: it keeps waiting, and is not taken for lost
     # The queued run ends without its release step (as if that step had failed).
@@ -156,22 +162,18 @@ def test_the_sweeper_releases_a_run_left_waiting(cpu_season, alice, agent, setti
 
 
 def test_a_waiting_run_cannot_be_started(cpu_season, alice, agent, settings, django_capture_on_commit_callbacks):
-    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
-    issue = submitting.open_issue(cpu_season, alice, title="two")
-    _, waiting = (submit(django_capture_on_commit_callbacks, alice, issue).runs.get() for _ in range(2))
+    _, waiting = queued_and_waiting(django_capture_on_commit_callbacks, alice, cpu_season, settings)
     with pytest.raises(judging.RunConflict):
         judging.start_run(waiting.pk, agent, 0)
 
 
 def test_an_organizer_cancels_a_queued_run_from_the_console(cpu_season, alice, organizer, agent, settings, client,
                                                             django_capture_on_commit_callbacks):
-    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
     capture = django_capture_on_commit_callbacks
     cpu = GpuType.objects.get(slug="cpu")
     judged = submit(capture, alice, submitting.open_issue(cpu_season, alice, title="judged"))
     judge_next(capture, cpu, agent)
-    issue = submitting.open_issue(cpu_season, alice, title="pending")
-    queued, waiting = (submit(capture, alice, issue).runs.get() for _ in range(2))
+    queued, waiting = queued_and_waiting(capture, alice, cpu_season, settings)
     standing = Standing.objects.get(contestant=alice)
     standing_before = {f: getattr(standing, f) for f in ("best_speedup", "submission_count", "accepted_count", "rank")}
     audits_before = AuditEntry.objects.filter(action="standing.changed").count()
@@ -268,11 +270,9 @@ def test_cancelling_needs_a_reason_an_organizer_and_a_post(cpu_season, alice, or
 
 def test_a_waiting_run_can_be_cancelled_and_the_queue_is_untouched(cpu_season, alice, organizer, settings,
                                                                    django_capture_on_commit_callbacks):
-    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
     capture = django_capture_on_commit_callbacks
     cpu = GpuType.objects.get(slug="cpu")
-    issue = submitting.open_issue(cpu_season, alice, title="two")
-    queued, waiting = (submit(capture, alice, issue).runs.get() for _ in range(2))
+    queued, waiting = queued_and_waiting(capture, alice, cpu_season, settings)
     assert scheduling.runs_ahead(waiting) == 1 and scheduling.queue_position(queued) == 1
     with capture(execute=True):
         cancelling.cancel_run(waiting.pk, organizer.user, "withdrawn")
