@@ -148,6 +148,9 @@ RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS
 # A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
+# Fresh runs one contestant may have waiting in Redis per GPU type; more wait in the database and are
+# released oldest first as these start (docs/architecture.md, "Scheduling"). 0: no cap.
+MAX_QUEUED_RUNS_PER_CONTESTANT = env_int("MAX_QUEUED_RUNS_PER_CONTESTANT", 3)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 

@@ -20,8 +20,14 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+# Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
+# fresh one. The agent derives the same name (profiler_agent/service/queues.py); a test keeps both equal.
+REJUDGE_QUEUE_SUFFIX = ".rejudge"
+
+
 class GpuType(models.Model):
-    """A kind of accelerator judged by its own queue (`gpu.<slug>`), e.g. cpu, h100, c500."""
+    """A kind of accelerator judged by its own queues (`gpu.<slug>`, then `gpu.<slug>.rejudge`), e.g.
+    cpu, h100, c500."""
 
     slug = models.SlugField(max_length=32, unique=True)
     name = models.CharField(max_length=100)
@@ -33,6 +39,10 @@ class GpuType(models.Model):
     @property
     def queue_name(self):
         return f"{settings.GPU_QUEUE_PREFIX}{self.slug}"
+
+    @property
+    def rejudge_queue_name(self):
+        return f"{self.queue_name}{REJUDGE_QUEUE_SUFFIX}"
 
 
 class RankingRule(models.TextChoices):
@@ -247,6 +257,9 @@ class Rejudge(models.Model):
 
 
 class RunStatus(models.TextChoices):
+    # Over the contestant's cap of queued runs: kept in the database until a slot frees
+    # (services/scheduling.py); not in Redis yet.
+    WAITING = "waiting", _("Waiting")
     QUEUED = "queued", _("Queued")
     RUNNING = "running", _("Running")
     DONE = "done", _("Done")
@@ -260,6 +273,8 @@ class Verdict(models.TextChoices):
     TIMEOUT = "timeout", _("Timeout")
     MEMORY_LIMIT = "memory_limit", _("Memory limit")
     INTERNAL_ERROR = "internal_error", _("Internal error")
+    # Set by an organizer on a run no agent had started (services/cancelling.py), never by an agent.
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class Run(models.Model):
@@ -297,6 +312,11 @@ class Run(models.Model):
     @property
     def is_finished(self):
         return self.status == RunStatus.DONE
+
+    @property
+    def queue_name(self):
+        """The Redis queue of the run's job: a rejudge's runs go behind the fresh ones."""
+        return self.gpu_type.rejudge_queue_name if self.rejudge_id else self.gpu_type.queue_name
 
 
 class ReviewDecision(models.TextChoices):

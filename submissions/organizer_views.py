@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from submissions import exports, highlighting, rubrics, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
 from submissions.models import Issue, Rejudge, RejudgeScope, Run, Season
-from submissions.services import clearing, rejudging, reviewing
+from submissions.services import cancelling, clearing, rejudging, reviewing
 
 
 def organizer_required(view):
@@ -107,17 +107,34 @@ def review_submit(request, submission_id):
     return redirect("organizer_review", submission_id=submission.pk)
 
 
+def _act_on_run(request, run_id, action, refused, done_message):
+    """An organizer's audited action on a run with the posted reason; the outcome as a flash message."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        action(run.pk, request.user, request.POST.get("reason", ""))
+    except refused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done_message % {"id": run.pk})
+    return run
+
+
 @organizer_required
 @require_POST
 def clear_run_timing(request, run_id):
     """Let a run whose time the agent could not confirm count in the standings (audited)."""
-    run = get_object_or_404(Run, pk=run_id)
-    try:
-        clearing.clear_timing(run.pk, request.user, request.POST.get("reason", ""))
-    except clearing.ClearingRefused as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, _("The time of run #%(id)s is cleared: it counts in the standings.") % {"id": run.pk})
+    run = _act_on_run(request, run_id, clearing.clear_timing, clearing.ClearingRefused,
+                      _("The time of run #%(id)s is cleared: it counts in the standings."))
+    return redirect("organizer_review", submission_id=run.submission_id)
+
+
+@organizer_required
+@require_POST
+def cancel_run(request, run_id):
+    """Cancel a run no agent has started (audited with the reason); back to where the button was."""
+    run = _act_on_run(request, run_id, cancelling.cancel_run, cancelling.CancelRefused, _("Run #%(id)s is cancelled."))
+    if run.rejudge_id and request.POST.get("back") == "rejudge":
+        return redirect("organizer_rejudge", rejudge_id=run.rejudge_id)
     return redirect("organizer_review", submission_id=run.submission_id)
 
 

@@ -4,6 +4,7 @@ the site's own queue (on SITE_REDIS_URL, where no agent reaches).
 The site names the job function by string: it never imports the agent package. Jobs are JSON
 (RQ's JSONSerializer), the only format an agent's worker decodes.
 """
+import re
 from functools import lru_cache
 
 import redis
@@ -40,6 +41,12 @@ def site_queue():
     return Queue(settings.SITE_QUEUE_NAME, connection=site_connection(), serializer=SERIALIZER)
 
 
+def job_id(run_id, attempt):
+    """`gpu-run-7-2`: the queue prefix (in RQ's job id alphabet) keeps job ids apart between sites, or
+    test runs, that share one Redis; without it they would overwrite each other's job hashes."""
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', settings.GPU_QUEUE_PREFIX)}run-{run_id}-{attempt}"
+
+
 def enqueue_judging(queue_name, job_id, kwargs):
     """The job names the run and its attempt only (`{"run_id", "attempt"}`): see judging.enqueue_run."""
     judging_queue(queue_name).enqueue(
@@ -74,6 +81,19 @@ def queue_position(queue_name, job_id):
         return job_ids.index(job_id) + 1
     except ValueError:
         return None
+
+
+def queue_length(queue_name):
+    return connection().llen(judging_queue(queue_name).key)
+
+
+def remove_job(queue_name, job_id):
+    """Take a job off its queue and delete its hash (a cancelled run). An agent that popped it already
+    is refused at `start`, so a job that escapes this is harmless."""
+    with connection().pipeline() as pipe:
+        pipe.lrem(judging_queue(queue_name).key, 0, job_id)
+        pipe.delete(Job.key_for(job_id))
+        pipe.execute()
 
 
 def enqueue_site_job(function, *, kwargs, description):

@@ -1,7 +1,7 @@
 """Read-side queries of the contest domain."""
 from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q
 
-from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Submission
+from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Submission, Verdict
 
 
 def submission_with_runs(submission_id):
@@ -72,11 +72,15 @@ def has_unfinished_runs(submission) -> bool:
 
 
 def latest_runs(submission):
-    """The newest run per GPU type (rejudges add runs; older ones stay in history)."""
+    """The newest run per GPU type (rejudges add runs; older ones stay in history). A cancelled run
+    stands only where no other run of that type exists: a cancelled rejudge leaves the verdict as it was."""
+    def rank(run):
+        return (run.verdict != Verdict.CANCELLED, run.created_at, run.pk)
+
     latest = {}
     for run in submission.runs.all():
         current = latest.get(run.gpu_type_id)
-        if current is None or (run.created_at, run.pk) > (current.created_at, current.pk):
+        if current is None or rank(run) > rank(current):
             latest[run.gpu_type_id] = run
     return sorted(latest.values(), key=lambda r: r.gpu_type.slug)
 

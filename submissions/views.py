@@ -6,11 +6,11 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from submissions import queueing, selectors, timing_flags
+from submissions import selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
-from submissions.models import Issue, RunStatus
-from submissions.services import accounts, submitting
+from submissions.models import Issue
+from submissions.services import accounts, scheduling, submitting
 
 
 def issue_list(request):
@@ -51,13 +51,12 @@ def issue_detail(request, code):
 def _run_rows(submission):
     rows = []
     for run in selectors.latest_runs(submission):
-        position = None
-        if run.status == RunStatus.QUEUED and run.rq_job_id:
-            try:
-                position = queueing.queue_position(run.gpu_type.queue_name, run.rq_job_id)
-            except Exception:  # the page still renders when Redis is away
-                position = None
-        rows.append({"run": run, "queue_position": position, "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run)})
+        try:
+            position = scheduling.queue_position(run)
+        except Exception:  # the page still renders when Redis is away
+            position = None
+        rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
+                     "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run)})
     return rows
 
 

@@ -28,6 +28,8 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
+from profiler_agent.service.queues import listen_order
+
 log = logging.getLogger(__name__)
 
 JUDGE_FUNCTION = "profiler_agent.service.jobs.judge_run"
@@ -117,7 +119,7 @@ class GuardedJob(Job):
 class JudgeWorker(Worker):
     """An RQ worker that runs judge jobs only (see the module's docstring). It forces its job class,
     queue class and serializer, so `rq worker -w profiler_agent.service.job_guard.JudgeWorker` is as
-    safe as `python -m profiler_agent work`."""
+    safe as `python -m profiler_agent work`; both read the rejudge queues after the fresh ones."""
 
     job_class = GuardedJob
     queue_class = Queue
@@ -128,7 +130,8 @@ class JudgeWorker(Worker):
         listed = list(queues) if isinstance(queues, (list, tuple)) else [queues]
         if kwargs.get("connection") is None:
             kwargs["connection"] = next((q.connection for q in listed if isinstance(q, Queue)), None)
-        names = [q.name if isinstance(q, Queue) else q for q in listed]
+        # Each fresh queue, then its rejudge queue (queues.listen_order), whichever way it is started.
+        names = listen_order([q.name if isinstance(q, Queue) else q for q in listed])
         kwargs.update(job_class=GuardedJob, queue_class=Queue, serializer=JSONSerializer)
         super().__init__(names, *args, **kwargs)
 

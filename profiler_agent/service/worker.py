@@ -44,7 +44,10 @@ def run_worker(
     from profiler_agent.service.job_guard import JudgeWorker
     from profiler_agent.service.site_client import SiteClient
 
+    from profiler_agent.service.queues import listen_order
+
     hide_from_same_user()
+    queues = listen_order(queues)  # what the heartbeats report is what the worker reads
     agent_config.install(config)  # the forked work-horses inherit it
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
     send_heartbeat(client, config, queues)  # at start, before any job

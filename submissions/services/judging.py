@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
-from submissions.services import abuse, audit, pr_comments, standings
+from submissions.services import abuse, audit, pr_comments, scheduling, standings
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +27,12 @@ class JobSecretMismatch(AgentRefused):
 
 
 def create_runs(submission, rejudge=None):
-    """One run per GPU type of the submission's season, each enqueued after the commit."""
+    """One run per GPU type of the submission's season, each enqueued after the commit or kept waiting
+    behind the contestant's earlier runs (scheduling.admit)."""
     runs = []
     for gpu_type in submission.issue.season.gpu_types.order_by("slug"):
         run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge)
-        enqueue_run(run)
+        scheduling.admit(run, submission.contestant_id)
         runs.append(run)
     return runs
 
@@ -42,14 +43,14 @@ def enqueue_run(run):
     URLs and the judging options come from `start_run`, to the agent the site chose."""
     run.attempts += 1
     run.job_secret_hash = ""  # no secret until an agent starts this attempt
-    run.rq_job_id = f"run-{run.pk}-{run.attempts}"
+    run.rq_job_id = queueing.job_id(run.pk, run.attempts)
     run.status = RunStatus.QUEUED
     run.enqueued_at = timezone.now()
     run.started_at = None
     run.agent = None
     run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent"])
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
-    queue_name, job_id = run.gpu_type.queue_name, run.rq_job_id
+    queue_name, job_id = run.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
     transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs), robust=True)
 
@@ -76,7 +77,9 @@ def start_run(run_id, agent, attempt):
     """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
     Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
     (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret."""
-    run = Run.objects.select_for_update().select_related("gpu_type").get(pk=run_id)
+    # the run's row only (`of`): locking its GPU type's row too would serialize every start and every
+    # new run of that type, and deadlock a start against a submission of the same contestant
+    run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type").get(pk=run_id)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
     if attempt != run.attempts:
@@ -86,12 +89,17 @@ def start_run(run_id, agent, attempt):
                            f"(an organizer grants it: manage.py create_agent {agent.name} --gpu-type {run.gpu_type.slug})")
     if run.status == RunStatus.RUNNING and run.agent_id not in (None, agent.pk):
         raise RunConflict(f"run {run.pk} is already being judged by another agent")
+    if run.status == RunStatus.WAITING:
+        raise RunConflict(f"run {run.pk} is waiting for a queue slot; it was never handed out")
+    was_queued = run.status == RunStatus.QUEUED
     secret = new_token()
     run.job_secret_hash = hash_secret(secret)
     run.status = RunStatus.RUNNING
     run.started_at = timezone.now()
     run.agent = agent
     run.save(update_fields=["job_secret_hash", "status", "started_at", "agent"])
+    if was_queued:
+        scheduling.after_leaving_queue(run)
     return run, secret
 
 
@@ -115,7 +123,7 @@ def _median(result, side):
 @transaction.atomic
 def record_result(run_id, agent, secret, result):
     """Store an agent's report. A finished run refuses it (idempotent); an internal error is retried."""
-    run = Run.objects.select_for_update().select_related("submission__issue__season").get(pk=run_id)
+    run = Run.objects.select_for_update(of=("self",)).select_related("submission__issue__season").get(pk=run_id)
     check_agent_access(run, agent, secret)
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
@@ -139,6 +147,7 @@ def record_result(run_id, agent, secret, result):
     run.bandwidth_gbs = metrics.get("bandwidth_gbs")
     run.device_name = ((result.get("device") or {}).get("name") or "")[:200]
     run.save()
+    scheduling.after_leaving_queue(run)
     audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": ""},
                  after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
     submission = run.submission
@@ -159,22 +168,25 @@ def _give_up(run, reason):
     run.result = None
     run.save(update_fields=["status", "verdict", "finished_at", "result"])
     audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
+    scheduling.after_leaving_queue(run)
 
 
 def sweep_runs(now=None):
-    """Re-enqueue runs whose job was lost or whose agent went silent; returns how many were touched."""
+    """Re-enqueue runs whose job was lost or whose agent went silent, then release waiting runs that
+    have a free slot (scheduling); returns how many were touched."""
     now = now or timezone.now()
     deadline = now - timedelta(seconds=settings.RUN_DEADLINE_SECONDS)
     grace = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
     touched = 0
-    candidates = Run.objects.exclude(status=RunStatus.DONE).filter(enqueued_at__lt=grace).order_by("pk")
+    in_redis = (RunStatus.QUEUED, RunStatus.RUNNING)  # a waiting run has no job yet
+    candidates = Run.objects.filter(status__in=in_redis, enqueued_at__lt=grace).order_by("pk")
     for run_id in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=run_id)
-            if run.status == RunStatus.DONE:
+            if run.status not in in_redis:
                 continue
             overdue = run.status == RunStatus.RUNNING and run.started_at and run.started_at < deadline
-            lost = not overdue and not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+            lost = not overdue and not queueing.job_is_alive(run.queue_name, run.rq_job_id)
             if not (overdue or lost):
                 continue
             reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"
@@ -184,4 +196,4 @@ def sweep_runs(now=None):
                 audit.record("run.requeued", run, actor_label="sweeper", reason=reason)
                 enqueue_run(run)
             touched += 1
-    return touched
+    return touched + scheduling.release_waiting_runs()

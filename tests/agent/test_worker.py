@@ -102,7 +102,7 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     assert beats, "no heartbeat was sent"
     beat = beats[0]
     assert beat["headers"]["Authorization"] == f"Bearer {TOKEN}" and "X-Job-Secret" not in beat["headers"]
-    assert beat["json"]["name"] == name and beat["json"]["queues"] == [queue.name]
+    assert beat["json"]["name"] == name and beat["json"]["queues"] == [queue.name, f"{queue.name}.rejudge"]  # rejudges after
     (device,) = beat["json"]["inventory"]["devices"]
     assert device["kind"] == "cpu" and device["memory_bytes"] > 0 and device["uuid"] is None
     versions = beat["json"]["versions"]

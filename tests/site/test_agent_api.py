@@ -181,6 +181,7 @@ def test_result_refuses_wrong_token_wrong_secret_another_agent_and_a_replay(clie
 
 @pytest.mark.parametrize("mutate, problem", [
     (lambda r: r.update(status="great"), "status"),
+    (lambda r: r.update(status="cancelled"), "status"),  # an organizer's verdict, never an agent's
     (lambda r: r.pop("status"), "status"),
     (lambda r: r.update(schema=2), "schema"),
     (lambda r: r["timing"]["candidate"].update(median_ms=-1), "timing.candidate.median_ms"),
