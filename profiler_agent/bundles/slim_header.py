@@ -6,9 +6,9 @@ host, of which the kernels are milliseconds (bench/nvcc_stages.py). torch/extens
 torch/all.h (nn, optim, autograd, serialization) and the Python bindings, which CUDA files of a
 load_inline build do not use: load_inline writes the bindings into its own main.cpp.
 
-So the CUDA files are compiled with `-I<folder>` where torch/extension.h holds torch/types.h alone
-(ATen, the torch:: tensor names, TORCH_CHECK); GCC and nvcc search -I folders before torch's -isystem
-ones. 27.6 s instead of 51 s for the example. A file that needs more of torch fails to compile that
+So the CUDA files are compiled with `-I<folder>` (through NVCC_PREPEND_FLAGS) where torch/extension.h
+holds torch/types.h alone (ATen, the torch:: tensor names, TORCH_CHECK); nvcc and GCC search -I
+folders before torch's -isystem ones. 27.6 s instead of 51 s for the example. A file that needs more of torch fails to compile that
 way; the build is then done again with the full header, so a bundle never fails because of this.
 main.cpp (C++ flags) keeps the full header.
 """
@@ -16,6 +16,7 @@ main.cpp (C++ flags) keeps the full header.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -31,21 +32,32 @@ def slim_include_folder(root: Path | None = None) -> Path:
     return root
 
 
+PREPEND_ENV = "NVCC_PREPEND_FLAGS"  # nvcc reads it at each call; torch's build hash does not see it
+
+
 def with_slim_header(compile_function, folder: Path):
     """`compile_function` (torch's _jit_compile) building CUDA files with the slim header first, and
-    again with the full one if that fails."""
+    again with the full one if that fails. The folder goes through NVCC_PREPEND_FLAGS, not the build's
+    flags: torch names a build by its sources and flags, so a process that loads it without this
+    wrapper (the profiled process, a self-test) finds the same build instead of compiling anew."""
 
     @functools.wraps(compile_function)
-    def compile_slim_first(name, sources, extra_cflags, extra_cuda_cflags=None, *args, **kwargs):
+    def compile_slim_first(name, sources, *args, **kwargs):
         if not any(str(source).endswith((".cu", ".cuh")) for source in sources):
-            return compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs)
-        slim_flags = [f"-I{folder}", *(extra_cuda_cflags or [])]
+            return compile_function(name, sources, *args, **kwargs)
+        before = os.environ.get(PREPEND_ENV)
+        os.environ[PREPEND_ENV] = " ".join(part for part in (f"-I{folder}", before) if part)
         try:
-            return compile_function(name, sources, extra_cflags, slim_flags, *args, **kwargs)
+            return compile_function(name, sources, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001  (the full header decides; its error is the one reported)
             print(f"[profiler_agent] the CUDA files did not build with the slim torch/extension.h "
                   f"({type(exc).__name__}); building again with the full header", file=sys.stderr, flush=True)
-            return compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs)
+        finally:
+            if before is None:
+                os.environ.pop(PREPEND_ENV, None)
+            else:
+                os.environ[PREPEND_ENV] = before
+        return compile_function(name, sources, *args, **kwargs)
 
     compile_slim_first._profiler_agent_slim = True
     return compile_slim_first

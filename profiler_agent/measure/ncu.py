@@ -363,7 +363,8 @@ def start_profiler(
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         ncu_command(executable, log_file, target, profile.calls, profile),
         cwd=workdir,
-        env=child_env(home, tmp, extensions),
+        # the judged process's precompiled header too: the same build flags find the same build
+        env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
         timeout_s=timeout_s,
         logs_dir=scratch / "logs",
         # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process

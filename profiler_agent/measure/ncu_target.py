@@ -17,6 +17,7 @@ no GPU, no ncu) the same calls run without NVTX ranges, which CPU builds of torc
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def main(argv=None) -> None:
     if not isinstance(seed, int):
         sys.exit("[profiler_agent] ncu_target: no seed on stdin")
 
+    from profiler_agent.bundles import pch, slim_header
     from profiler_agent.correctness import exchange
     from profiler_agent.correctness.trials import make_inputs
     from profiler_agent.harness import loading
@@ -62,6 +64,8 @@ def main(argv=None) -> None:
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     api = loading.reference_api(bundle / args.reference)
+    pch.install(os.environ.get(pch.PCH_DIR_ENV))  # as the judged process built it: the same build is found
+    slim_header.install()
     module = loading.import_file(bundle / args.candidate, "candidate")
     model_class = loading.attribute(module, "ModelNew", args.candidate)
     model = loading.build_model(model_class, api.get_init_inputs, seed, device)

@@ -1,4 +1,7 @@
-"""CUDA files build with the slim torch/extension.h first, and with the full one when that fails."""
+"""CUDA files build with the slim torch/extension.h first, and with the full one when that fails; the
+slim folder travels in NVCC_PREPEND_FLAGS, never in the build's own flags (which name the build)."""
+import os
+
 from profiler_agent.bundles import slim_header
 
 
@@ -6,10 +9,11 @@ def recording_compile(fail_with_slim):
     calls = []
 
     def compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs):
-        calls.append(list(extra_cuda_cflags or []))
-        if fail_with_slim and any(flag.startswith("-I") for flag in extra_cuda_cflags or []):
+        prepended = os.environ.get(slim_header.PREPEND_ENV, "")
+        calls.append((list(extra_cuda_cflags or []), prepended))
+        if fail_with_slim and "-I" in prepended:
             raise RuntimeError("Error building extension 'x'")
-        return f"module built with {extra_cuda_cflags}"
+        return "module"
 
     return compile_function, calls
 
@@ -20,23 +24,27 @@ def test_the_header_holds_torch_types_alone(tmp_path):
     assert "#include <torch/types.h>" in text and "torch/all.h" not in text
 
 
-def test_cuda_sources_get_the_slim_folder_first_and_keep_their_flags(tmp_path):
+def test_cuda_sources_get_the_slim_folder_through_nvccs_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(slim_header.PREPEND_ENV, "-lineinfo")
     compile_function, calls = recording_compile(fail_with_slim=False)
     wrapped = slim_header.with_slim_header(compile_function, tmp_path)
-    wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"], None, [], [], "build", False, True, None, True, False)
-    assert calls == [[f"-I{tmp_path}", "-O3"]]
+    assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
+    assert calls == [(["-O3"], f"-I{tmp_path} -lineinfo")]  # the build's flags untouched
+    assert os.environ[slim_header.PREPEND_ENV] == "-lineinfo"  # restored
 
 
-def test_a_slim_failure_builds_again_with_the_full_header(tmp_path, capsys):
+def test_a_slim_failure_builds_again_with_the_full_header(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
     compile_function, calls = recording_compile(fail_with_slim=True)
     wrapped = slim_header.with_slim_header(compile_function, tmp_path)
-    module = wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"])
-    assert calls == [[f"-I{tmp_path}", "-O3"], ["-O3"]]
-    assert module == "module built with ['-O3']"
+    assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
+    assert calls == [(["-O3"], f"-I{tmp_path}"), (["-O3"], "")]
     assert "building again with the full header" in capsys.readouterr().err
+    assert slim_header.PREPEND_ENV not in os.environ
 
 
-def test_cpp_only_builds_are_untouched(tmp_path):
+def test_cpp_only_builds_are_untouched(tmp_path, monkeypatch):
+    monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
     compile_function, calls = recording_compile(fail_with_slim=True)
     slim_header.with_slim_header(compile_function, tmp_path)("ext", ["main.cpp"], ["-O3"], None)
-    assert calls == [[]]
+    assert calls == [([], "")]
