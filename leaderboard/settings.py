@@ -148,6 +148,11 @@ RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS
 # A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
+# A worker refused a run for being older than the run's season's minimum harness version stops
+# dequeuing this long, so it does not hand the same run back again and again.
+FLEET_REFUSAL_PAUSE_SECONDS = env_int("FLEET_REFUSAL_PAUSE_SECONDS", 30)
+# A worker is "silent" when its last heartbeat is older than this (agents beat every 30 s).
+FLEET_WORKER_SILENT_SECONDS = env_int("FLEET_WORKER_SILENT_SECONDS", 120)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
