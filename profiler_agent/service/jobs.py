@@ -125,8 +125,11 @@ def _start(client, config, run_id: int, attempt: int) -> dict | None:
     code, answer = client.post_json_answer(url, start_payload(config, attempt), accept=(200, *SKIP, 404))
     if code != 200:
         reason = {409: "already finished or taken", 403: "refused", 404: "no such run on the site"}[code]
-        log.info("run %s attempt %s: %s (%s); not judging it", run_id, attempt, reason, answer.get("detail", ""))
-        job_gate.apply_site_answer(job_gate.current(), answer)
+        if answer.get("accept_jobs") is False:
+            log.warning("run %s attempt %s: %s; the site put it back in its queue", run_id, attempt, answer.get("detail"))
+            job_gate.apply_site_answer(job_gate.current(), answer)
+        else:
+            log.info("run %s attempt %s: %s (%s); not judging it", run_id, attempt, reason, answer.get("detail", ""))
         return None
     for key in ("job_secret", "bundle_url", "result_url"):
         if not isinstance(answer.get(key), str) or not answer[key]:
