@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="pin this worker to one GPU (nvidia-smi's index, or its UUID): it and the judged "
                       "processes see that GPU alone")
 
+    listing = commands.add_parser("gpus", help="list this host's GPUs as NVML sees them (no CUDA context)")
+    listing.add_argument("--indexes", action="store_true", help="print the indexes alone, one a line (for unit files)")
+
     fleet = commands.add_parser("fleet", help="run one `work` process per GPU of this host (or N CPU workers)")
     _add_worker_options(fleet)
     fleet.add_argument("--name", help="agent name, prefix of the workers' names <name>-gpu<index> (default: host name)")
@@ -256,7 +259,17 @@ def main(argv: list[str] | None = None) -> int:
         return run_prepare_pch(args)
     if args.command == "fleet":
         return run_fleet(args, parser)
+    if args.command == "gpus":
+        return run_gpus(args)
     return run_work(args, parser)
+
+
+def run_gpus(args) -> int:
+    from profiler_agent.service import gpus
+
+    for gpu in gpus.host_gpus():
+        print(gpu.index if args.indexes else f"{gpu.index}\t{gpu.uuid}\t{gpu.model}\t{gpu.memory_bytes}")
+    return 0
 
 
 def run_prepare_pch(args) -> int:
