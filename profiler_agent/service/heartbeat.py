@@ -46,9 +46,15 @@ def apply_answer(gate: JobGate | None, answer: dict) -> None:
         why = str(answer.get("why") or "")
         if gate.set_accepting(answer["accept_jobs"], why):
             log.warning("the site says: %s", "take jobs again" if answer["accept_jobs"] else f"take no jobs ({why})")
-    if answer.get("outdated"):
-        log.warning("harness %s is older than the minimum of %s: their runs are refused here; upgrade the agent",
-                    profiler_agent.HARNESS_VERSION, answer.get("outdated_for"))
+    outdated_for = answer.get("outdated_for") or []
+    if outdated_for != _said["outdated_for"]:  # said once per change, not every heartbeat
+        _said["outdated_for"] = outdated_for
+        if outdated_for:
+            log.warning("harness %s is older than the minimum of %s: their runs are refused here; upgrade the agent",
+                        profiler_agent.HARNESS_VERSION, outdated_for)
+
+
+_said: dict = {"outdated_for": []}
 
 
 def send_heartbeat(client, config: AgentConfig, queues: list[str], gate: JobGate | None = None,

@@ -86,7 +86,7 @@ def test_a_worker_takes_no_job_while_the_site_says_so(site, queue, build_cache):
         worker.send_signal(signal.SIGTERM)
         _, stderr = worker.communicate(timeout=60)
     assert worker.returncode == 0, stderr[-3000:]
-    assert "taking no jobs: draining" in stderr.lower()
+    assert "the site says: take no jobs (draining)" in stderr and "the site says: take jobs again" in stderr
 
 
 def test_the_fleet_restarts_a_killed_worker_and_stops_them_all(site, queue, tmp_path):

@@ -51,10 +51,10 @@ class HostProcess:
         self.process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
 
-    def output(self):
+    def output(self, tail=8000):
         if not self.log.closed:
             self.log.flush()
-        return self.log_path.read_text(errors="replace")[-8000:]
+        return self.log_path.read_text(errors="replace")[-tail:]
 
     def stop(self):
         if self.process.poll() is None:
@@ -215,4 +215,5 @@ def test_an_outdated_worker_is_refused_and_an_up_to_date_one_judges_the_run(live
     assert run.worker_refusals >= 1 and run.spent_attempts == 1  # handed back, never judged by the old one
     assert not db(lambda: Run.objects.filter(worker__name="old-cpu0").exists())
     old.stop()
-    assert "older than season S1's minimum" in old.output()
+    assert "older than season S1's minimum" in old.output(tail=None)
+    assert old.output(tail=None).count("is older than the minimum of") == 1  # said once, not every heartbeat
