@@ -11,31 +11,13 @@ import time
 import uuid
 
 import pytest
-from redis import Redis
-from rq import Queue
-from rq.serializers import JSONSerializer
 
 from profiler_agent.service.gate import JobGate, apply_site_answer
 from tests.agent.conftest import REPO
-from tests.agent.fake_site import FakeSite
 from tests.agent.processes import alive, wait_gone
+from tests.agent.test_worker import REDIS_URL, queue, site  # noqa: F401 (fixtures)
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 TOKEN = "agent-token-fleet"
-
-
-@pytest.fixture
-def site():
-    fake = FakeSite()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def queue():
-    q = Queue(f"gpu.fleet-{uuid.uuid4().hex[:10]}", connection=Redis.from_url(REDIS_URL), serializer=JSONSerializer)
-    yield q
-    q.delete(delete_jobs=True)
 
 
 def wait_for(condition, what, timeout=120):

@@ -17,28 +17,12 @@ from rq import Worker
 
 import profiler_agent
 from submissions import queueing
-from submissions.models import AgentWorker, AuditEntry, GpuType, Run, Season
-from submissions.services import accounts, fleet, submitting
-from tests.conftest import EXAMPLES, ROOT
+from submissions.models import AgentWorker, AuditEntry, Run, Season
+from submissions.services import fleet
+from tests.conftest import ROOT
+from tests.e2e.test_judging_end_to_end import bundle_files, contest  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def bundle_files(example):
-    return [("files", (p.name, p.read_bytes())) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
-
-
-@pytest.fixture
-def contest(queue_prefix, agent_redis_users):
-    season = Season.objects.create(code="S1", name="Season one")
-    cpu = GpuType.objects.create(slug="cpu", name="CPU")
-    season.gpu_types.add(cpu)
-    alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
-    _, contestant_token = accounts.create_api_token(alice)
-    issue = submitting.open_issue(season, alice, title="ReLU")
-    _, agent_token = accounts.create_agent("fleet-host", [cpu])
-    return {"season": season, "issue": issue, "token": contestant_token, "agent_token": agent_token,
-            "queue": f"{queue_prefix}cpu", "redis_url": agent_redis_users(f"fleet-{uuid.uuid4().hex[:8]}")}
 
 
 class HostProcess:
@@ -151,9 +135,9 @@ def heard_from_since(name, moment):
 def test_a_fleet_of_two_cpu_workers_judges_and_a_drained_worker_takes_no_runs(live_server, contest, host):
     site = live_server.url
     argv = [sys.executable, "-m", "profiler_agent", "fleet", "--cpu-workers", "2",
-            *work_args(contest, "fleet-host")]
+            *work_args(contest, "e2e-agent")]
     fleet_process = host(argv, site, contest)
-    names = {"fleet-host-cpu0", "fleet-host-cpu1"}
+    names = {"e2e-agent-cpu0", "e2e-agent-cpu1"}
     wait_until(lambda: rq_workers(contest["queue"]) == names, "both workers listening", fleet_process)
 
     first = [submit(site, contest, example) for example in ("relu-cpu", "relu-cpu-wrong")]
@@ -163,10 +147,10 @@ def test_a_fleet_of_two_cpu_workers_judges_and_a_drained_worker_takes_no_runs(li
     assert {r.worker.name for r in runs} == names  # both workers judged; each run names its own
     workers = db(lambda: {w.name: w for w in AgentWorker.objects.select_related("agent").filter(name__in=names)})
     for worker in workers.values():
-        assert worker.agent.name == "fleet-host" and worker.harness_version == profiler_agent.HARNESS_VERSION
+        assert worker.agent.name == "e2e-agent" and worker.harness_version == profiler_agent.HARNESS_VERSION
         assert (worker.gpu_uuid, worker.gpu_index, worker.last_heartbeat_at is not None) == ("", None, True)
 
-    cpu0, cpu1 = workers["fleet-host-cpu0"], workers["fleet-host-cpu1"]
+    cpu0, cpu1 = workers["e2e-agent-cpu0"], workers["e2e-agent-cpu1"]
     db(lambda: fleet.drain_worker(cpu0, actor_label="test", reason="maintenance"))
     moment = timezone.now()
     wait_until(lambda: heard_from_since(cpu0.name, moment), "cpu0 hearing of its drain", fleet_process)
@@ -191,8 +175,7 @@ def test_a_fleet_of_two_cpu_workers_judges_and_a_drained_worker_takes_no_runs(li
 
 def test_an_outdated_worker_is_refused_and_an_up_to_date_one_judges_the_run(live_server, contest, host, settings):
     settings.FLEET_REFUSAL_PAUSE_SECONDS = 2
-    contest["season"].min_harness_version = profiler_agent.HARNESS_VERSION
-    contest["season"].save()
+    Season.objects.filter(code="S1").update(min_harness_version=profiler_agent.HARNESS_VERSION)
     site = live_server.url
     # An older release of the agent: the same code with an older harness version.
     old_release = ("import sys, profiler_agent; profiler_agent.HARNESS_VERSION = '0.9'; "
