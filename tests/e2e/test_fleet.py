@@ -52,6 +52,13 @@ class HostProcess:
         return self.process.returncode
 
 
+@pytest.fixture(autouse=True)
+def no_sweeping_of_slow_judgings(settings):
+    """On a loaded test machine a CPU judging can outlast the sweeper's grace (60 s), and a run still
+    being judged was seen requeued by it; that is recovery's business, not the fleet's: keep it out."""
+    settings.RUN_REQUEUE_AFTER_SECONDS = 3600
+
+
 @pytest.fixture
 def host(tmp_path):
     started = []
