@@ -38,7 +38,8 @@ class HostProcess:
     def output(self, tail=8000):
         if not self.log.closed:
             self.log.flush()
-        return self.log_path.read_text(errors="replace")[-tail:]
+        text = self.log_path.read_text(errors="replace")
+        return text[-tail:] if tail else text
 
     def stop(self):
         if self.process.poll() is None:
