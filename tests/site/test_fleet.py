@@ -228,3 +228,21 @@ def test_old_agents_without_a_worker_name_still_start_runs(client, submit, agent
     run.refresh_from_db()
     assert (run.agent, run.worker, run.gpu_uuid) == (agent, None, "")
     assert GpuType.objects.filter(slug="cpu").exists()
+
+
+def test_organizers_drain_and_resume_workers_from_the_admin(client, agent_and_token, organizer):
+    agent, _ = agent_and_token
+    worker = AgentWorker.objects.create(agent=agent, name="host-gpu0")
+    organizer.user.is_superuser = True
+    organizer.user.save()
+    client.force_login(organizer.user)
+    url = "/admin/submissions/agentworker/"
+    page = client.get(url, headers={"Accept-Language": "zh-Hans"})
+    assert page.status_code == 200 and "排空：完成当前运行，不再接新的运行" in page.content.decode()
+    assert client.post(url, {"action": "drain", "_selected_action": [worker.pk]}).status_code == 302
+    worker.refresh_from_db()
+    assert worker.draining
+    assert AuditEntry.objects.get(action="worker.drained").actor == organizer.user
+    client.post(url, {"action": "resume", "_selected_action": [worker.pk]})
+    worker.refresh_from_db()
+    assert not worker.draining and AuditEntry.objects.filter(action="worker.resumed", actor=organizer.user).exists()
