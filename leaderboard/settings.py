@@ -151,6 +151,11 @@ RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
 # Fresh runs one contestant may have waiting in Redis per GPU type; more wait in the database and are
 # released oldest first as these start (docs/architecture.md, "Scheduling"). 0: no cap.
 MAX_QUEUED_RUNS_PER_CONTESTANT = env_int("MAX_QUEUED_RUNS_PER_CONTESTANT", 3)
+# A worker refused a run for being older than the run's season's minimum harness version stops
+# dequeuing this long, so it does not hand the same run back again and again.
+FLEET_REFUSAL_PAUSE_SECONDS = env_int("FLEET_REFUSAL_PAUSE_SECONDS", 30)
+# A worker is "silent" when its last heartbeat is older than this (agents beat every 30 s).
+FLEET_WORKER_SILENT_SECONDS = env_int("FLEET_WORKER_SILENT_SECONDS", 120)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 

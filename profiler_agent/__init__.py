@@ -5,3 +5,10 @@ modules that need them, so `python -m profiler_agent judge` works with torch alo
 """
 
 __version__ = "0.1.0"
+
+# The version of the judging rules and measurements (not of the package): bump it whenever a result
+# for the same bundle could differ, i.e. a change to correctness checks, tolerances, timing method,
+# flags or verdict logic (minor: 1.0 -> 1.1), or to the result schema's meaning (major: 1.x -> 2.0).
+# Refactors, logs and the service layer leave it alone. A season's `min_harness_version` refuses
+# runs to older agents, so a fleet cannot judge one season by two rule sets. Format: numbers and dots.
+HARNESS_VERSION = "1.0"

@@ -1,10 +1,12 @@
-"""Command line: `python -m profiler_agent judge BUNDLE` and `python -m profiler_agent work ...`."""
+"""Command line: `python -m profiler_agent judge BUNDLE`, `... work ...` (one worker) and `... fleet ...`
+(one worker per GPU of the host)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -80,22 +82,40 @@ def build_parser() -> argparse.ArgumentParser:
                      help='extra_cflags of the builds to serve, e.g. "-O3" (repeatable; default: none, -O3, -O2)')
 
     work = commands.add_parser("work", help="serve judge jobs from RQ queues")
-    work.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
-    work.add_argument("--token", default=os.environ.get("PROFILER_AGENT_TOKEN"), help="this agent's token")
-    work.add_argument("--queue", action="append", required=True, dest="queues", help="e.g. gpu.h100; repeatable")
-    work.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS_URL), help="Redis URL")
-    work.add_argument("--name", help="agent name (default: host name, with CUDA_VISIBLE_DEVICES)")
+    _add_worker_options(work)
+    work.add_argument("--name", help="worker name (default: host name, with -gpu<index> when pinned)")
     work.add_argument("--device", choices=("cpu", "cuda"))
-    work.add_argument("--burst", action="store_true", help="exit once the queues are empty")
-    work.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
-    work.add_argument("--cache-dir", type=Path, metavar="DIR")
-    _add_limit_options(work)
-    work.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
-                      help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
-                      "default: PROFILER_AGENT_NCU=1)")
-    work.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
-                      help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
+    work.add_argument("--gpu", metavar="INDEX|UUID",
+                      help="pin this worker to one GPU (nvidia-smi's index, or its UUID): it and the judged "
+                      "processes see that GPU alone")
+
+    listing = commands.add_parser("gpus", help="list this host's GPUs as NVML sees them (no CUDA context)")
+    listing.add_argument("--indexes", action="store_true", help="print the indexes alone, one a line (for unit files)")
+
+    fleet = commands.add_parser("fleet", help="run one `work` process per GPU of this host (or N CPU workers)")
+    _add_worker_options(fleet)
+    fleet.add_argument("--name", help="agent name, prefix of the workers' names <name>-gpu<index> (default: host name)")
+    chosen = fleet.add_mutually_exclusive_group()
+    chosen.add_argument("--gpus", metavar="LIST", help="GPU indexes or UUIDs, e.g. 0,1 (default: every GPU NVML lists)")
+    chosen.add_argument("--cpu-workers", type=int, metavar="N", help="N CPU workers instead (a host without GPUs)")
     return parser
+
+
+def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """What every worker takes, whether started alone (`work`) or by `fleet`."""
+    parser.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"), help="the site's base URL")
+    parser.add_argument("--token", default=os.environ.get("PROFILER_AGENT_TOKEN"), help="this agent's token")
+    parser.add_argument("--queue", action="append", required=True, dest="queues", help="e.g. gpu.h100; repeatable")
+    parser.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS_URL), help="Redis URL")
+    parser.add_argument("--burst", action="store_true", help="exit once the queues are empty")
+    parser.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR")
+    _add_limit_options(parser)
+    parser.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
+                        help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
+                        "default: PROFILER_AGENT_NCU=1)")
+    parser.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
+                        help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
 
 
 def _default_device() -> str:
@@ -143,6 +163,20 @@ def run_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pin(args: argparse.Namespace, parser: argparse.ArgumentParser):
+    """The GPU this worker judges on: --gpu pins it; else the one GPU it sees, if it sees one."""
+    from profiler_agent.service import gpus
+
+    if args.gpu is None:
+        return gpus.pinned() if args.device != "cpu" else None
+    try:
+        gpu = gpus.find(args.gpu, gpus.host_gpus())
+        gpus.pin(gpu)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return gpu
+
+
 def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from profiler_agent.bundles.build_cache import default_cache_dir
     from profiler_agent.service.config import AgentConfig, default_name
@@ -151,11 +185,13 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     if not args.site or not args.token:
         parser.error("work needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
+    gpu = _pin(args, parser)
+    device = args.device or default_device_kind()
     config = AgentConfig(
         site=args.site,
         token=args.token,
-        name=args.name or default_name(),
-        device=args.device or default_device_kind(),
+        name=args.name or (f"{socket.gethostname()}-gpu{gpu.index}" if args.gpu is not None else default_name()),
+        device=device,
         cache_dir=args.cache_dir or default_cache_dir(),
         timeout_s=args.run_timeout,
         compile_timeout_s=args.compile_timeout,
@@ -163,9 +199,50 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         compile_memory_limit_bytes=args.compile_memory_limit,
         ncu=args.ncu,
         ncu_timeout_s=args.ncu_timeout or ncu_timeout_from_env(),
+        gpu=gpu if device != "cpu" else None,
     )
     run_worker(config, args.queues, args.redis, burst=args.burst, heartbeat_s=args.heartbeat_seconds)
     return 0
+
+
+def _shared_worker_args(args: argparse.Namespace) -> list[str]:
+    """The options of `fleet` every worker gets, secrets left out (they go by the environment)."""
+    shared = [item for queue in args.queues for item in ("--queue", queue)]
+    shared += ["--heartbeat-seconds", str(args.heartbeat_seconds)]
+    if args.burst:
+        shared.append("--burst")
+    for option, value in (("--cache-dir", args.cache_dir), ("--compile-timeout", args.compile_timeout),
+                          ("--run-timeout", args.run_timeout), ("--memory-limit", args.memory_limit),
+                          ("--compile-memory-limit", args.compile_memory_limit), ("--ncu-timeout", args.ncu_timeout)):
+        if value is not None:
+            shared += [option, str(value)]
+    shared.append("--ncu" if args.ncu else "--no-ncu")
+    return shared
+
+
+def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import logging
+
+    from profiler_agent.service import fleet, gpus
+
+    if not args.site or not args.token:
+        parser.error("fleet needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
+    if args.cpu_workers is not None and args.cpu_workers < 1:
+        parser.error("--cpu-workers must be at least 1")
+    chosen = []
+    if not args.cpu_workers:
+        found = gpus.host_gpus()
+        try:
+            chosen = [gpus.find(spec, found) for spec in gpus.parse_list(args.gpus)] if args.gpus else found
+        except ValueError as exc:
+            parser.error(str(exc))
+        if not chosen:
+            parser.error("no GPU found through NVML: name them with --gpus, or run CPU workers with --cpu-workers N")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    secrets = {"PROFILER_AGENT_SITE": args.site, "PROFILER_AGENT_TOKEN": args.token, "REDIS_URL": args.redis}
+    slots = fleet.slots_for(args.name or socket.gethostname(), _shared_worker_args(args), secrets, gpus=chosen,
+                            cpu_workers=args.cpu_workers or 0)
+    return fleet.Fleet(slots, burst=args.burst).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,7 +257,19 @@ def main(argv: list[str] | None = None) -> int:
         return run_judge(args)
     if args.command == "prepare-pch":
         return run_prepare_pch(args)
+    if args.command == "fleet":
+        return run_fleet(args, parser)
+    if args.command == "gpus":
+        return run_gpus(args)
     return run_work(args, parser)
+
+
+def run_gpus(args) -> int:
+    from profiler_agent.service import gpus
+
+    for gpu in gpus.host_gpus():
+        print(gpu.index if args.indexes else f"{gpu.index}\t{gpu.uuid}\t{gpu.model}\t{gpu.memory_bytes}")
+    return 0
 
 
 def run_prepare_pch(args) -> int:

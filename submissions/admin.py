@@ -3,9 +3,10 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from submissions import models, ranking
-from submissions.services import seasons
+from submissions.services import fleet, seasons
 
 
 @admin.register(models.GpuType)
@@ -68,7 +69,7 @@ class SubmissionFileInline(admin.TabularInline):
 class RunInline(admin.TabularInline):
     model = models.Run
     extra = 0
-    fields = ("gpu_type", "status", "verdict", "speedup", "attempts", "agent", "finished_at")
+    fields = ("gpu_type", "status", "verdict", "speedup", "attempts", "agent", "worker", "gpu_uuid", "finished_at")
     readonly_fields = fields
 
 
@@ -90,9 +91,35 @@ class AgentAdmin(admin.ModelAdmin):
         return ", ".join(t.slug for t in agent.gpu_types.all())
 
 
+@admin.register(models.AgentWorker)
+class AgentWorkerAdmin(admin.ModelAdmin):
+    """What workers report is read-only here; draining and resuming go through the audited service."""
+
+    list_display = ("name", "agent", "gpu_index", "gpu_model", "harness_version", "draining", "last_heartbeat_at")
+    list_filter = ("draining", "agent")
+    readonly_fields = ("agent", "name", "gpu_index", "gpu_uuid", "gpu_model", "driver", "memory_bytes",
+                       "harness_version", "current_run", "draining", "drain_reason", "first_seen_at",
+                       "last_heartbeat_at")
+    actions = ("drain", "resume")
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description=gettext_lazy("Drain: finish the current run, take no more"))
+    def drain(self, request, queryset):
+        for worker in queryset:
+            fleet.drain_worker(worker, actor=request.user, reason="drained in the admin")
+
+    @admin.action(description=gettext_lazy("Resume: take runs again"))
+    def resume(self, request, queryset):
+        for worker in queryset:
+            fleet.resume_worker(worker, actor=request.user, reason="resumed in the admin")
+
+
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "submission", "gpu_type", "status", "verdict", "speedup", "attempts", "agent", "created_at")
+    list_display = ("id", "submission", "gpu_type", "status", "verdict", "speedup", "attempts", "agent", "worker",
+                    "created_at")
     list_filter = ("status", "verdict", "gpu_type")
 
 

@@ -15,7 +15,7 @@ from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
 from submissions.models import Issue, Run, Season
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError
-from submissions.services import judging, pr_intake, submitting
+from submissions.services import fleet, judging, pr_intake, submitting
 from submissions.services.accounts import record_heartbeat
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,36 @@ class OkOut(Schema):
 # ---- agent side -------------------------------------------------------------------------
 
 
+class WorkerGpuIn(Schema):
+    index: Optional[int] = None
+    uuid: Optional[str] = None
+    model: Optional[str] = None
+    driver: Optional[str] = None
+    memory_bytes: Optional[int] = None
+
+
+class WorkerIn(Schema):
+    """One `profiler_agent work` process: its name (unique per agent), GPU (null on CPU), harness
+    version and the run it is judging."""
+    name: str
+    gpu: Optional[WorkerGpuIn] = None
+    harness_version: Optional[str] = None
+    current_run: Optional[int] = None
+
+
 class HeartbeatIn(Schema):
     name: Optional[str] = None
     queues: List[str] = []
     inventory: dict = {}
     versions: dict = {}
+    worker: Optional[WorkerIn] = None
+
+
+class HeartbeatOut(OkOut):
+    accept_jobs: bool = True
+    why: str = ""
+    outdated: bool = False
+    outdated_for: List[dict] = []
 
 
 def _job_secret(request):
@@ -54,20 +79,37 @@ def _agent_run(run_id):
     return run
 
 
-@agent_router.post("/heartbeat", response={200: OkOut, 401: ErrorOut}, url_name="agent_heartbeat")
+@agent_router.post("/heartbeat", response={200: HeartbeatOut, 400: ErrorOut, 401: ErrorOut}, url_name="agent_heartbeat")
 def heartbeat(request, payload: HeartbeatIn):
+    """Records the agent and its worker; answers whether that worker should take jobs now."""
+    answer = {}
+    if payload.worker is not None:
+        try:
+            worker = fleet.record_heartbeat(request.auth, payload.worker.model_dump())
+        except fleet.BadWorkerReport as exc:
+            return Status(400, {"detail": str(exc)})
+        answer = fleet.heartbeat_answer(worker)
     agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
     try:
         # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper.
         judging.sweep_runs()
     except Exception:  # the sweeper must never cost an agent its heartbeat
         log.exception("sweeping runs failed")
-    return {"ok": True, "detail": f"agent {agent.name} seen"}
+    return {"ok": True, "detail": f"agent {agent.name} seen", **answer}
 
 
 class StartIn(Schema):
     attempt: int
     agent: Optional[str] = None  # the name the agent calls itself: informative only
+    worker: Optional[str] = None  # the worker (one GPU of the host) that will judge: recorded on the run
+    gpu_uuid: Optional[str] = None
+    harness_version: Optional[str] = None
+
+
+class StartRefusedOut(ErrorOut):
+    accept_jobs: Optional[bool] = None  # false: stop dequeuing (until a heartbeat says so, or retry_after_s)
+    why: str = ""
+    retry_after_s: Optional[int] = None
 
 
 class StartOut(Schema):
@@ -82,17 +124,29 @@ def _refused(run_id, agent, action, exc, code):
     return Status(code, {"detail": str(exc)})
 
 
-@agent_router.post("/runs/{run_id}/start", response={200: StartOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+@agent_router.post("/runs/{run_id}/start",
+                   response={200: StartOut, 400: ErrorOut, 403: StartRefusedOut, 404: ErrorOut, 409: ErrorOut},
                    url_name="agent_run_start")
 def start_run(request, run_id: int, payload: StartIn):
-    """Take the run's current attempt: its secret, where its bundle and result go, the judging options."""
+    """Take the run's current attempt: its secret, where its bundle and result go, the judging options.
+    A worker that may not take runs now is refused (403 with `accept_jobs: false`) and the run goes
+    back to the front of its queue."""
     _agent_run(run_id)
     try:
-        _, secret = judging.start_run(run_id, request.auth, payload.attempt)
+        if payload.worker is None:
+            _, secret = judging.start_run(run_id, request.auth, payload.attempt)
+        else:
+            _, secret = fleet.start_on_worker(run_id, request.auth, payload.attempt, worker_name=payload.worker,
+                                              gpu_uuid=payload.gpu_uuid or "", harness_version=payload.harness_version)
     except Run.DoesNotExist:
         raise HttpError(404, f"run {run_id} does not exist")
+    except fleet.BadWorkerReport as exc:
+        return Status(400, {"detail": str(exc)})
     except judging.RunConflict as exc:
         return _refused(run_id, request.auth, "run.start_refused", exc, 409)
+    except fleet.WorkerRefused as exc:
+        judging.record_refusal(run_id, request.auth, "run.start_refused", str(exc))
+        return Status(403, exc.answer())
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.start_refused", exc, 403)
     return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),

@@ -11,6 +11,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from submissions import harness_versions
+
 
 def hash_secret(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -69,6 +71,10 @@ class Season(models.Model):
         default=True, help_text=_("Everyone's code becomes visible once the season has ended (accepted code always is)"))
     max_submissions_per_hour = models.PositiveIntegerField(null=True, blank=True, help_text=_("Empty: the site default"))
     max_submissions_per_day = models.PositiveIntegerField(null=True, blank=True, help_text=_("Empty: the site default"))
+    min_harness_version = models.CharField(
+        max_length=20, blank=True, validators=[harness_versions.validate],
+        help_text=_("Oldest profiler agent harness version that may judge this season's runs, e.g. 1.2 "
+                    "(empty: any); older agents are refused at start"))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -234,6 +240,35 @@ class Agent(models.Model):
         return self.name
 
 
+class AgentWorker(models.Model):
+    """One `profiler_agent work` process of an agent host, pinned to one GPU (or a CPU worker).
+
+    Created by its first heartbeat or start; the host's credential stays the Agent's. What it reports
+    (GPU, versions, current run) is what the host says; `draining` is the organizer's word."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="workers")
+    name = models.CharField(max_length=100, help_text="The worker's name, unique per agent, e.g. host-gpu0")
+    gpu_index = models.PositiveSmallIntegerField(null=True, blank=True)
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    gpu_model = models.CharField(max_length=200, blank=True)
+    driver = models.CharField(max_length=100, blank=True)
+    memory_bytes = models.BigIntegerField(null=True, blank=True)
+    harness_version = models.CharField(max_length=20, blank=True)
+    current_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                    help_text="The run it said it was judging at its last heartbeat (or started last)")
+    draining = models.BooleanField(default=False, help_text="Finishes its current run and takes no more")
+    drain_reason = models.TextField(blank=True)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["agent__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="one_worker_name_per_agent")]
+
+    def __str__(self):
+        return f"{self.agent.name}/{self.name}"
+
+
 class RejudgeScope(models.TextChoices):
     SUBMISSION = "submission", _("Submission")
     ISSUE = "issue", _("Issue")
@@ -288,6 +323,11 @@ class Run(models.Model):
     rq_job_id = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times handed to the queue")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    # The worker (one GPU of the agent's host) that started the current attempt, and that GPU's UUID.
+    worker = models.ForeignKey(AgentWorker, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    worker_refusals = models.PositiveSmallIntegerField(
+        default=0, help_text="Attempts handed back because the worker could not take them (draining, outdated)")
     rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
@@ -317,6 +357,11 @@ class Run(models.Model):
     def queue_name(self):
         """The Redis queue of the run's job: a rejudge's runs go behind the fresh ones."""
         return self.gpu_type.rejudge_queue_name if self.rejudge_id else self.gpu_type.queue_name
+
+    @property
+    def spent_attempts(self):
+        """Attempts that could have judged it: those a worker handed back unjudged do not count."""
+        return self.attempts - self.worker_refusals
 
 
 class ReviewDecision(models.TextChoices):

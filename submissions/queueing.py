@@ -47,7 +47,7 @@ def job_id(run_id, attempt):
     return f"{re.sub(r'[^A-Za-z0-9_-]', '-', settings.GPU_QUEUE_PREFIX)}run-{run_id}-{attempt}"
 
 
-def enqueue_judging(queue_name, job_id, kwargs):
+def enqueue_judging(queue_name, job_id, kwargs, *, at_front=False):
     """The job names the run and its attempt only (`{"run_id", "attempt"}`): see judging.enqueue_run."""
     judging_queue(queue_name).enqueue(
         JOB_FUNCTION,
@@ -57,6 +57,7 @@ def enqueue_judging(queue_name, job_id, kwargs):
         result_ttl=24 * 3600,
         failure_ttl=7 * 24 * 3600,
         description=f"judge {job_id}",
+        at_front=at_front,
     )
 
 

@@ -11,6 +11,10 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from profiler_agent.service.gpus import HostGpu
 
 SITE_ENV = "PROFILER_AGENT_SITE"
 TOKEN_ENV = "PROFILER_AGENT_TOKEN"
@@ -38,6 +42,7 @@ class AgentConfig:
     compile_memory_limit_bytes: int | None = None
     ncu: bool = False
     ncu_timeout_s: float | None = None
+    gpu: HostGpu | None = None  # the GPU this worker is pinned to; None on CPU
 
 
 _installed: AgentConfig | None = None

@@ -17,6 +17,7 @@ def devices_of(kind: str) -> list[dict]:
 def versions() -> dict:
     return {
         "agent": profiler_agent.__version__,
+        "harness": profiler_agent.HARNESS_VERSION,
         "torch": build_cache.torch_version(),
         "python": platform.python_version(),
         "driver": devices.backend().driver_version(),

@@ -15,11 +15,16 @@ Here every such door is shut:
   parse is kept (and refused) instead of stopping the worker;
 - the worker never enqueues dependents and listens to no pub/sub commands (its Redis user needs
   no channel).
+
+It also takes no job while its gate (service.gate) is closed: the site drained this worker, or
+refused it a run and asked it to pause. A blocking dequeue waits DEQUEUE_SLICE_S at most, so a gate
+closed meanwhile holds from the next job on.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from rq import Queue, Worker
@@ -29,8 +34,13 @@ from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
 from profiler_agent.service.queues import listen_order
+from profiler_agent.service import gate as job_gate
 
 log = logging.getLogger(__name__)
+
+DEQUEUE_SLICE_S = 5  # longest blocking dequeue: how late a closed gate can be noticed
+GATE_POLL_S = 0.5  # how often a closed gate is looked at again
+RQ_HEARTBEAT_S = 15.0  # refresh the worker's record in Redis this often while the gate is closed
 
 JUDGE_FUNCTION = "profiler_agent.service.jobs.judge_run"
 JUDGE_KWARGS = ("attempt", "run_id")
@@ -123,8 +133,10 @@ class JudgeWorker(Worker):
 
     job_class = GuardedJob
     queue_class = Queue
+    current_run_id: int | None = None  # the run being judged, for heartbeats
 
-    def __init__(self, queues, *args, **kwargs):
+    def __init__(self, queues, *args, gate: job_gate.JobGate | None = None, **kwargs):
+        self.gate = gate or job_gate.current()
         # Queue objects built elsewhere (rq's CLI) carry their own job class and serializer, which the
         # registry clean-ups would use: rebuild them from their names with ours.
         listed = list(queues) if isinstance(queues, (list, tuple)) else [queues]
@@ -140,7 +152,41 @@ class JudgeWorker(Worker):
         if reason is not None:
             self.refuse(job, queue, reason)
             return
-        super().execute_job(job, queue)
+        self.current_run_id = job.kwargs["run_id"]
+        try:
+            super().execute_job(job, queue)
+        finally:
+            self.current_run_id = None
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        """RQ's dequeue, taken in slices of DEQUEUE_SLICE_S, and not at all while the gate is closed.
+        Burst mode (timeout None) stops at a closed gate."""
+        started = time.monotonic()
+        while max_idle_time is None or time.monotonic() - started < max_idle_time:
+            if not self.gate.accepting():
+                if timeout is None:
+                    log.info("Worker %s: taking no jobs (%s); burst over", self.name, self.gate.why())
+                    return None
+                self._wait_at_closed_gate()
+                continue
+            if timeout is None:
+                return super().dequeue_job_and_maintain_ttl(None, max_idle_time)
+            result = super().dequeue_job_and_maintain_ttl(min(timeout, DEQUEUE_SLICE_S), DEQUEUE_SLICE_S)
+            if result is not None:
+                return result
+        return None
+
+    def _wait_at_closed_gate(self) -> None:
+        """Until the gate opens: idle, visible as such, the worker's Redis record kept alive."""
+        log.info("Worker %s: taking no jobs: %s", self.name, self.gate.why())
+        self.procline(f"Taking no jobs: {self.gate.why()}")
+        beat_at = 0.0
+        while not self.gate.accepting():
+            if time.monotonic() - beat_at >= RQ_HEARTBEAT_S:
+                self.heartbeat()
+                beat_at = time.monotonic()
+            time.sleep(GATE_POLL_S)  # a stop signal raises StopRequested here (the worker is idle)
+        log.info("Worker %s: taking jobs again", self.name)
 
     def refuse(self, job: Job, queue: Queue, reason: str) -> None:
         """Mark the job failed with the reason, touching nothing it names (no save of its fields)."""

@@ -105,14 +105,31 @@ def _post_result(client, result_url: str, result: dict, run_id: int) -> None:
         log.warning("run %s: result refused (an earlier attempt, or the run was given to another agent)", run_id)
 
 
+def start_payload(config, attempt: int) -> dict:
+    """Who starts: the worker (one GPU of this host), its GPU and its harness version."""
+    import profiler_agent
+
+    return {"attempt": attempt, "agent": config.name, "worker": config.name,
+            "gpu_uuid": config.gpu.uuid if config.gpu is not None else None,
+            "harness_version": profiler_agent.HARNESS_VERSION}
+
+
 def _start(client, config, run_id: int, attempt: int) -> dict | None:
-    """The site's answer to start, or None when the run is not ours to judge (logged)."""
+    """The site's answer to start, or None when the run is not ours to judge (logged). A refusal that
+    says `accept_jobs: false` (this worker is draining, or too old for the run's season: the site put
+    the run back in its queue) closes or pauses the worker's gate, which the worker shares with us."""
+    from profiler_agent.service import gate as job_gate
+
     url = site_url(config.site, START_PATH.format(run_id=run_id))
     # 404 too: a job left in Redis from before a site's database was reset names a run that is gone.
-    code, answer = client.post_json_answer(url, {"attempt": attempt, "agent": config.name}, accept=(200, *SKIP, 404))
+    code, answer = client.post_json_answer(url, start_payload(config, attempt), accept=(200, *SKIP, 404))
     if code != 200:
         reason = {409: "already finished or taken", 403: "refused", 404: "no such run on the site"}[code]
-        log.info("run %s attempt %s: %s (%s); not judging it", run_id, attempt, reason, answer.get("detail", ""))
+        if answer.get("accept_jobs") is False:
+            log.warning("run %s attempt %s: %s; the site put it back in its queue", run_id, attempt, answer.get("detail"))
+            job_gate.apply_site_answer(job_gate.current(), answer)
+        else:
+            log.info("run %s attempt %s: %s (%s); not judging it", run_id, attempt, reason, answer.get("detail", ""))
         return None
     for key in ("job_secret", "bundle_url", "result_url"):
         if not isinstance(answer.get(key), str) or not answer[key]:

@@ -41,6 +41,7 @@ def run_worker(
 ) -> bool:
     from redis import Redis
 
+    from profiler_agent.service import gate as job_gate
     from profiler_agent.service.job_guard import JudgeWorker
     from profiler_agent.service.site_client import SiteClient
 
@@ -49,12 +50,14 @@ def run_worker(
     hide_from_same_user()
     queues = listen_order(queues)  # what the heartbeats report is what the worker reads
     agent_config.install(config)  # the forked work-horses inherit it
+    gate = job_gate.JobGate()
+    job_gate.install(gate)  # shared with the work-horses: a refused start closes it
+    worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name, gate=gate)
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
-    send_heartbeat(client, config, queues)  # at start, before any job
-    beats = HeartbeatThread(client, config, queues, heartbeat_s)
+    send_heartbeat(client, config, queues, gate)  # at start, before any job: a drained worker stays idle
+    beats = HeartbeatThread(client, config, queues, heartbeat_s, gate, lambda: worker.current_run_id)
     beats.start()
     try:
-        worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name)
         return worker.work(burst=burst, logging_level="INFO")
     finally:
         beats.stop()

@@ -37,10 +37,11 @@ def create_runs(submission, rejudge=None):
     return runs
 
 
-def enqueue_run(run):
+def enqueue_run(run, *, at_front=False):
     """Start a new attempt and hand its job to Redis once committed. The job names the run and the
     attempt only: every agent host can read and write that Redis, so the secret of the attempt, the
-    URLs and the judging options come from `start_run`, to the agent the site chose."""
+    URLs and the judging options come from `start_run`, to the agent the site chose. `at_front`: the
+    job goes first in its queue (a run a worker handed back keeps its place)."""
     run.attempts += 1
     run.job_secret_hash = ""  # no secret until an agent starts this attempt
     run.rq_job_id = queueing.job_id(run.pk, run.attempts)
@@ -48,11 +49,14 @@ def enqueue_run(run):
     run.enqueued_at = timezone.now()
     run.started_at = None
     run.agent = None
-    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent"])
+    run.worker = None
+    run.gpu_uuid = ""
+    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent",
+                            "worker", "gpu_uuid"])
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
-    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs), robust=True)
+    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs, at_front=at_front), robust=True)
 
 
 def judging_options():
@@ -72,14 +76,9 @@ def check_agent_access(run, agent, secret):
         raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
 
 
-@transaction.atomic
-def start_run(run_id, agent, attempt):
-    """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
-    Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
-    (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret."""
-    # the run's row only (`of`): locking its GPU type's row too would serialize every start and every
-    # new run of that type, and deadlock a start against a submission of the same contestant
-    run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type").get(pk=run_id)
+def check_startable(run, agent, attempt):
+    """Whether this agent may start this attempt of the (locked) run: raises RunConflict (finished,
+    waiting, or running under another agent) or AgentRefused (stale attempt, GPU type not served)."""
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
     if attempt != run.attempts:
@@ -91,16 +90,39 @@ def start_run(run_id, agent, attempt):
         raise RunConflict(f"run {run.pk} is already being judged by another agent")
     if run.status == RunStatus.WAITING:
         raise RunConflict(f"run {run.pk} is waiting for a queue slot; it was never handed out")
+
+
+def bind_run(run, agent, *, worker=None, gpu_uuid=""):
+    """Give the (locked, startable) run's attempt to this agent's worker; returns (run, a fresh secret)."""
     was_queued = run.status == RunStatus.QUEUED
     secret = new_token()
     run.job_secret_hash = hash_secret(secret)
     run.status = RunStatus.RUNNING
     run.started_at = timezone.now()
     run.agent = agent
-    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent"])
+    run.worker = worker
+    run.gpu_uuid = gpu_uuid or ""
+    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid"])
     if was_queued:
         scheduling.after_leaving_queue(run)
     return run, secret
+
+
+def lock_run(run_id):
+    # the run's row only (`of`): locking its GPU type's row too would serialize every start and every
+    # new run of that type, and deadlock a start against a submission of the same contestant
+    return Run.objects.select_for_update(of=("self",)).select_related("gpu_type", "submission__issue__season").get(pk=run_id)
+
+
+@transaction.atomic
+def start_run(run_id, agent, attempt):
+    """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
+    Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
+    (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret.
+    Agents that name their worker start through services.fleet.start_on_worker."""
+    run = lock_run(run_id)
+    check_startable(run, agent, attempt)
+    return bind_run(run, agent)
 
 
 def record_refusal(run_id, agent, action, reason):
@@ -128,7 +150,7 @@ def record_result(run_id, agent, secret, result):
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
     status = result["status"]
-    if status == Verdict.INTERNAL_ERROR and run.attempts < settings.RUN_MAX_ATTEMPTS:
+    if status == Verdict.INTERNAL_ERROR and run.spent_attempts < settings.RUN_MAX_ATTEMPTS:
         audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
                      reason="internal error of the platform; judged again")
         enqueue_run(run)
@@ -190,7 +212,7 @@ def sweep_runs(now=None):
             if not (overdue or lost):
                 continue
             reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"
-            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            if run.spent_attempts >= settings.RUN_MAX_ATTEMPTS:
                 _give_up(run, f"{reason}, {run.attempts} attempts spent")
             else:
                 audit.record("run.requeued", run, actor_label="sweeper", reason=reason)

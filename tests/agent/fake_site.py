@@ -26,6 +26,7 @@ class FakeSite:
         self.start_codes: dict[str, int] = {}  # run id -> status code of its start call (default 200)
         self.start_answers: dict[str, dict] = {}  # run id -> fields that replace the default answer's
         self.fail_next: list[int] = []  # status codes to answer before behaving normally
+        self.heartbeat_answer: dict = {}  # what heartbeats are answered, e.g. {"accept_jobs": False}
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         site = self
@@ -64,7 +65,7 @@ class FakeSite:
                     return self._answer(failure)
                 parts = self.path.strip("/").split("/")
                 if self.path == "/api/v1/agent/heartbeat":
-                    return self._answer(200)
+                    return self._answer(200, json.dumps({"ok": True, **site.heartbeat_answer}).encode())
                 if parts[:4] == ["api", "v1", "agent", "runs"] and parts[5] == "start":
                     return self._start(parts[4])
                 if parts[0] == "runs" and parts[2] == "result":

@@ -76,7 +76,9 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     for run_id, request in results.items():
         assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
         assert request["headers"]["X-Job-Secret"] == f"secret-{run_id}"  # the secret start answered
-    assert starts["1"]["json"] == {"attempt": 3, "agent": name} and starts["2"]["json"]["attempt"] == 1
+    assert starts["1"]["json"] == {"attempt": 3, "agent": name, "worker": name, "gpu_uuid": None,
+                                   "harness_version": profiler_agent.HARNESS_VERSION}
+    assert starts["2"]["json"]["attempt"] == 1
     downloads = [r for r in site.requests if r["method"] == "GET"]
     assert sorted(r["path"] for r in downloads) == ["/bundles/missing.zip", "/bundles/relu-cpu-wrong.zip",
                                                     "/bundles/relu-cpu.zip"]
@@ -103,6 +105,8 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
     beat = beats[0]
     assert beat["headers"]["Authorization"] == f"Bearer {TOKEN}" and "X-Job-Secret" not in beat["headers"]
     assert beat["json"]["name"] == name and beat["json"]["queues"] == [queue.name, f"{queue.name}.rejudge"]  # rejudges after
+    assert beat["json"]["worker"] == {"name": name, "gpu": None, "harness_version": profiler_agent.HARNESS_VERSION,
+                                      "current_run": None}
     (device,) = beat["json"]["inventory"]["devices"]
     assert device["kind"] == "cpu" and device["memory_bytes"] > 0 and device["uuid"] is None
     versions = beat["json"]["versions"]
@@ -147,7 +151,7 @@ def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     starts, results = site.posts("/start"), site.posts("/result")
-    assert starts["21"]["json"] == {"attempt": 1, "agent": "env-agent"}
+    assert starts["21"]["json"]["agent"] == starts["21"]["json"]["worker"] == "env-agent"
     result = results["21"]["json"]
     validate_result(result)
     assert result["status"] == "wrong_answer" and result["device"]["kind"] == "cpu"
