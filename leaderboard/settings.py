@@ -148,6 +148,12 @@ RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS
 # A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
+# Agents send a heartbeat every 10 s (`profiler_agent work --heartbeat-seconds`) naming the run they
+# judge; a running run not named for this long (3 missed beats) is judged again by another agent.
+RUN_SILENT_AFTER_SECONDS = env_int("RUN_SILENT_AFTER_SECONDS", 30)
+# The sweep of lost runs runs at most once per this many seconds site-wide, whoever triggers it
+# (an agent's heartbeat, `manage.py sweep_runs --loop`).
+SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", 5)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 

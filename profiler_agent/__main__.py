@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--name", help="agent name (default: host name, with CUDA_VISIBLE_DEVICES)")
     work.add_argument("--device", choices=("cpu", "cuda"))
     work.add_argument("--burst", action="store_true", help="exit once the queues are empty")
-    work.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
+    work.add_argument("--heartbeat-seconds", type=_positive, default=10.0,
+                      help="between heartbeats, which name the run being judged (default 10; the site judges a "
+                      "run again once no heartbeat named it for RUN_SILENT_AFTER_SECONDS, 30 by default)")
     work.add_argument("--cache-dir", type=Path, metavar="DIR")
     _add_limit_options(work)
     work.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),

@@ -15,7 +15,7 @@ from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
 from submissions.models import Issue, Run, Season
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError
-from submissions.services import judging, pr_intake, submitting
+from submissions.services import judging, pr_intake, recovery, submitting
 from submissions.services.accounts import record_heartbeat
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,18 @@ class OkOut(Schema):
 # ---- agent side -------------------------------------------------------------------------
 
 
+class JudgingIn(Schema):
+    run_id: int
+    attempt: int
+
+
 class HeartbeatIn(Schema):
     name: Optional[str] = None
     queues: List[str] = []
     inventory: dict = {}
     versions: dict = {}
+    # The attempts this worker is judging now ([] when idle); absent from agents too old to say.
+    judging: Optional[List[JudgingIn]] = None
 
 
 def _job_secret(request):
@@ -57,9 +64,12 @@ def _agent_run(run_id):
 @agent_router.post("/heartbeat", response={200: OkOut, 401: ErrorOut}, url_name="agent_heartbeat")
 def heartbeat(request, payload: HeartbeatIn):
     agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
+    judging_now = None if payload.judging is None else [item.dict() for item in payload.judging]
+    recovery.note_judging(agent, judging_now)
     try:
-        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper.
-        judging.sweep_runs()
+        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper
+        # (at most one sweep per SWEEP_INTERVAL_SECONDS site-wide).
+        recovery.sweep_if_due()
     except Exception:  # the sweeper must never cost an agent its heartbeat
         log.exception("sweeping runs failed")
     return {"ok": True, "detail": f"agent {agent.name} seen"}

@@ -17,19 +17,22 @@ def heartbeat_url(site: str) -> str:
     return site.rstrip("/") + HEARTBEAT_PATH
 
 
-def heartbeat_payload(config: AgentConfig, queues: list[str]) -> dict:
+def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict] | None = None) -> dict:
+    """`judging`: the attempts being judged now ([{"run_id", "attempt"}]); the site judges a run again
+    once its agent's heartbeats stop naming it."""
     return {
         "name": config.name,
         "queues": list(queues),
         "inventory": {"devices": inventory.devices_of(config.device)},
         "versions": inventory.versions(),
+        "judging": list(judging or []),
     }
 
 
-def send_heartbeat(client, config: AgentConfig, queues: list[str]) -> bool:
+def send_heartbeat(client, config: AgentConfig, queues: list[str], judging: list[dict] | None = None) -> bool:
     """One heartbeat; failures are logged, never raised: the site being down must not stop judging."""
     try:
-        client.post_json(heartbeat_url(config.site), heartbeat_payload(config, queues))
+        client.post_json(heartbeat_url(config.site), heartbeat_payload(config, queues, judging))
         return True
     except Exception as exc:
         log.warning("heartbeat failed: %s", exc)
@@ -40,15 +43,16 @@ class HeartbeatThread(threading.Thread):
     """Sends a heartbeat every `interval_s` until stopped. A daemon thread of the worker process:
     RQ's fork of a work-horse does not copy it, and the horse takes no lock it holds."""
 
-    def __init__(self, client, config: AgentConfig, queues: list[str], interval_s: float):
+    def __init__(self, client, config: AgentConfig, queues: list[str], interval_s: float, judging=lambda: []):
         super().__init__(name="profiler-agent-heartbeat", daemon=True)
         self._client, self._config, self._queues = client, config, queues
         self._interval_s = interval_s
+        self._judging = judging  # () -> the attempts being judged now
         self._stopped = threading.Event()
 
     def run(self) -> None:
         while not self._stopped.wait(self._interval_s):
-            send_heartbeat(self._client, self._config, self._queues)
+            send_heartbeat(self._client, self._config, self._queues, self._judging())
 
     def stop(self) -> None:
         self._stopped.set()

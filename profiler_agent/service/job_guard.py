@@ -28,6 +28,8 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
+from profiler_agent.service.liveness import LivenessMixin
+
 log = logging.getLogger(__name__)
 
 JUDGE_FUNCTION = "profiler_agent.service.jobs.judge_run"
@@ -114,10 +116,10 @@ class GuardedJob(Job):
         return None
 
 
-class JudgeWorker(Worker):
+class JudgeWorker(LivenessMixin, Worker):
     """An RQ worker that runs judge jobs only (see the module's docstring). It forces its job class,
     queue class and serializer, so `rq worker -w profiler_agent.service.job_guard.JudgeWorker` is as
-    safe as `python -m profiler_agent work`."""
+    safe as `python -m profiler_agent work`. What keeps it recoverable: service.liveness."""
 
     job_class = GuardedJob
     queue_class = Queue
@@ -137,7 +139,7 @@ class JudgeWorker(Worker):
         if reason is not None:
             self.refuse(job, queue, reason)
             return
-        super().execute_job(job, queue)
+        self.judge_with_name(job, lambda: super(JudgeWorker, self).execute_job(job, queue))
 
     def refuse(self, job: Job, queue: Queue, reason: str) -> None:
         """Mark the job failed with the reason, touching nothing it names (no save of its fields)."""

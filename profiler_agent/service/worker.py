@@ -37,21 +37,24 @@ def run_worker(
     redis_url: str,
     *,
     burst: bool = False,
-    heartbeat_s: float = 30.0,
+    heartbeat_s: float = 10.0,
 ) -> bool:
     from redis import Redis
 
     from profiler_agent.service.job_guard import JudgeWorker
+    from profiler_agent.service.liveness import reclaim_name
     from profiler_agent.service.site_client import SiteClient
 
     hide_from_same_user()
     agent_config.install(config)  # the forked work-horses inherit it
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
-    send_heartbeat(client, config, queues)  # at start, before any job
-    beats = HeartbeatThread(client, config, queues, heartbeat_s)
+    send_heartbeat(client, config, queues)  # at start, before any job: names no run
+    connection = Redis.from_url(redis_url)
+    reclaim_name(connection, config.name, JudgeWorker)  # a killed predecessor's name, at once
+    worker = JudgeWorker(queues, connection=connection, name=config.name)
+    beats = HeartbeatThread(client, config, queues, heartbeat_s, judging=worker.judging_now)
     beats.start()
     try:
-        worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name)
         return worker.work(burst=burst, logging_level="INFO")
     finally:
         beats.stop()
