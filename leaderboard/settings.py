@@ -145,8 +145,10 @@ JUDGE_JOB_TIMEOUT_SECONDS = 3 * (JUDGE_COMPILE_TIMEOUT_SECONDS + JUDGE_TIMEOUT_S
 # A run still "running" this long after it started is handed to another agent: never before its
 # job could have ended on its own.
 RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS + 300)
-# A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
-RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
+# A queued run whose job vanished (Redis lost its data, the enqueue failed) is enqueued again once it
+# has waited this long: the job reaches Redis milliseconds after the commit, and a late one for an
+# attempt already replaced is refused at start, so the grace can be short.
+RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 15)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
 # Agents send a heartbeat every 10 s (`profiler_agent work --heartbeat-seconds`) naming the run they
 # judge; a running run not named for this long (3 missed beats) is judged again by another agent.

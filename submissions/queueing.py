@@ -40,8 +40,9 @@ def site_queue():
     return Queue(settings.SITE_QUEUE_NAME, connection=site_connection(), serializer=SERIALIZER)
 
 
-def enqueue_judging(queue_name, job_id, kwargs):
-    """The job names the run and its attempt only (`{"run_id", "attempt"}`): see judging.enqueue_run."""
+def enqueue_judging(queue_name, job_id, kwargs, at_front=False):
+    """The job names the run and its attempt only (`{"run_id", "attempt"}`): see judging.enqueue_run.
+    `at_front`: a run handed back after a failure has waited its turn already."""
     judging_queue(queue_name).enqueue(
         JOB_FUNCTION,
         kwargs=kwargs,
@@ -50,6 +51,7 @@ def enqueue_judging(queue_name, job_id, kwargs):
         result_ttl=24 * 3600,
         failure_ttl=7 * 24 * 3600,
         description=f"judge {job_id}",
+        at_front=at_front,
     )
 
 

@@ -6,6 +6,7 @@
   even with SIGKILL to its process group, leaves no orphan judging on the GPU.
 - RQ's registry entry of a job is promised for a short time only (HEARTBEAT_MARGIN_S past each
   monitoring interval, not RQ's 60 s), so a job whose worker died is seen abandoned within ~30 s.
+- A Redis restart while judging does not end the worker (`maintain_heartbeats`).
 - A worker restarted under its name (systemd) takes that name back at once when the worker that held
   it ran on this host and is gone (`reclaim_name`), instead of being refused until the key expires.
 """
@@ -16,6 +17,7 @@ import logging
 import os
 import socket
 
+import redis
 from rq.job import Job
 from rq.queue import Queue
 from rq.registry import StartedJobRegistry
@@ -60,6 +62,14 @@ class LivenessMixin:
         if not die_with_parent(self._forking_pid):
             os._exit(1)  # the worker died before the horse could tie itself to it
         super().main_work_horse(job, queue)
+
+    def maintain_heartbeats(self, job: Job, execution) -> None:
+        """A Redis restart while judging must not end the worker (RQ would quit, and the horse with
+        it): the judgement goes on and is reported to the site, which needs no Redis for that."""
+        try:
+            super().maintain_heartbeats(job, execution)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("Redis unreachable while judging %s (%s): judging goes on", job.id, exc)
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         if job.timeout and job.timeout > 0:

@@ -35,10 +35,11 @@ def create_runs(submission, rejudge=None):
     return runs
 
 
-def enqueue_run(run):
+def enqueue_run(run, at_front=False):
     """Start a new attempt and hand its job to Redis once committed. The job names the run and the
     attempt only: every agent host can read and write that Redis, so the secret of the attempt, the
-    URLs and the judging options come from `start_run`, to the agent the site chose."""
+    URLs and the judging options come from `start_run`, to the agent the site chose. `at_front`: a
+    lost run goes before the runs queued after it."""
     run.attempts += 1
     run.job_secret_hash = ""  # no secret until an agent starts this attempt
     run.rq_job_id = f"run-{run.pk}-{run.attempts}"
@@ -51,7 +52,7 @@ def enqueue_run(run):
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.gpu_type.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
-    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs), robust=True)
+    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs, at_front), robust=True)
 
 
 def judging_options():

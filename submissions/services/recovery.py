@@ -124,7 +124,7 @@ def _requeue(lost, now):
         else:
             audit.record("run.requeued", run, actor_label="sweeper", reason=lost.reason,
                          before={"attempt": run.attempts, "status": run.status})
-            judging.enqueue_run(run)
+            judging.enqueue_run(run, at_front=True)
         return True
 
 
