@@ -49,9 +49,10 @@ def run_worker(
     agent_config.install(config)  # the forked work-horses inherit it
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
     send_heartbeat(client, config, queues)  # at start, before any job: names no run
-    connection = Redis.from_url(redis_url)
-    reclaim_name(connection, config.name, JudgeWorker)  # a killed predecessor's name, at once
-    worker = JudgeWorker(queues, connection=connection, name=config.name)
+    worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name)
+    # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
+    # 5 s, which RQ's blocking dequeue would exceed
+    reclaim_name(worker.connection, config.name, JudgeWorker)  # a killed predecessor's name, at once
     beats = HeartbeatThread(client, config, queues, heartbeat_s, judging=worker.judging_now)
     beats.start()
     try:
