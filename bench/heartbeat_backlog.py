@@ -95,7 +95,8 @@ def main(argv=None):
 
     cpu, token = populate(args.runs)
     waiting = len(queueing.judging_queue(cpu.queue_name).get_job_ids())
-    queueing.site_connection().delete(recovery.sweep_key())
+    time_heartbeats(token, 1)  # warm-up: imports, URL resolution, the API's schemas
+    queueing.site_connection().delete(recovery.sweep_key())  # so the first timed heartbeat sweeps
     beats = time_heartbeats(token, args.heartbeats)
     started = time.perf_counter()
     touched = recovery.sweep_runs()

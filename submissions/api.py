@@ -48,6 +48,8 @@ class HeartbeatIn(Schema):
     versions: dict = {}
     # The attempts this worker is judging now ([] when idle); absent from agents too old to say.
     judging: Optional[List[JudgingIn]] = None
+    # The attempts a killed worker of the same name was judging (sent once, by its restarted successor).
+    abandoned: List[JudgingIn] = []
 
 
 def _job_secret(request):
@@ -64,8 +66,9 @@ def _agent_run(run_id):
 @agent_router.post("/heartbeat", response={200: OkOut, 401: ErrorOut}, url_name="agent_heartbeat")
 def heartbeat(request, payload: HeartbeatIn):
     agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
-    judging_now = None if payload.judging is None else [item.dict() for item in payload.judging]
+    judging_now = None if payload.judging is None else [(item.run_id, item.attempt) for item in payload.judging]
     recovery.note_judging(agent, judging_now)
+    recovery.requeue_abandoned(agent, [(item.run_id, item.attempt) for item in payload.abandoned])
     try:
         # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper
         # (at most one sweep per SWEEP_INTERVAL_SECONDS site-wide).

@@ -17,22 +17,26 @@ def heartbeat_url(site: str) -> str:
     return site.rstrip("/") + HEARTBEAT_PATH
 
 
-def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict] | None = None) -> dict:
+def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict] | None = None,
+                      abandoned: list[dict] | None = None) -> dict:
     """`judging`: the attempts being judged now ([{"run_id", "attempt"}]); the site judges a run again
-    once its agent's heartbeats stop naming it."""
+    once its agent's heartbeats stop naming it. `abandoned`: those a killed predecessor of this worker
+    was judging, for the site to judge again at once."""
     return {
         "name": config.name,
         "queues": list(queues),
         "inventory": {"devices": inventory.devices_of(config.device)},
         "versions": inventory.versions(),
         "judging": list(judging or []),
+        "abandoned": list(abandoned or []),
     }
 
 
-def send_heartbeat(client, config: AgentConfig, queues: list[str], judging: list[dict] | None = None) -> bool:
+def send_heartbeat(client, config: AgentConfig, queues: list[str], judging: list[dict] | None = None,
+                   abandoned: list[dict] | None = None) -> bool:
     """One heartbeat; failures are logged, never raised: the site being down must not stop judging."""
     try:
-        client.post_json(heartbeat_url(config.site), heartbeat_payload(config, queues, judging))
+        client.post_json(heartbeat_url(config.site), heartbeat_payload(config, queues, judging, abandoned))
         return True
     except Exception as exc:
         log.warning("heartbeat failed: %s", exc)

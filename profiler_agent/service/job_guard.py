@@ -77,6 +77,15 @@ def refusal_reason(job: Job) -> str | None:
     return None
 
 
+def judge_kwargs(connection, job_id: str) -> dict | None:
+    """{"run_id", "attempt"} of a well-formed judge job in Redis, else None."""
+    try:
+        job = GuardedJob.fetch(job_id, connection=connection, serializer=JSONSerializer)
+    except NoSuchJobError:
+        return None
+    return None if refusal_reason(job) else {key: job.kwargs[key] for key in JUDGE_KWARGS}
+
+
 class GuardedJob(Job):
     """A job that can only ever call the judge function, and never a callback or a webhook."""
 

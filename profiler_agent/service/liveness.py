@@ -8,7 +8,8 @@
   monitoring interval, not RQ's 60 s), so a job whose worker died is seen abandoned within ~30 s.
 - A Redis restart while judging does not end the worker (`maintain_heartbeats`).
 - A worker restarted under its name (systemd) takes that name back at once when the worker that held
-  it ran on this host and is gone (`reclaim_name`), instead of being refused until the key expires.
+  it ran on this host and is gone (`reclaim_name`), instead of being refused until the key expires,
+  and its first heartbeat hands that worker's runs back to the site ("abandoned").
 """
 
 from __future__ import annotations
@@ -86,18 +87,18 @@ def _pid_runs_an_agent(pid: int) -> bool:
         return False
 
 
-def reclaim_name(connection, name: str, worker_class) -> bool:
+def reclaim_name(connection, name: str, worker_class) -> list[str]:
     """Register the death of a worker of this name that ran on this host and whose process is gone,
     and mark its jobs abandoned now (their registry entries expire at once, for the site's sweep and
-    RQ's clean-up). Returns True when it did. A live worker of that name, or one on another host,
-    is left alone: RQ then refuses the name, as it should."""
+    RQ's clean-up). Returns the ids of those jobs. A live worker of that name, or one on another
+    host, is left alone: RQ then refuses the name, as it should."""
     key = worker_class.redis_worker_namespace_prefix + name
     record = {k.decode(): v.decode(errors="replace") for k, v in connection.hgetall(key).items()}
     if not record or "death" in record:
-        return False
+        return []
     pid = int(record.get("pid") or 0)
     if record.get("hostname") != socket.gethostname() or pid <= 0 or pid == os.getpid() or _pid_runs_an_agent(pid):
-        return False
+        return []
     executions_key = f"{key}:executions"
     executions = [member.decode(errors="replace") for member in connection.smembers(executions_key)]
     queues = [q for q in record.get("queues", "").split(",") if q]
@@ -114,4 +115,4 @@ def reclaim_name(connection, name: str, worker_class) -> bool:
         pipe.execute()
     log.warning("worker %s (pid %s on this host) is gone: its name is taken back, its %d job(s) abandoned",
                 name, pid, len(executions))
-    return True
+    return [composite.rsplit(":", 1)[0] for composite in executions]  # "<job id>:<execution id>"

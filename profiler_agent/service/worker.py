@@ -41,18 +41,21 @@ def run_worker(
 ) -> bool:
     from redis import Redis
 
-    from profiler_agent.service.job_guard import JudgeWorker
+    from profiler_agent.service.job_guard import JudgeWorker, judge_kwargs
     from profiler_agent.service.liveness import reclaim_name
     from profiler_agent.service.site_client import SiteClient
 
     hide_from_same_user()
     agent_config.install(config)  # the forked work-horses inherit it
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
-    send_heartbeat(client, config, queues)  # at start, before any job: names no run
     worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name)
     # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
     # 5 s, which RQ's blocking dequeue would exceed
-    reclaim_name(worker.connection, config.name, JudgeWorker)  # a killed predecessor's name, at once
+    abandoned = reclaim_name(worker.connection, config.name, JudgeWorker)  # a killed predecessor's name
+    # at start, before any job: names no run, and hands back the predecessor's, which then wait at the
+    # front of the queue for the next free worker (this one, first)
+    handed_back = [kwargs for kwargs in (judge_kwargs(worker.connection, job_id) for job_id in abandoned) if kwargs]
+    send_heartbeat(client, config, queues, abandoned=handed_back)
     beats = HeartbeatThread(client, config, queues, heartbeat_s, judging=worker.judging_now)
     beats.start()
     try:

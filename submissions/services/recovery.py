@@ -5,7 +5,8 @@ Signs of life:
 - a running run: its agent's heartbeats (every 10 s) name the attempt it judges (`note_judging`);
   a run not named for RUN_SILENT_AFTER_SECONDS is lost, whether the agent's host is gone or its
   worker was killed and came back (the new process names no run). Nothing here asks Redis, so a
-  Redis restart, with its data kept or lost, costs no judgement in progress.
+  Redis restart, with its data kept or lost, costs no judgement in progress. A worker restarted
+  under its name reports its predecessor's runs at once (`requeue_abandoned`).
 - a queued run: its job in RQ's queue list, intermediate list or started registry (with a fresh
   heartbeat), read for a whole queue in one round trip; checked once RUN_REQUEUE_AFTER_SECONDS passed.
 
@@ -41,7 +42,7 @@ class Lost:
 
 
 def note_judging(agent, judging_now, now=None):
-    """The runs an agent's heartbeat says it is judging, as [{"run_id", "attempt"}]; None from an
+    """The runs an agent's heartbeat says it is judging, as (run id, attempt) pairs; None from an
     agent too old to say, whose heartbeat then vouches for every run it started. Only the runs this
     agent started, at that attempt, count. Returns how many runs were marked alive."""
     now = now or timezone.now()
@@ -49,8 +50,8 @@ def note_judging(agent, judging_now, now=None):
     if judging_now is None:
         return running.update(alive_at=now)
     named = Q(pk__in=[])
-    for item in judging_now[:MAX_NAMED_RUNS]:
-        named |= Q(pk=item["run_id"], attempts=item["attempt"])
+    for run_id, attempt in judging_now[:MAX_NAMED_RUNS]:
+        named |= Q(pk=run_id, attempts=attempt)
     return running.filter(named).update(alive_at=now)
 
 
@@ -113,19 +114,40 @@ def _give_up(run, reason):
     audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
 
 
+def _hand_back(run, reason, actor_label="sweeper"):
+    """The next attempt, at the front of the queue; or, attempts spent, the end (internal_error)."""
+    if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+        _give_up(run, f"{reason}, {run.attempts} attempts spent")
+    else:
+        audit.record("run.requeued", run, actor_label=actor_label, reason=reason,
+                     before={"attempt": run.attempts, "status": run.status})
+        judging.enqueue_run(run, at_front=True)
+
+
 def _requeue(lost, now):
     """Take the decision again under the row lock; True when this sweep requeued (or closed) the run."""
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("gpu_type").filter(pk=lost.pk).first()
         if run is None or not _still_lost(run, lost, now):
             return False
-        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
-            _give_up(run, f"{lost.reason}, {run.attempts} attempts spent")
-        else:
-            audit.record("run.requeued", run, actor_label="sweeper", reason=lost.reason,
-                         before={"attempt": run.attempts, "status": run.status})
-            judging.enqueue_run(run, at_front=True)
+        _hand_back(run, lost.reason)
         return True
+
+
+def requeue_abandoned(agent, abandoned):
+    """(run id, attempt) pairs that a restarted worker of this agent found its killed predecessor
+    judging: judged again now, instead of after RUN_SILENT_AFTER_SECONDS. Only runs this agent is
+    judging at that attempt: an agent can give up its own runs, nobody else's."""
+    touched = 0
+    for run_id, attempt in abandoned[:MAX_NAMED_RUNS]:
+        with transaction.atomic():
+            run = (Run.objects.select_for_update().select_related("gpu_type")
+                   .filter(pk=run_id, attempts=attempt, agent=agent, status=RunStatus.RUNNING).first())
+            if run is not None:
+                _hand_back(run, "its agent's worker was restarted and found the judgement abandoned",
+                           actor_label=f"agent:{agent.name}")
+                touched += 1
+    return touched
 
 
 def sweep_runs(now=None):

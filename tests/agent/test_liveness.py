@@ -137,10 +137,11 @@ def test_a_killed_worker_leaves_no_orphan_and_its_name_comes_back_at_once(site, 
         # the dead worker's job was marked abandoned at the restart, and RQ's clean-up failed it
         wait_for(lambda: job.id in queue.failed_job_registry.get_job_ids(cleanup=False), 10, "the job to be failed")
         assert job.id not in registry.get_job_ids(cleanup=False)
-        # the new worker's heartbeats name nothing: the site will judge run 7 again
+        # the new worker judges nothing, and hands its predecessor's run back to the site at once
         first = wait_for(lambda: [r for r in site.requests[heartbeats_before:] if r["path"] == "/api/v1/agent/heartbeat"],
                          10, "the new worker's heartbeat")
         assert first[0]["json"]["judging"] == []
+        assert first[0]["json"]["abandoned"] == [{"run_id": 7, "attempt": 2}]  # judged again at once
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
@@ -158,16 +159,17 @@ def test_a_live_worker_of_the_same_name_is_not_taken_over(queue):
         holder = JudgeWorker([queue.name], connection=queue.connection, name=name)
         holder.pid = sleeper.pid  # a live agent process on this host holds the name
         holder.register_birth()
-        assert not reclaim_name(queue.connection, name, JudgeWorker)
+        assert reclaim_name(queue.connection, name, JudgeWorker) == []
         with pytest.raises(ValueError, match="active worker"):
             JudgeWorker([queue.name], connection=queue.connection, name=name).register_birth()
         queue.connection.hset(f"rq:worker:{name}", "hostname", "another-host")
         sleeper.kill()
         sleeper.wait()
         assert not alive(sleeper.pid)
-        assert not reclaim_name(queue.connection, name, JudgeWorker)  # another host's worker: not ours to judge
+        assert reclaim_name(queue.connection, name, JudgeWorker) == []  # another host's worker: not ours to judge
         queue.connection.hset(f"rq:worker:{name}", "hostname", holder.hostname)
-        assert reclaim_name(queue.connection, name, JudgeWorker)  # this host's, and gone
+        queue.connection.sadd(f"rq:worker:{name}:executions", "run-5-1:abc")
+        assert reclaim_name(queue.connection, name, JudgeWorker) == ["run-5-1"]  # this host's, and gone
         JudgeWorker([queue.name], connection=queue.connection, name=name).register_birth()
     finally:
         sleeper.kill()

@@ -158,3 +158,24 @@ def test_a_heartbeat_sweeps_at_most_once_per_interval_site_wide(client, queued_r
     assert run.attempts == 2
     assert queueing.site_connection().ttl(recovery.sweep_key()) > 0
     queueing.site_connection().delete(recovery.sweep_key())
+
+
+def test_a_restarted_worker_hands_back_its_predecessors_run_at_once_and_only_its_own(
+        client, queued_run, agent_and_token, settings, django_capture_on_commit_callbacks):
+    run, _ = queued_run
+    agent, token = agent_and_token
+    started(client, run, token)
+    other, other_token = accounts.create_agent("other", [run.gpu_type])
+    payload = {"judging": [], "abandoned": [{"run_id": run.pk, "attempt": run.attempts}]}
+    for token_used in (other_token, token):  # another agent cannot give this run up; its own can
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post("/api/v1/agent/heartbeat", payload, content_type="application/json",
+                                   headers=agent_headers(token_used))
+        assert response.status_code == 200
+        run.refresh_from_db()
+        if token_used == other_token:
+            assert (run.status, run.attempts) == (RunStatus.RUNNING, 1)
+    assert (run.status, run.attempts) == (RunStatus.QUEUED, 2)
+    assert job_ids(run)[0] == run.rq_job_id  # at the front: the restarted worker takes it first
+    entry = AuditEntry.objects.get(action="run.requeued", object_id=str(run.pk))
+    assert entry.actor_label == f"agent:{agent.name}" and "abandoned" in entry.reason
