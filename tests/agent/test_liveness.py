@@ -12,16 +12,12 @@ import uuid
 import zipfile
 
 import pytest
-from redis import Redis
-from rq import Queue
 from rq.registry import StartedJobRegistry
-from rq.serializers import JSONSerializer
 
 from tests.agent.conftest import REPO
-from tests.agent.fake_site import FakeSite
 from tests.agent.processes import alive, wait_gone
+from tests.agent.test_worker import REDIS_URL, queue, site  # noqa: F401 (fixtures)
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 SLOW_CANDIDATE = """
 import time
 import torch
@@ -70,22 +66,6 @@ def wait_for(condition, timeout_s: float, what: str):
             return value
         time.sleep(0.1)
     pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-
-
-@pytest.fixture
-def site():
-    fake = FakeSite()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def queue():
-    connection = Redis.from_url(REDIS_URL)
-    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection, serializer=JSONSerializer)
-    yield q
-    for key in connection.scan_iter(f"rq:*{q.name}*"):
-        connection.delete(key)
 
 
 def start_worker(site, queue, name, log_path, build_cache):
