@@ -212,10 +212,12 @@ class Platform:
         queues = [arg for t in gpu_types for arg in ("--queue", t.queue_name)]
         for i in range(self.n_agents):
             agent, token = accounts.create_agent(f"chaos-{i}", gpu_types)
-            command = [PY, "-m", "profiler_agent", "work", "--site", self.site, "--token", token, *queues,
+            command = [PY, "-m", "profiler_agent", "work", "--site", self.site, *queues,
                        "--redis", f"{self.redis.url}/0", "--name", f"chaos-{i}", "--device", "cpu",
                        "--cache-dir", cache]
-            supervised = Supervised(f"chaos-{i}", command, self.env, self.folder / f"agent-{i}.log")
+            # the token in the environment, as in production (a token may start with "-")
+            supervised = Supervised(f"chaos-{i}", command, {**self.env, "PROFILER_AGENT_TOKEN": token},
+                                    self.folder / f"agent-{i}.log")
             supervised.agent_pk = agent.pk
             supervised.start()
             self.agents.append(supervised)

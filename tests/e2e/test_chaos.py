@@ -34,4 +34,6 @@ def test_every_submission_gets_exactly_one_verdict_through_every_fault(tmp_path)
     # host gone, that run waits for the one agent left to finish its judgement (the full bench has more).
     back = report["faults"][0]
     assert back["judged_again_s"] is not None and back["judged_again_s"] < 60, back
+    # a process that exits on its own is restarted, as systemd would; a restart loop is a failure
+    assert all(count <= 3 for count in report["restarts"].values()), report["restarts"]
     assert completed.returncode == 0, completed.stdout[-3000:]
