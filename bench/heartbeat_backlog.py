@@ -2,7 +2,7 @@
 
     python bench/heartbeat_backlog.py [--runs 200] [--heartbeats 50]
 
-Fills a database of its own (DATABASE_URL, else SQLite at var/bench-heartbeat.sqlite3, emptied first)
+Fills a database of its own (--database-url, default SQLite at var/bench-heartbeat.sqlite3; emptied first)
 with `--runs` queued runs whose jobs wait in the real Redis (REDIS_URL, queue names of this run alone),
 all older than the requeue grace, so every one is a candidate of the sweep. Then times, through
 Django's full request stack, heartbeats as agents send them (the sweep runs on at most one per
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def setup_django():
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-heartbeat.sqlite3'}")
+def setup_django(database_url):
+    os.environ["DATABASE_URL"] = database_url  # never DATABASE_URL from the environment: it is emptied
     os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings"
     os.environ["GPU_QUEUE_PREFIX"] = f"bench-{uuid.uuid4().hex[:8]}.gpu."
     import django
@@ -85,8 +85,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--heartbeats", type=int, default=50)
+    parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench-heartbeat.sqlite3'}",
+                        help="a database for this bench alone: it is emptied first")
     args = parser.parse_args(argv)
-    setup_django()
+    setup_django(args.database_url)
     from django.conf import settings
 
     from submissions import queueing
