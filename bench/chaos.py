@@ -145,8 +145,9 @@ class Database:
         self.admin_url = None
         if base.startswith(("postgres://", "postgresql://")):
             name = f"gpucf_chaos_{uuid.uuid4().hex[:8]}"
-            self.admin_url, self.name = base, name
-            self.url = base.rsplit("/", 1)[0] + "/" + name
+            server = base.split("?")[0].rsplit("/", 1)[0]
+            self.admin_url, self.name = server + "/postgres", name  # the server's maintenance database
+            self.url = server + "/" + name
             self._admin(f'CREATE DATABASE "{name}"')
         else:
             self.url = f"sqlite:///{Path(folder) / 'chaos.sqlite3'}"
