@@ -440,6 +440,7 @@ def audit(platform, expected):
 def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, recover_timeout=120,
               finish_timeout=900, folder=None):
     folder = Path(folder or tempfile.mkdtemp(prefix="gpucf-chaos-"))
+    folder.mkdir(parents=True, exist_ok=True)
     platform = Platform(folder, agents, gpu_types)
     started = time.monotonic()
     try:
@@ -477,8 +478,10 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1, help="times each fault is injected")
     parser.add_argument("--recover-timeout", type=float, default=120)
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
+    parser.add_argument("--folder", type=Path, help="for Redis's files and the logs (default: a new temporary one)")
     args = parser.parse_args(argv)
-    report = run_chaos(args.submissions, args.agents, args.gpu_types, args.rounds, recover_timeout=args.recover_timeout)
+    report = run_chaos(args.submissions, args.agents, args.gpu_types, args.rounds, recover_timeout=args.recover_timeout,
+                       folder=args.folder)
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

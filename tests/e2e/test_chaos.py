@@ -20,7 +20,7 @@ def test_every_submission_gets_exactly_one_verdict_through_every_fault(tmp_path)
     # The run makes its own database (a fresh PostgreSQL one when DATABASE_URL names PostgreSQL).
     completed = subprocess.run(
         [sys.executable, "bench/chaos.py", "--submissions", "4", "--agents", "2", "--recover-timeout", "90",
-         "--out", str(out)], cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=580)
+         "--out", str(out), "--folder", str(tmp_path / "run")], cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=580)
     assert out.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["problems"] == [], report

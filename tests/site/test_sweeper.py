@@ -46,7 +46,7 @@ def test_a_silent_agent_past_the_deadline_loses_the_run_and_attempts_are_bounded
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert recovery.sweep_runs() == 0  # running, job alive in Redis, deadline not reached
+        assert recovery.sweep_runs() == 0  # running, started just now: neither silent nor past the deadline
     age(run, settings.RUN_DEADLINE_SECONDS + 5, field="started_at")
     with django_capture_on_commit_callbacks(execute=True):
         assert recovery.sweep_runs() == 1
