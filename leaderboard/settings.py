@@ -145,8 +145,10 @@ JUDGE_JOB_TIMEOUT_SECONDS = 3 * (JUDGE_COMPILE_TIMEOUT_SECONDS + JUDGE_TIMEOUT_S
 # A run still "running" this long after it started is handed to another agent: never before its
 # job could have ended on its own.
 RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS + 300)
-# A run whose job vanished (Redis flushed, enqueue failed) is enqueued again after this.
-RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 60)
+# A queued run whose job vanished (Redis lost its data, the enqueue failed) is enqueued again once it
+# has waited this long: the job reaches Redis milliseconds after the commit, and a late one for an
+# attempt already replaced is refused at start, so the grace can be short.
+RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 15)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
 # Fresh runs one contestant may have waiting in Redis per GPU type; more wait in the database and are
 # released oldest first as these start (docs/architecture.md, "Scheduling"). 0: no cap.
@@ -154,8 +156,14 @@ MAX_QUEUED_RUNS_PER_CONTESTANT = env_int("MAX_QUEUED_RUNS_PER_CONTESTANT", 3)
 # A worker refused a run for being older than the run's season's minimum harness version stops
 # dequeuing this long, so it does not hand the same run back again and again.
 FLEET_REFUSAL_PAUSE_SECONDS = env_int("FLEET_REFUSAL_PAUSE_SECONDS", 30)
-# A worker is "silent" when its last heartbeat is older than this (agents beat every 30 s).
-FLEET_WORKER_SILENT_SECONDS = env_int("FLEET_WORKER_SILENT_SECONDS", 120)
+# A worker is "silent" when its last heartbeat is older than this (agents beat every 10 s).
+FLEET_WORKER_SILENT_SECONDS = env_int("FLEET_WORKER_SILENT_SECONDS", 60)
+# Agents send a heartbeat every 10 s (`profiler_agent work --heartbeat-seconds`) naming the run they
+# judge; a running run not named for this long (3 missed beats) is judged again by another agent.
+RUN_SILENT_AFTER_SECONDS = env_int("RUN_SILENT_AFTER_SECONDS", 30)
+# The sweep of lost runs runs at most once per this many seconds site-wide, whoever triggers it
+# (an agent's heartbeat, `manage.py sweep_runs --loop`).
+SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", 5)
 # The address agents use to reach the site (bundle and result URLs are built on it).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 

@@ -108,7 +108,9 @@ def _add_worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", required=True, dest="queues", help="e.g. gpu.h100; repeatable")
     parser.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS_URL), help="Redis URL")
     parser.add_argument("--burst", action="store_true", help="exit once the queues are empty")
-    parser.add_argument("--heartbeat-seconds", type=_positive, default=30.0)
+    parser.add_argument("--heartbeat-seconds", type=_positive, default=10.0,
+                        help="between heartbeats, which name the run being judged (default 10; the site judges a "
+                        "run again once no heartbeat named it for RUN_SILENT_AFTER_SECONDS, 30 by default)")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR")
     _add_limit_options(parser)
     parser.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),

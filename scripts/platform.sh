@@ -37,6 +37,11 @@ for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_U
 log "starting the site's own worker (pull-request intake from webhooks)"
 "$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" --serializer rq.serializers.JSONSerializer &
 STARTED_PIDS+=($!)
+# Lost runs (a crashed agent, a job Redis lost) go back to the queue within a minute even when no
+# agent calls in: agents' heartbeats sweep too, at most once per SWEEP_INTERVAL_SECONDS site-wide.
+log "starting the sweeper of lost runs"
+"$PY" manage.py sweep_runs --loop &
+STARTED_PIDS+=($!)
 
 # The local agents get what a volunteer's GPU host would: a token for the GPU types the site grants
 # them, and a Redis ACL user that reaches the gpu.* queues only.

@@ -15,7 +15,7 @@ from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
 from submissions.models import Issue, Run, Season
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError
-from submissions.services import fleet, judging, pr_intake, submitting
+from submissions.services import fleet, judging, pr_intake, recovery, submitting
 from submissions.services.accounts import record_heartbeat
 
 log = logging.getLogger(__name__)
@@ -53,12 +53,21 @@ class WorkerIn(Schema):
     current_run: Optional[int] = None
 
 
+class JudgingIn(Schema):
+    run_id: int
+    attempt: int
+
+
 class HeartbeatIn(Schema):
     name: Optional[str] = None
     queues: List[str] = []
     inventory: dict = {}
     versions: dict = {}
     worker: Optional[WorkerIn] = None
+    # The attempts this worker is judging now ([] when idle); absent from agents too old to say.
+    judging: Optional[List[JudgingIn]] = None
+    # The attempts a killed worker of the same name was judging (sent once, by its restarted successor).
+    abandoned: List[JudgingIn] = []
 
 
 class HeartbeatOut(OkOut):
@@ -90,9 +99,13 @@ def heartbeat(request, payload: HeartbeatIn):
             return Status(400, {"detail": str(exc)})
         answer = fleet.heartbeat_answer(worker)
     agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
+    judging_now = None if payload.judging is None else [(item.run_id, item.attempt) for item in payload.judging]
+    recovery.note_judging(agent, judging_now)
+    recovery.requeue_abandoned(agent, [(item.run_id, item.attempt) for item in payload.abandoned])
     try:
-        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper.
-        judging.sweep_runs()
+        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper
+        # (at most one sweep per SWEEP_INTERVAL_SECONDS site-wide).
+        recovery.sweep_if_due()
     except Exception:  # the sweeper must never cost an agent its heartbeat
         log.exception("sweeping runs failed")
     return {"ok": True, "detail": f"agent {agent.name} seen", **answer}

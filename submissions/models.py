@@ -332,6 +332,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # The last heartbeat in which the judging agent said it was still judging this attempt.
+    alive_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Key metrics copied out of the result so lists and rankings need no JSON parsing.
     reference_median_ms = models.FloatField(null=True, blank=True)

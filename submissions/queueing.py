@@ -75,6 +75,27 @@ def job_is_alive(queue_name, job_id) -> bool:
     return False
 
 
+def live_job_ids(queue_name, now_ts=None):
+    """The ids of the jobs of a queue that are waiting in its list, being dequeued (RQ's intermediate
+    list) or being worked on with a fresh heartbeat (started registry entries whose score, the
+    worker's promise of its next heartbeat, is not past). One atomic round trip, whatever the backlog:
+    a job moving from the list to the registry is seen in one of them, never in neither."""
+    import time
+
+    queue = judging_queue(queue_name)
+    registry = StartedJobRegistry(queue_name, connection=connection(), serializer=SERIALIZER)
+    with connection().pipeline(transaction=True) as pipe:
+        pipe.lrange(queue.key, 0, -1)
+        pipe.lrange(queue.intermediate_queue_key, 0, -1)
+        pipe.zrange(registry.key, 0, -1, withscores=True)
+        waiting, dequeued, started = pipe.execute()
+    now_ts = time.time() if now_ts is None else now_ts
+    alive = {raw.decode(errors="replace") for raw in (*waiting, *dequeued)}
+    # registry entries are "<job id>:<execution id>"
+    alive |= {raw.decode(errors="replace").rsplit(":", 1)[0] for raw, score in started if score >= now_ts}
+    return alive
+
+
 def queue_position(queue_name, job_id):
     """1-based position of a job in its queue, or None when it is not waiting there."""
     job_ids = judging_queue(queue_name).get_job_ids()

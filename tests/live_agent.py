@@ -21,7 +21,7 @@ class AgentProcess:
         self.log_path = log_path
         self.log = open(log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "profiler_agent", "work", "--site", site, "--token", token, "--queue", queue,
+            [sys.executable, "-m", "profiler_agent", "work", "--site", site, f"--token={token}", "--queue", queue,
              "--redis", redis_url, "--name", f"e2e-{uuid.uuid4().hex[:6]}", "--device", "cpu",
              "--heartbeat-seconds", str(heartbeat_seconds), "--timeout", "240"],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,

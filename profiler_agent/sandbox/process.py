@@ -81,12 +81,15 @@ def _uid_tasks(uid: int) -> int:
 def _limiter(limits: Limits, wall_s: float, user: privileges.SandboxUser | None, cgroup_procs: str | None):
     nproc = _uid_tasks(user.uid if user else os.getuid()) + limits.extra_processes
     cpu = limits.cpu_s or int(wall_s * (os.cpu_count() or 1)) + 10
+    parent = os.getpid()
 
     def apply() -> None:  # runs in the child between fork and exec
         if cgroup_procs is not None:
             cgroup.join(cgroup_procs)  # first, while still privileged enough to write there
         if user is not None:
             privileges.drop_to(user)
+        if not reaper.die_with_parent(parent):  # a killed agent leaves no judged process behind
+            os._exit(70)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))

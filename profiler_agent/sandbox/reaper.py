@@ -16,6 +16,7 @@ import os
 import signal
 import time
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 MARKER_ENV = "JUDGED_RUN_MARKER"  # a random tag per run, not a secret
 
@@ -27,6 +28,18 @@ def become_subreaper() -> bool:
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """SIGKILL this process when its parent dies (Linux prctl; the setting is cleared by a change of
+    uid, so call it after dropping privileges). False when the parent is already gone, the caller
+    should then exit; True elsewhere than Linux too, where nothing can be done."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return True
+    return os.getppid() == parent_pid  # it may have died before the prctl
 
 
 def process_stat(pid: int) -> tuple[int, int, str] | None:

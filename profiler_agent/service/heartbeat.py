@@ -1,5 +1,6 @@
 """Telling the site, every N seconds, that this worker is alive, what it serves, what it runs on and
-which run it judges; the answer says whether to take jobs (a drained worker does not)."""
+which attempt it judges (the site judges a run again once no heartbeat names it); the answer says
+whether to take jobs (a drained or outdated worker does not)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,20 @@ def worker_report(config: AgentConfig, current_run: int | None = None) -> dict:
     }
 
 
-def heartbeat_payload(config: AgentConfig, queues: list[str], current_run: int | None = None) -> dict:
+def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict] | None = None,
+                      abandoned: list[dict] | None = None) -> dict:
+    """`judging`: the attempts being judged now ([{"run_id", "attempt"}]); the site judges a run again
+    once its agent's heartbeats stop naming it. `abandoned`: those a killed predecessor of this worker
+    was judging, for the site to judge again at once."""
+    judging = list(judging or [])
     return {
         "name": config.name,
         "queues": list(queues),
         "inventory": {"devices": inventory.devices_of(config.device)},
         "versions": inventory.versions(),
-        "worker": worker_report(config, current_run),
+        "worker": worker_report(config, judging[0]["run_id"] if judging else None),
+        "judging": judging,
+        "abandoned": list(abandoned or []),
     }
 
 
@@ -58,11 +66,12 @@ _said: dict = {"outdated_for": []}
 
 
 def send_heartbeat(client, config: AgentConfig, queues: list[str], gate: JobGate | None = None,
-                   current_run: int | None = None) -> bool:
+                   judging: list[dict] | None = None, abandoned: list[dict] | None = None) -> bool:
     """One heartbeat; failures are logged, never raised: the site being down must not stop judging
     (the gate stays as it was)."""
     try:
-        _, answer = client.post_json_answer(heartbeat_url(config.site), heartbeat_payload(config, queues, current_run))
+        _, answer = client.post_json_answer(heartbeat_url(config.site),
+                                            heartbeat_payload(config, queues, judging, abandoned))
     except Exception as exc:
         log.warning("heartbeat failed: %s", exc)
         return False
@@ -75,16 +84,16 @@ class HeartbeatThread(threading.Thread):
     RQ's fork of a work-horse does not copy it, and the horse takes no lock it holds."""
 
     def __init__(self, client, config: AgentConfig, queues: list[str], interval_s: float,
-                 gate: JobGate | None = None, current_run: Callable[[], int | None] = lambda: None):
+                 gate: JobGate | None = None, judging: Callable[[], list[dict]] = lambda: []):
         super().__init__(name="profiler-agent-heartbeat", daemon=True)
         self._client, self._config, self._queues = client, config, queues
         self._interval_s = interval_s
-        self._gate, self._current_run = gate, current_run
+        self._gate, self._judging = gate, judging  # () -> the attempts being judged now
         self._stopped = threading.Event()
 
     def run(self) -> None:
         while not self._stopped.wait(self._interval_s):
-            send_heartbeat(self._client, self._config, self._queues, self._gate, self._current_run())
+            send_heartbeat(self._client, self._config, self._queues, self._gate, self._judging())
 
     def stop(self) -> None:
         self._stopped.set()

@@ -35,6 +35,7 @@ from rq.utils import current_timestamp, now, utcformat
 
 from profiler_agent.service.queues import listen_order
 from profiler_agent.service import gate as job_gate
+from profiler_agent.service.liveness import LivenessMixin
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,15 @@ def refusal_reason(job: Job) -> str | None:
     return None
 
 
+def judge_kwargs(connection, job_id: str) -> dict | None:
+    """{"run_id", "attempt"} of a well-formed judge job in Redis, else None."""
+    try:
+        job = GuardedJob.fetch(job_id, connection=connection, serializer=JSONSerializer)
+    except NoSuchJobError:
+        return None
+    return None if refusal_reason(job) else {key: job.kwargs[key] for key in JUDGE_KWARGS}
+
+
 class GuardedJob(Job):
     """A job that can only ever call the judge function, and never a callback or a webhook."""
 
@@ -126,14 +136,19 @@ class GuardedJob(Job):
         return None
 
 
-class JudgeWorker(Worker):
+class JudgeWorker(LivenessMixin, Worker):
     """An RQ worker that runs judge jobs only (see the module's docstring). It forces its job class,
     queue class and serializer, so `rq worker -w profiler_agent.service.job_guard.JudgeWorker` is as
-    safe as `python -m profiler_agent work`; both read the rejudge queues after the fresh ones."""
+    safe as `python -m profiler_agent work`; both read the rejudge queues after the fresh ones. What
+    keeps it recoverable: service.liveness."""
 
     job_class = GuardedJob
     queue_class = Queue
-    current_run_id: int | None = None  # the run being judged, for heartbeats
+
+    @property
+    def current_run_id(self) -> int | None:
+        """The run being judged (LivenessMixin.judging), for the fleet's heartbeat report."""
+        return (self.judging or {}).get("run_id")
 
     def __init__(self, queues, *args, gate: job_gate.JobGate | None = None, **kwargs):
         self.gate = gate or job_gate.current()
@@ -152,11 +167,7 @@ class JudgeWorker(Worker):
         if reason is not None:
             self.refuse(job, queue, reason)
             return
-        self.current_run_id = job.kwargs["run_id"]
-        try:
-            super().execute_job(job, queue)
-        finally:
-            self.current_run_id = None
+        self.judge_with_name(job, lambda: super(JudgeWorker, self).execute_job(job, queue))
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
         """RQ's dequeue, taken in slices of DEQUEUE_SLICE_S, and not at all while the gate is closed.

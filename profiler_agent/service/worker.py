@@ -37,15 +37,15 @@ def run_worker(
     redis_url: str,
     *,
     burst: bool = False,
-    heartbeat_s: float = 30.0,
+    heartbeat_s: float = 10.0,
 ) -> bool:
     from redis import Redis
 
     from profiler_agent.service import gate as job_gate
-    from profiler_agent.service.job_guard import JudgeWorker
-    from profiler_agent.service.site_client import SiteClient
-
+    from profiler_agent.service.job_guard import JudgeWorker, judge_kwargs
+    from profiler_agent.service.liveness import reclaim_name
     from profiler_agent.service.queues import listen_order
+    from profiler_agent.service.site_client import SiteClient
 
     hide_from_same_user()
     queues = listen_order(queues)  # what the heartbeats report is what the worker reads
@@ -54,8 +54,14 @@ def run_worker(
     job_gate.install(gate)  # shared with the work-horses: a refused start closes it
     worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name, gate=gate)
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
-    send_heartbeat(client, config, queues, gate)  # at start, before any job: a drained worker stays idle
-    beats = HeartbeatThread(client, config, queues, heartbeat_s, gate, lambda: worker.current_run_id)
+    # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
+    # 5 s, which RQ's blocking dequeue would exceed
+    abandoned = reclaim_name(worker.connection, config.name, JudgeWorker)  # a killed predecessor's name
+    # at start, before any job: names no run, hands back the predecessor's (which then wait at the
+    # front of the queue for the next free worker, this one first), and a drained worker stays idle
+    handed_back = [kwargs for kwargs in (judge_kwargs(worker.connection, job_id) for job_id in abandoned) if kwargs]
+    send_heartbeat(client, config, queues, gate, abandoned=handed_back)
+    beats = HeartbeatThread(client, config, queues, heartbeat_s, gate, judging=worker.judging_now)
     beats.start()
     try:
         return worker.work(burst=burst, logging_level="INFO")

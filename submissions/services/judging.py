@@ -1,6 +1,5 @@
-"""The run lifecycle: fan out to GPU types, enqueue, start, record results, sweep lost runs."""
+"""The run lifecycle: fan out to GPU types, enqueue, start, record results (lost runs: recovery)."""
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -47,12 +46,12 @@ def enqueue_run(run, *, at_front=False):
     run.rq_job_id = queueing.job_id(run.pk, run.attempts)
     run.status = RunStatus.QUEUED
     run.enqueued_at = timezone.now()
-    run.started_at = None
+    run.started_at = run.alive_at = None
     run.agent = None
     run.worker = None
     run.gpu_uuid = ""
-    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at", "agent",
-                            "worker", "gpu_uuid"])
+    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at",
+                            "alive_at", "agent", "worker", "gpu_uuid"])
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
@@ -181,41 +180,3 @@ def record_result(run_id, agent, secret, result):
             submission_id = submission.pk
             transaction.on_commit(lambda: pr_comments.post_verdicts_by_id(submission_id), robust=True)
     return run
-
-
-def _give_up(run, reason):
-    run.status = RunStatus.DONE
-    run.verdict = Verdict.INTERNAL_ERROR
-    run.finished_at = timezone.now()
-    run.result = None
-    run.save(update_fields=["status", "verdict", "finished_at", "result"])
-    audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
-    scheduling.after_leaving_queue(run)
-
-
-def sweep_runs(now=None):
-    """Re-enqueue runs whose job was lost or whose agent went silent, then release waiting runs that
-    have a free slot (scheduling); returns how many were touched."""
-    now = now or timezone.now()
-    deadline = now - timedelta(seconds=settings.RUN_DEADLINE_SECONDS)
-    grace = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
-    touched = 0
-    in_redis = (RunStatus.QUEUED, RunStatus.RUNNING)  # a waiting run has no job yet
-    candidates = Run.objects.filter(status__in=in_redis, enqueued_at__lt=grace).order_by("pk")
-    for run_id in candidates.values_list("pk", flat=True):
-        with transaction.atomic():
-            run = Run.objects.select_for_update().get(pk=run_id)
-            if run.status not in in_redis:
-                continue
-            overdue = run.status == RunStatus.RUNNING and run.started_at and run.started_at < deadline
-            lost = not overdue and not queueing.job_is_alive(run.queue_name, run.rq_job_id)
-            if not (overdue or lost):
-                continue
-            reason = "its agent went silent past the deadline" if overdue else "its queued job was lost"
-            if run.spent_attempts >= settings.RUN_MAX_ATTEMPTS:
-                _give_up(run, f"{reason}, {run.attempts} attempts spent")
-            else:
-                audit.record("run.requeued", run, actor_label="sweeper", reason=reason)
-                enqueue_run(run)
-            touched += 1
-    return touched + scheduling.release_waiting_runs()

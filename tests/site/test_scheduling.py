@@ -12,7 +12,7 @@ from profiler_agent.service.queues import listen_order
 from submissions import queueing
 from submissions.bundles import build_bundle
 from submissions.models import AuditEntry, GpuType, Rejudge, RejudgeScope, Run, RunStatus, Season, Standing, Verdict
-from submissions.services import accounts, cancelling, judging, rejudging, scheduling, submitting
+from submissions.services import accounts, cancelling, judging, recovery, rejudging, scheduling, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result
 
@@ -149,12 +149,12 @@ def test_the_sweeper_releases_a_run_left_waiting(cpu_season, alice, agent, setti
     cpu = GpuType.objects.get(slug="cpu")
     queued, waiting = queued_and_waiting(capture, alice, cpu_season, settings)
     with capture(execute=True):
-        assert judging.sweep_runs() == 0  # no free slot: it keeps waiting, and is not taken for lost
+        assert recovery.sweep_runs() == 0  # no free slot: it keeps waiting, and is not taken for lost
     # The queued run ends without its release step (as if that step had failed).
     Run.objects.filter(pk=queued.pk).update(status=RunStatus.DONE, verdict=Verdict.INTERNAL_ERROR)
     queueing.judging_queue(cpu.queue_name).empty()
     with capture(execute=True):
-        assert judging.sweep_runs() == 1
+        assert recovery.sweep_runs() == 1
     waiting.refresh_from_db()
     assert (waiting.status, waiting.attempts) == (RunStatus.QUEUED, 1)
     assert queueing.judging_queue(cpu.queue_name).get_job_ids() == [waiting.rq_job_id]

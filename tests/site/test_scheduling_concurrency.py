@@ -9,7 +9,7 @@ from django.db import connection, connections
 
 from submissions.bundles import build_bundle
 from submissions.models import GpuType, Run, RunStatus, Season
-from submissions.services import accounts, cancelling, judging, submitting
+from submissions.services import accounts, cancelling, judging, recovery, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result
 
@@ -67,7 +67,7 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
             submitting.create_submission(alice, issue, bundle)
 
     errors = []
-    threads = [in_thread(work, errors) for work in (*map(judge, agents), cancel, submit, judging.sweep_runs)]
+    threads = [in_thread(work, errors) for work in (*map(judge, agents), cancel, submit, recovery.sweep_runs)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -77,4 +77,4 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
     waiting = Run.objects.filter(status=RunStatus.WAITING).count()
     assert queued <= CAP and (waiting == 0 or queued == CAP), (queued, waiting)
     assert Run.objects.count() == 16 and not Run.objects.filter(status=RunStatus.RUNNING).exists()
-    assert judging.sweep_runs() == 0  # nothing was left for the sweeper to release
+    assert recovery.sweep_runs() == 0  # nothing was left for the sweeper to release

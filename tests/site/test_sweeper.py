@@ -6,7 +6,7 @@ from django.utils import timezone
 from submissions import queueing
 from submissions.bundles import build_bundle
 from submissions.models import Run, RunStatus, Verdict
-from submissions.services import judging, submitting
+from submissions.services import judging, recovery, submitting
 from tests.site.bundle_files import valid_files
 
 
@@ -27,13 +27,13 @@ def test_a_queued_run_whose_job_vanished_is_enqueued_again(season, alice, settin
     assert queue.get_job_ids() == [run.rq_job_id]
     age(run, 10)
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 0  # still waiting in Redis, and young: untouched
+        assert recovery.sweep_runs() == 0  # still waiting in Redis, and young: untouched
     queue.empty()  # Redis lost the job
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 0  # within the grace period
+        assert recovery.sweep_runs() == 0  # within the grace period
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 1
+        assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert run.attempts == 2 and run.status == RunStatus.QUEUED
     assert queue.get_job_ids() == [run.rq_job_id] and run.rq_job_id.endswith("-2")
@@ -46,15 +46,15 @@ def test_a_silent_agent_past_the_deadline_loses_the_run_and_attempts_are_bounded
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 0  # running, job alive in Redis, deadline not reached
+        assert recovery.sweep_runs() == 0  # running, started just now: neither silent nor past the deadline
     age(run, settings.RUN_DEADLINE_SECONDS + 5, field="started_at")
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 1
+        assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert (run.status, run.attempts) == (RunStatus.QUEUED, 2)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now() - timedelta(days=1))
     age(run, settings.RUN_DEADLINE_SECONDS + 5)
-    assert judging.sweep_runs() == 1
+    assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert (run.status, run.verdict) == (RunStatus.DONE, Verdict.INTERNAL_ERROR)
 
@@ -81,7 +81,7 @@ def test_a_malformed_job_hash_written_by_an_agent_host_does_not_stop_the_sweeper
     queueing.judging_queue(run.gpu_type.queue_name).empty()
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 1
+        assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
     connection.delete(f"rq:job:{queueing.job_id(run.pk, 1)}")
@@ -99,7 +99,7 @@ def test_a_job_taken_off_its_queue_with_its_hash_left_queued_is_lost(
     assert not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert judging.sweep_runs() == 1
+        assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
     connection.delete(f"rq:job:{queueing.job_id(run.pk, 1)}")

@@ -1,0 +1,181 @@
+"""Runs never stay lost: the sweep hands a run whose job vanished or whose agent fell silent back to
+the queue, once, whoever sweeps and however many sweep at the same time.
+
+Signs of life:
+- a running run: its agent's heartbeats (every 10 s) name the attempt it judges (`note_judging`);
+  a run not named for RUN_SILENT_AFTER_SECONDS is lost, whether the agent's host is gone or its
+  worker was killed and came back (the new process names no run). Nothing here asks Redis, so a
+  Redis restart, with its data kept or lost, costs no judgement in progress. A worker restarted
+  under its name reports its predecessor's runs at once (`requeue_abandoned`).
+- a queued run: its job in RQ's queue list, intermediate list or started registry (with a fresh
+  heartbeat), read for a whole queue in one round trip; checked once RUN_REQUEUE_AFTER_SECONDS passed.
+
+Each decision is made on a snapshot, then taken again under the run's row lock against the same
+attempt and job id: two sweeps that saw the same lost run requeue it once.
+"""
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+import redis
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from submissions import queueing
+from submissions.models import Run, RunStatus, Verdict
+from submissions.services import audit, judging, scheduling
+
+log = logging.getLogger(__name__)
+
+MAX_NAMED_RUNS = 16  # what one heartbeat may vouch for (a worker judges one run at a time)
+
+
+@dataclass(frozen=True)
+class Lost:
+    pk: int
+    status: str
+    attempts: int
+    rq_job_id: str
+    reason: str
+
+
+def note_judging(agent, judging_now, now=None):
+    """The runs an agent's heartbeat says it is judging, as (run id, attempt) pairs; None from an
+    agent too old to say, whose heartbeat then vouches for every run it started. Only the runs this
+    agent started, at that attempt, count. Returns how many runs were marked alive."""
+    now = now or timezone.now()
+    running = Run.objects.filter(agent=agent, status=RunStatus.RUNNING)
+    if judging_now is None:
+        return running.update(alive_at=now)
+    named = Q(pk__in=[])
+    for run_id, attempt in judging_now[:MAX_NAMED_RUNS]:
+        named |= Q(pk=run_id, attempts=attempt)
+    return running.filter(named).update(alive_at=now)
+
+
+def _silent_since(now):
+    return now - timedelta(seconds=settings.RUN_SILENT_AFTER_SECONDS)
+
+
+def _running_is_lost(run, now):
+    """Why this running run is lost, or None: past the deadline, or not named by its agent lately."""
+    if run.started_at and run.started_at < now - timedelta(seconds=settings.RUN_DEADLINE_SECONDS):
+        return "its judgement ran past the deadline"
+    last_sign = run.alive_at or run.started_at
+    if last_sign is None or last_sign < _silent_since(now):
+        return f"its agent did not name it in a heartbeat for {settings.RUN_SILENT_AFTER_SECONDS} s"
+    return None
+
+
+def _lost_running(now):
+    silent = _silent_since(now)
+    deadline = now - timedelta(seconds=settings.RUN_DEADLINE_SECONDS)
+    rows = Run.objects.filter(status=RunStatus.RUNNING).filter(
+        Q(started_at__lt=deadline) | Q(alive_at__lt=silent) | Q(alive_at__isnull=True, started_at__lt=silent)
+        | Q(started_at__isnull=True)).order_by("pk")
+    for run in rows.only("pk", "status", "attempts", "rq_job_id", "started_at", "alive_at"):
+        reason = _running_is_lost(run, now)
+        if reason:
+            yield Lost(run.pk, run.status, run.attempts, run.rq_job_id, reason)
+
+
+def _queued_grace(now):
+    return now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
+
+
+def _lost_queued(now):
+    """Queued runs past the grace whose job is nowhere in Redis: one Redis round trip per queue."""
+    rows = list(Run.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=_queued_grace(now))
+                .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id",
+                                                                 "gpu_type__slug"))
+    alive = {name: queueing.live_job_ids(name, now.timestamp()) for name in {run.queue_name for run in rows}}
+    for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)
+        if run.rq_job_id not in alive[run.queue_name]:
+            yield Lost(run.pk, RunStatus.QUEUED, run.attempts, run.rq_job_id, "its queued job was lost")
+
+
+def _still_lost(run, lost, now):
+    if (run.status, run.attempts, run.rq_job_id) != (lost.status, lost.attempts, lost.rq_job_id):
+        return False  # started, finished or requeued since the snapshot: someone else acted
+    if run.status == RunStatus.QUEUED:
+        return run.enqueued_at is not None and run.enqueued_at < _queued_grace(now)
+    return _running_is_lost(run, now) is not None
+
+
+def _give_up(run, reason):
+    run.status = RunStatus.DONE
+    run.verdict = Verdict.INTERNAL_ERROR
+    run.finished_at = timezone.now()
+    run.result = None
+    run.save(update_fields=["status", "verdict", "finished_at", "result"])
+    audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
+    scheduling.after_leaving_queue(run)
+
+
+def _hand_back(run, reason, actor_label="sweeper"):
+    """The next attempt, at the front of the queue; or, attempts spent, the end (internal_error)."""
+    if run.spent_attempts >= settings.RUN_MAX_ATTEMPTS:  # attempts a worker handed back unjudged do not count
+        _give_up(run, f"{reason}, {run.attempts} attempts spent")
+    else:
+        audit.record("run.requeued", run, actor_label=actor_label, reason=reason,
+                     before={"attempt": run.attempts, "status": run.status})
+        judging.enqueue_run(run, at_front=True)
+
+
+def _requeue(lost, now):
+    """Take the decision again under the row lock; True when this sweep requeued (or closed) the run."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("gpu_type").filter(pk=lost.pk).first()
+        if run is None or not _still_lost(run, lost, now):
+            return False
+        _hand_back(run, lost.reason)
+        return True
+
+
+def requeue_abandoned(agent, abandoned):
+    """(run id, attempt) pairs that a restarted worker of this agent found its killed predecessor
+    judging: judged again now, instead of after RUN_SILENT_AFTER_SECONDS. Only runs this agent is
+    judging at that attempt: an agent can give up its own runs, nobody else's."""
+    touched = 0
+    for run_id, attempt in abandoned[:MAX_NAMED_RUNS]:
+        with transaction.atomic():
+            run = (Run.objects.select_for_update().select_related("gpu_type")
+                   .filter(pk=run_id, attempts=attempt, agent=agent, status=RunStatus.RUNNING).first())
+            if run is not None:
+                _hand_back(run, "its agent's worker was restarted and found the judgement abandoned",
+                           actor_label=f"agent:{agent.name}")
+                touched += 1
+    return touched
+
+
+def sweep_runs(now=None):
+    """Requeue (or, attempts spent, close) every lost run, then release the waiting runs that have a
+    free slot (scheduling); returns how many this sweep touched."""
+    now = now or timezone.now()
+    touched = sum(_requeue(lost, now) for lost in list(_lost_running(now)))
+    try:
+        queued = list(_lost_queued(now))
+    except redis.RedisError as exc:  # Redis down: nothing to compare with; the next sweep will
+        log.warning("sweep: the queues could not be read (%s); queued runs not checked", exc)
+        queued = []
+    touched += sum(_requeue(lost, now) for lost in queued)
+    return touched + scheduling.release_waiting_runs()
+
+
+def sweep_key():
+    return f"gpucf:sweep-due:{settings.GPU_QUEUE_PREFIX}"
+
+
+def sweep_if_due():
+    """Sweep unless someone did less than SWEEP_INTERVAL_SECONDS ago (a key set-if-absent on the
+    site's Redis with that expiry): an agent's heartbeat costs one Redis command, whatever the
+    backlog, except once per interval site-wide. Returns the sweep's count, or None when not due."""
+    try:
+        due = queueing.site_connection().set(sweep_key(), timezone.now().isoformat(), nx=True,
+                                             ex=settings.SWEEP_INTERVAL_SECONDS)
+    except redis.RedisError as exc:
+        log.warning("sweep: the site's Redis did not answer (%s); `manage.py sweep_runs --loop` sweeps", exc)
+        return None
+    return sweep_runs() if due else None
