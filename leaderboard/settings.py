@@ -211,8 +211,11 @@ PR_HOSTS = {
     for host, defaults in _PR_HOST_DEFAULTS.items()
 }
 PR_FETCH_TIMEOUT_SECONDS = env_int("PR_FETCH_TIMEOUT_SECONDS", 60)
-# The site's own RQ queue (webhook intake); served by `python manage.py rqworker site`.
+# The site's own RQ queue (webhook intake, PR comments); served by `manage.py rqworker site --with-scheduler`.
 SITE_QUEUE_NAME = os.environ.get("SITE_QUEUE_NAME", "site")
 RQ_QUEUES.setdefault(SITE_QUEUE_NAME, {"URL": SITE_REDIS_URL, "DEFAULT_TIMEOUT": 600, "SERIALIZER": RQ_SERIALIZER})
 PR_COMMENT_TIMEOUT_SECONDS = env_int("PR_COMMENT_TIMEOUT_SECONDS", 10)
+# The verdict table is retried from the site worker: attempts in all, and the first back-off (doubled each time).
+PR_COMMENT_ATTEMPTS = env_int("PR_COMMENT_ATTEMPTS", 5)
+PR_COMMENT_RETRY_SECONDS = env_int("PR_COMMENT_RETRY_SECONDS", 30)
 # ---- end of the submissions block ----

@@ -34,8 +34,8 @@ for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_U
 
 # The site's own queue lives in SITE_REDIS_URL (default: database 1 of REDIS_URL's server), where the
 # agents' Redis user cannot go; jobs there are JSON, never pickles.
-log "starting the site's own worker (pull-request intake from webhooks)"
-"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" --serializer rq.serializers.JSONSerializer &
+log "starting the site's own worker (pull-request intake, PR comments and their retries)"
+"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" --with-scheduler --serializer rq.serializers.JSONSerializer &
 STARTED_PIDS+=($!)
 # Lost runs (a crashed agent, a job Redis lost) go back to the queue within a minute even when no
 # agent calls in: agents' heartbeats sweep too, at most once per SWEEP_INTERVAL_SECONDS site-wide.

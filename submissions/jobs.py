@@ -14,3 +14,8 @@ def submit_pull_request(contestant_id, pr_url):
         pr_comments.post_refusal(parse_pr_url(pr_url), str(exc), contestant)
         return {"error": str(exc)}
     return {"submissions": [s.pk for s in created]}
+
+
+def post_pr_verdicts(submission_id, attempt=1):
+    """The verdict table on a judged PR; a failure queues the next attempt (see pr_comments)."""
+    return pr_comments.deliver_verdicts(submission_id, attempt)

@@ -5,6 +5,7 @@ The site names the job function by string: it never imports the agent package. J
 (RQ's JSONSerializer), the only format an agent's worker decodes.
 """
 import re
+from datetime import timedelta
 from functools import lru_cache
 
 import redis
@@ -118,8 +119,12 @@ def remove_job(queue_name, job_id):
         pipe.execute()
 
 
-def enqueue_site_job(function, *, kwargs, description):
-    """Work for the site's own RQ worker (`manage.py rqworker site`), e.g. fetching a pull request."""
-    site_queue().enqueue(
-        function, kwargs=kwargs, job_timeout=settings.PR_FETCH_TIMEOUT_SECONDS * 3 + 60,
-        result_ttl=24 * 3600, failure_ttl=7 * 24 * 3600, description=description)
+def enqueue_site_job(function, *, kwargs, description, delay_s=0):
+    """Work for the site's own RQ worker (`manage.py rqworker site --with-scheduler`), e.g. fetching a
+    pull request. A delayed job waits in RQ's scheduled registry until the worker's scheduler moves it."""
+    queue = site_queue()
+    options = dict(kwargs=kwargs, job_timeout=settings.PR_FETCH_TIMEOUT_SECONDS * 3 + 60,
+                   result_ttl=24 * 3600, failure_ttl=7 * 24 * 3600, description=description)
+    if delay_s > 0:
+        return queue.enqueue_in(timedelta(seconds=delay_s), function, **options)
+    return queue.enqueue(function, **options)

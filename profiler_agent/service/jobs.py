@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -85,10 +86,11 @@ def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptio
     return judged
 
 
-def _judge_download(client, bundle_url: str, options: JudgeOptions) -> dict:
+def _judge_download(client, bundle_url: str, options: JudgeOptions, marks: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="profiler-agent-run-", ignore_cleanup_errors=True) as tmp:
         archive = Path(tmp) / "bundle.zip"
         archive.write_bytes(client.get_bytes(bundle_url))
+        marks["downloaded"] = time.time()
         try:
             bundle = open_bundle(archive, Path(tmp))
         except BundleError as exc:
@@ -142,10 +144,14 @@ def _start(client, config, run_id: int, attempt: int) -> dict | None:
 def judge_run(run_id: int, attempt: int) -> dict:
     from profiler_agent.service.site_client import SiteClient
 
+    # Wall-clock marks of the job's stages (Unix seconds, comparable with the site's timestamps on
+    # one machine), kept in the job's result for bench/dispatch.py.
+    marks = {"begun": time.time()}
     config = agent_config.current()
     answer = _start(SiteClient(config.token), config, run_id, attempt)
+    marks["started"] = time.time()
     if answer is None:
-        return {"run_id": run_id, "attempt": attempt, "status": None, "skipped": True}
+        return {"run_id": run_id, "attempt": attempt, "status": None, "skipped": True, "marks": marks}
     client = SiteClient(config.token, answer["job_secret"])
     try:
         bundle_url, result_url = site_url(config.site, answer["bundle_url"]), site_url(config.site, answer["result_url"])
@@ -153,7 +159,7 @@ def judge_run(run_id: int, attempt: int) -> dict:
         log.exception("run %s: the site's answer points elsewhere; not judging it", run_id)
         raise
     try:
-        result = _judge_download(client, bundle_url, judge_options(config, answer.get("options") or {}))
+        result = _judge_download(client, bundle_url, judge_options(config, answer.get("options") or {}), marks)
     except Exception:
         trace = traceback.format_exc()
         log.exception("run %s: the agent failed", run_id)
@@ -162,6 +168,8 @@ def judge_run(run_id: int, attempt: int) -> dict:
         except Exception:
             log.exception("run %s: could not report the internal error either", run_id)
         raise
+    marks["judged"] = time.time()
     _post_result(client, result_url, result, run_id)
+    marks["reported"] = time.time()
     log.info("run %s: %s", run_id, result["status"])
-    return {"run_id": run_id, "attempt": attempt, "status": result["status"]}
+    return {"run_id": run_id, "attempt": attempt, "status": result["status"], "marks": marks}

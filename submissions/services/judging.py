@@ -176,7 +176,8 @@ def record_result(run_id, agent, secret, result):
     if not submission.runs.exclude(status=RunStatus.DONE).exists():
         abuse.check_after_judging(submission)
         if submission.pr_url:
-            # The bot's reply on the PR, once everything is judged and committed.
+            # The bot's reply on the PR, once everything is judged and committed: a job of the site's
+            # worker, so a slow host never holds this (the agent's) request open.
             submission_id = submission.pk
-            transaction.on_commit(lambda: pr_comments.post_verdicts_by_id(submission_id), robust=True)
+            transaction.on_commit(lambda: pr_comments.queue_verdicts(submission_id), robust=True)
     return run

@@ -6,7 +6,8 @@ import urllib.request
 
 from django.conf import settings
 
-from submissions import selectors
+from submissions import queueing, selectors
+from submissions.models import AuditEntry, RunStatus
 from submissions.pull_requests import PullRequestError, parse_pr_url
 from submissions.services import audit
 
@@ -39,29 +40,50 @@ def _request(pr, body):
     return urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")
 
 
-def _post(pr, body, subject):
-    """POST a comment; the outcome is kept in the audit trail of `subject`. Returns the status or None."""
-    if not (pr.config.get("api") and pr.config.get("token")):
-        return None
+class Delivery:
+    """What one POST to the host gave: the HTTP status (None when no answer came) and the error."""
+
+    def __init__(self, status=None, error=""):
+        self.status, self.error = status, error
+
+    @property
+    def ok(self):
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def worth_retrying(self):
+        """No answer, a 5xx, 408 or 429 may pass; another 4xx (bad token, no such PR) will not."""
+        return self.status is None or self.status >= 500 or self.status in (408, 429)
+
+    def describe(self):
+        return f"HTTP {self.status}" + (f" ({self.error})" if self.error else "") if self.status else self.error
+
+
+def _send(pr, body):
     try:
         with urllib.request.urlopen(_request(pr, body), timeout=settings.PR_COMMENT_TIMEOUT_SECONDS) as response:
-            status = response.status
+            return Delivery(response.status)
+    except urllib.error.HTTPError as exc:
+        return Delivery(exc.code, str(exc.reason)[:200])
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        log.warning("commenting on %s failed: %s", pr.url, exc)
-        audit.record("pr.comment_failed", subject, actor_label="pr-bot", reason=f"{pr.url}: {exc}")
-        return None
-    audit.record("pr.commented", subject, actor_label="pr-bot", after={"url": pr.url, "status": status})
-    return status
+        return Delivery(None, str(getattr(exc, "reason", exc))[:200] or type(exc).__name__)
 
 
-def post_verdicts(submission):
-    """Post the verdict table to the PR; returns the HTTP status, or None when the host has no API or token."""
-    try:
-        pr = parse_pr_url(submission.pr_url)
-    except PullRequestError as exc:
-        audit.record("pr.comment_failed", submission, actor_label="pr-bot", reason=str(exc))
+def _can_comment(pr):
+    return bool(pr.config.get("api") and pr.config.get("token"))
+
+
+def _post(pr, body, subject):
+    """POST a comment once; the outcome is kept in the audit trail of `subject`. Returns the status or None."""
+    if not _can_comment(pr):
         return None
-    return _post(pr, verdict_table(submission, settings.SITE_URL.rstrip("/")), submission)
+    delivery = _send(pr, body)
+    if not delivery.ok:
+        log.warning("commenting on %s failed: %s", pr.url, delivery.describe())
+        audit.record("pr.comment_failed", subject, actor_label="pr-bot", reason=f"{pr.url}: {delivery.describe()}")
+        return None
+    audit.record("pr.commented", subject, actor_label="pr-bot", after={"url": pr.url, "status": delivery.status})
+    return delivery.status
 
 
 def post_refusal(pr, reason, contestant):
@@ -70,7 +92,71 @@ def post_refusal(pr, reason, contestant):
     return _post(pr, body, contestant)
 
 
-def post_verdicts_by_id(submission_id):
+# ---- the verdict table, from the site's own queue ------------------------------------------
+# A judged PR's comment is a job of the site worker (never inside the agent's result request, so a
+# slow host holds no agent), retried with exponential back-off through RQ's scheduler (the worker
+# runs `--with-scheduler`), every attempt audited on the submission. The audit is also the memory
+# that makes a repeated job harmless: the table of a given set of runs is posted once.
+
+JOB_FUNCTION = "submissions.jobs.post_pr_verdicts"
+
+
+def queue_verdicts(submission_id, attempt=1, delay_s=0):
+    queueing.enqueue_site_job(JOB_FUNCTION, kwargs={"submission_id": submission_id, "attempt": attempt},
+                              description=f"PR comment for submission {submission_id}, attempt {attempt}",
+                              delay_s=delay_s)
+
+
+def retry_delay_s(attempt):
+    """Seconds before attempt `attempt + 1`: the base, doubled after each failure."""
+    return settings.PR_COMMENT_RETRY_SECONDS * 2 ** (attempt - 1)
+
+
+def runs_key(runs):
+    """Which verdicts a table shows: a rejudge's new runs make a new table, a repeated job does not."""
+    return ",".join(str(run.pk) for run in sorted(runs, key=lambda r: r.pk))
+
+
+def _already_posted(submission, key):
+    return AuditEntry.objects.filter(action="pr.commented", object_type="submission", object_id=str(submission.pk),
+                                     after__runs=key).exists()
+
+
+def deliver_verdicts(submission_id, attempt=1):
+    """Post the verdict table of a judged PR submission (attempt `attempt` of PR_COMMENT_ATTEMPTS).
+    Returns what happened: "posted", "already posted", "retrying", "gave up" or "nothing to post"."""
     submission = selectors.submission_with_runs(submission_id)
-    if submission is not None and submission.pr_url:
-        post_verdicts(submission)
+    if submission is None or not submission.pr_url:
+        return "nothing to post"
+    try:
+        pr = parse_pr_url(submission.pr_url)
+    except PullRequestError as exc:
+        audit.record("pr.comment_gave_up", submission, actor_label="pr-bot", reason=str(exc))
+        return "gave up"
+    runs = selectors.latest_runs(submission)
+    if not _can_comment(pr) or any(run.status != RunStatus.DONE for run in runs):
+        return "nothing to post"  # no bot on this host; or a rejudge is running, whose end queues its own
+    key = runs_key(runs)
+    # One job per submission at a time (a redelivered job must not post beside the first one).
+    with queueing.site_connection().lock(f"gpucf:{settings.SITE_QUEUE_NAME}:pr-comment:{submission.pk}",
+                                         timeout=settings.PR_COMMENT_TIMEOUT_SECONDS + 60,
+                                         blocking_timeout=settings.PR_COMMENT_TIMEOUT_SECONDS + 60):
+        if _already_posted(submission, key):
+            return "already posted"
+        delivery = _send(pr, verdict_table(submission, settings.SITE_URL.rstrip("/")))
+        outcome = {"url": pr.url, "status": delivery.status, "runs": key, "attempt": attempt}
+        if delivery.ok:
+            audit.record("pr.commented", submission, actor_label="pr-bot", after=outcome)
+            return "posted"
+    log.warning("commenting on %s failed (attempt %s): %s", pr.url, attempt, delivery.describe())
+    last = attempt >= settings.PR_COMMENT_ATTEMPTS or not delivery.worth_retrying
+    next_note = "" if last else f"; attempt {attempt + 1} in {retry_delay_s(attempt)} s"
+    audit.record("pr.comment_failed", submission, actor_label="pr-bot", after=outcome | {"error": delivery.error},
+                 reason=f"{pr.url}: {delivery.describe()}; attempt {attempt} of {settings.PR_COMMENT_ATTEMPTS}{next_note}")
+    if last:
+        why = "the host refused it" if not delivery.worth_retrying else f"{attempt} attempts failed"
+        audit.record("pr.comment_gave_up", submission, actor_label="pr-bot", after=outcome,
+                     reason=f"{pr.url}: {why}; the last: {delivery.describe()}")
+        return "gave up"
+    queue_verdicts(submission.pk, attempt + 1, delay_s=retry_delay_s(attempt))
+    return "retrying"

@@ -4,6 +4,7 @@ import copy
 import json
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
@@ -45,25 +46,34 @@ class BareRepository:
 
 
 class RecordingApi:
-    """A real HTTP server on 127.0.0.1 that answers 201 and keeps every request it got."""
+    """A real HTTP server on 127.0.0.1 that keeps every request it got (on arrival) and answers 201, or
+    the next status of `failures` while some are left; each answer waits `delay_s` first (a slow host)."""
 
-    def __init__(self):
+    def __init__(self, failures=(), delay_s=0.0):
         self.requests = []
-        recorded = self.requests
+        self.failures = list(failures)
+        self.delay_s = delay_s
+        api = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                recorded.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
-                self.send_response(201)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(b'{"id": 1}')
+                api.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
+                time.sleep(api.delay_s)
+                status = api.failures.pop(0) if api.failures else 201
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(b'{"id": 1}' if status == 201 else b'{"message": "try later"}')
+                except OSError:
+                    pass  # the client gave up waiting
 
             def log_message(self, *args):
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -82,9 +92,9 @@ def local_hosts(settings, git_root, api_url, secret="hook-secret"):
     return hosts
 
 
-def run_site_worker(capture):
+def run_site_worker(capture, with_scheduler=False):
     """A real RQ worker (in this process, so it shares the test's database) drains the site queue;
-    returns how many jobs it ran."""
+    returns how many jobs were waiting. With the scheduler, jobs whose delay is over are moved in first."""
     from rq import SimpleWorker
 
     from submissions import queueing
@@ -92,5 +102,30 @@ def run_site_worker(capture):
     queue = queueing.site_queue()
     jobs = queue.count
     with capture(execute=True):
-        SimpleWorker([queue], connection=queueing.site_connection(), serializer=queueing.SERIALIZER).work(burst=True)
+        SimpleWorker([queue], connection=queueing.site_connection(), serializer=queueing.SERIALIZER).work(
+            burst=True, with_scheduler=with_scheduler)
     return jobs
+
+
+def scheduled_delays():
+    """Seconds from now until each delayed job of the site queue is due (RQ's scheduled registry)."""
+    from rq.registry import ScheduledJobRegistry
+
+    from submissions import queueing
+
+    key = ScheduledJobRegistry(queue=queueing.site_queue()).key
+    now = time.time()
+    return [score - now for _, score in queueing.site_connection().zrange(key, 0, -1, withscores=True)]
+
+
+def advance_scheduled_jobs():
+    """The back-off has passed: every delayed job of the site queue becomes due now (its score in RQ's
+    scheduled registry is its due time), for the worker's scheduler to move it into the queue."""
+    from rq.registry import ScheduledJobRegistry
+
+    from submissions import queueing
+
+    key = ScheduledJobRegistry(queue=queueing.site_queue()).key
+    connection = queueing.site_connection()
+    for job_id in connection.zrange(key, 0, -1):
+        connection.zadd(key, {job_id: int(time.time()) - 1})

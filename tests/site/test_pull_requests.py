@@ -171,6 +171,8 @@ def test_the_bot_comments_the_verdict_table_once_every_run_is_done(
     cpu, c500 = submission.runs.order_by("gpu_type__slug")
     with django_capture_on_commit_callbacks(execute=True):
         report_all(submission, agent, passed_result(speedup=2.5))
+    assert not api.requests  # the site's worker posts it, not the agent's result request
+    assert run_site_worker(django_capture_on_commit_callbacks) == 1
     (comment,) = api.requests
     assert comment["path"] == "/repos/ccf-ai-infra/GPUCodeForces/pulls/10/comments"
     assert comment["json"]["access_token"] == "bot-token"

@@ -1,0 +1,425 @@
+"""Dispatch latency and throughput of the whole platform on this machine, with CPU agents.
+
+Starts what scripts/platform.sh starts, for real: the site (gunicorn, deploy/gunicorn.conf.py) on a
+fresh database, the RQ queues on Redis (a queue prefix of its own), and N `python -m profiler_agent
+work` processes judging on the CPU. Every submission goes through the contestants' HTTP API with
+the bundle bench/bundles/dispatch-cpu (pure torch, nothing to build). Then it measures:
+
+  (a) submit-to-agent-start latency with an idle fleet: one submission at a time, each judged before
+      the next; latency = the run's `started_at` (the site's answer to the agent's start call) minus
+      the submission's `created_at`; p50/p95 over --latency submissions (target p95 < 1 s);
+  (b) judgings per minute with 1, 2, 4 and 8 agents over a batch of --batch submissions sent at once;
+  (c) the cost of each stage of a judging, from timestamps the platform keeps: the site's (submission
+      created, run enqueued/started/finished), RQ's job hash (enqueued, started, ended), the agent
+      job's wall-clock marks (start answered, bundle downloaded, judged, result posted) and the
+      result's `durations_s` (compile, correctness, timing, total in the judging child).
+
+    python bench/dispatch.py --out bench/results/dispatch            # ~10 min on 2 cores
+    python bench/dispatch.py --quick                                 # ~2 min: 5 latencies, 1-2 agents
+
+The database: --database-url (default a fresh PostgreSQL database `gpucf_bench_dispatch` on
+127.0.0.1, dropped and made again). Redis: --redis-url, a database of the bench's own (default 6 on
+127.0.0.1; the site's queue goes to the next one): RQ job ids are `run-<run id>-<attempt>`, the same
+in every fresh site database, so the bench clears the `rq:*run-*` keys it finds there before it starts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform as host_platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = ROOT / "bench" / "bundles" / "dispatch-cpu"
+PY = sys.executable
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpucf_bench_dispatch"
+
+
+def log(message):
+    print(f"[dispatch] {message}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values, fraction):
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))]
+
+
+def fresh_postgres_database(url):
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+
+
+class Platform:
+    """The site, its database and queues, and the agents: real processes, stopped by `close`."""
+
+    def __init__(self, workdir: Path, database_url: str, redis_url: str):
+        self.workdir = workdir
+        self.tag = f"bench-{uuid.uuid4().hex[:8]}"
+        self.port = free_port()
+        self.site = f"http://127.0.0.1:{self.port}"
+        self.redis_url = redis_url
+        base, database = redis_url.rsplit("/", 1)
+        self.env = dict(
+            os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, SITE_REDIS_URL=f"{base}/{int(database) + 1}",
+            SITE_URL=self.site, PORT=str(self.port),
+            GPU_QUEUE_PREFIX=f"{self.tag}.gpu.", SITE_QUEUE_NAME=f"{self.tag}.site",
+            SUBMISSIONS_PER_HOUR="100000", SUBMISSIONS_PER_DAY="100000", GUNICORN_ACCESS_LOG=str(workdir / "access.log"),
+            PROFILER_AGENT_CACHE_DIR=str(workdir / "build-cache"), PYTHONUNBUFFERED="1",
+        )
+        self.site_process = None
+        self.agents = []  # (process, log file)
+        self.agent_tokens = []
+
+    # -- set-up ------------------------------------------------------------------------------
+    def prepare(self, agent_count):
+        if self.env["DATABASE_URL"].startswith("postgres"):
+            fresh_postgres_database(self.env["DATABASE_URL"])
+        subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=self.env, check=True)
+        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "REDIS_URL", "SITE_REDIS_URL", "GPU_QUEUE_PREFIX",
+                                                    "SITE_QUEUE_NAME")})
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+        sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from submissions.models import GpuType, Season
+        from submissions.services import accounts, submitting
+
+        cpu = GpuType.objects.create(slug="cpu", name="CPU")
+        season = Season.objects.create(code="S1", name="Bench season")
+        season.gpu_types.add(cpu)
+        contestant = accounts.register_contestant("bench", "bench-password-1", display_name="Bench")
+        self.issue = submitting.open_issue(season, contestant, title="ReLU").code
+        self.contestant_token = accounts.create_api_token(contestant)[1]
+        self.agent_tokens = [accounts.create_agent(f"{self.tag}-agent-{i}", [cpu])[1] for i in range(agent_count)]
+        self.queue = cpu.queue_name
+        from submissions import queueing
+
+        for key in queueing.connection().scan_iter("rq:*run-*"):  # jobs of an earlier bench's runs
+            queueing.connection().delete(key)
+
+    def start_site(self):
+        self.site_log = open(self.workdir / "site.log", "wb")
+        self.site_process = subprocess.Popen(
+            [str(Path(PY).parent / "gunicorn"), "-c", "deploy/gunicorn.conf.py", "leaderboard.wsgi"], cwd=ROOT,
+            env=self.env, stdout=self.site_log, stderr=subprocess.STDOUT, start_new_session=True)
+        import requests
+
+        for _ in range(300):
+            if self.site_process.poll() is not None:
+                break
+            try:
+                requests.get(f"{self.site}/", timeout=1)
+                return
+            except requests.RequestException:
+                time.sleep(0.1)
+        raise RuntimeError(f"the site did not answer; see {self.workdir / 'site.log'}")
+
+    def start_agents(self, count):
+        from submissions.models import Agent
+
+        since = datetime.now(timezone.utc)
+        for i in range(count):
+            log_file = open(self.workdir / f"agent-{len(self.agents)}.log", "wb")
+            process = subprocess.Popen(
+                [PY, "-m", "profiler_agent", "work", "--site", self.site, "--token", self.agent_tokens[i],
+                 "--queue", self.queue, "--redis", self.redis_url, "--device", "cpu",
+                 "--name", f"{self.tag}-{len(self.agents)}", "--heartbeat-seconds", "30"],
+                cwd=ROOT, env=self.env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+            self.agents.append((process, log_file))
+        # Ready when each has sent its first heartbeat (sent before its worker listens) and has had a
+        # moment to reach its blocking dequeue.
+        deadline = time.monotonic() + 120
+        while Agent.objects.filter(last_heartbeat_at__gte=since).count() < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the agents did not call in; see their logs in " + str(self.workdir))
+            time.sleep(0.2)
+        time.sleep(2)
+
+    def stop_agents(self):
+        for process, log_file in self.agents:
+            stop(process)
+            log_file.close()
+        self.agents = []
+
+    def close(self):
+        self.stop_agents()
+        if self.site_process is not None:
+            stop(self.site_process)
+            self.site_log.close()
+        from submissions import queueing
+
+        for connection in (queueing.connection(), queueing.site_connection()):
+            for key in connection.scan_iter(f"*{self.tag}*"):
+                connection.delete(key)
+
+    # -- work ----------------------------------------------------------------------------------
+    def submit(self, index):
+        import requests
+
+        files = [(name, (name, (BUNDLE / name).read_bytes() + (f"\n# submission {index}\n".encode()
+                                                                 if name == "cudacode.py" else b"")))
+                 for name in ("torchcode.py", "cudacode.py")]
+        response = requests.post(f"{self.site}/api/v1/submissions", data={"issue": self.issue},
+                                 files=[("files", f) for _, f in files],
+                                 headers={"Authorization": f"Bearer {self.contestant_token}"}, timeout=60)
+        if response.status_code != 201:
+            raise RuntimeError(f"submitting failed: {response.status_code} {response.text[:500]}")
+        return response.json()["id"]
+
+    def wait_done(self, submission_ids, timeout_s=900):
+        from submissions.models import Run, RunStatus
+
+        deadline = time.monotonic() + timeout_s
+        while Run.objects.filter(submission_id__in=submission_ids).exclude(status=RunStatus.DONE).exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"runs not done after {timeout_s} s; see the logs in {self.workdir}")
+            for process, _ in self.agents:
+                if process.poll() is not None:
+                    raise RuntimeError(f"an agent exited with {process.returncode}; see {self.workdir}")
+            time.sleep(0.05)
+        self.wait_jobs_ended(submission_ids)
+
+    def wait_jobs_ended(self, submission_ids, timeout_s=60):
+        """The agents' RQ jobs keep their marks in their results, stored after the result post: wait
+        for them before an agent is stopped (its work-horse is in its process group)."""
+        from rq.job import Job
+
+        from submissions import queueing
+        from submissions.models import Run
+
+        keys = [Job.key_for(job_id) for job_id in
+                Run.objects.filter(submission_id__in=submission_ids).values_list("rq_job_id", flat=True)]
+        deadline = time.monotonic() + timeout_s
+        connection = queueing.connection()
+        while any(connection.hget(key, "ended_at") is None for key in keys) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# ---- what one judging cost, stage by stage -----------------------------------------------------
+
+def _rq_time(value):
+    if not value:
+        return None
+    text = value.decode() if isinstance(value, bytes) else value
+    return datetime.strptime(text.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+
+
+def judging_record(run):
+    """The timeline of one run (Unix seconds) and its stages (seconds)."""
+    from rq.job import Job
+
+    from submissions import queueing
+
+    connection = queueing.connection()
+    job_hash = connection.hgetall(Job.key_for(run.rq_job_id))
+    job = Job.fetch(run.rq_job_id, connection=connection, serializer=queueing.SERIALIZER)
+    marks = (job.return_value() or {}).get("marks") or {}
+    durations = (run.result or {}).get("durations_s") or {}
+    t = {
+        "created": run.submission.created_at.timestamp(),
+        "run_row": run.enqueued_at.timestamp(),
+        "rq_enqueued": _rq_time(job_hash.get(b"enqueued_at")),
+        "rq_started": _rq_time(job_hash.get(b"started_at")),
+        "job_begun": marks.get("begun"),
+        "site_started": run.started_at.timestamp(),
+        "agent_started": marks.get("started"),
+        "downloaded": marks.get("downloaded"),
+        "judged": marks.get("judged"),
+        "site_finished": run.finished_at.timestamp(),
+        "reported": marks.get("reported"),
+        "rq_ended": _rq_time(job_hash.get(b"ended_at")),
+    }
+
+    def span(a, b):
+        return None if t.get(a) is None or t.get(b) is None else t[b] - t[a]
+
+    judging = durations.get("total")
+    inside = sum(durations.get(k) or 0.0 for k in ("compile", "correctness", "timing"))
+    stages = {
+        "request to enqueue (on_commit)": span("created", "rq_enqueued"),
+        "dequeue wait (queued in Redis)": span("rq_enqueued", "rq_started"),
+        "work-horse fork to job code": span("rq_started", "job_begun"),
+        "start request (site answers)": span("job_begun", "agent_started"),
+        "bundle download": span("agent_started", "downloaded"),
+        "judging: build": durations.get("compile"),
+        "judging: correctness": durations.get("correctness"),
+        "judging: timing": durations.get("timing"),
+        "judging: child start, checks, teardown": None if judging is None else judging - inside,
+        "bundle unpack, clean-up": None if judging is None or span("downloaded", "judged") is None
+        else span("downloaded", "judged") - judging,
+        "result post": span("judged", "reported"),
+        "job end (RQ bookkeeping)": span("reported", "rq_ended"),
+    }
+    return {"run": run.pk, "verdict": run.verdict, "latency_s": span("created", "site_started"),
+            "times": t, "stages_s": stages}
+
+
+def records(submission_ids):
+    from submissions.models import Run
+
+    runs = Run.objects.filter(submission_id__in=submission_ids).select_related("submission").order_by("pk")
+    return [judging_record(run) for run in runs]
+
+
+# ---- the three measurements -------------------------------------------------------------------
+
+def measure_latency(platform, count, agents):
+    log(f"(a) latency: {count} submissions one at a time, {agents} idle agent(s)")
+    platform.start_agents(agents)
+    ids = []
+    for i in range(count):
+        ids.append(platform.submit(i))
+        platform.wait_done([ids[-1]])
+        time.sleep(0.5)  # the fleet is idle again (the agent back in its blocking dequeue)
+    platform.stop_agents()
+    rows = records(ids)
+    latencies = [r["latency_s"] for r in rows]
+    return {"agents": agents, "submissions": count, "p50_s": percentile(latencies, 0.5),
+            "p95_s": percentile(latencies, 0.95), "max_s": max(latencies), "records": rows}
+
+
+def measure_throughput(platform, agents, batch):
+    log(f"(b) throughput: {batch} submissions at once, {agents} agent(s)")
+    platform.start_agents(agents)
+    began = time.time()
+    ids = [platform.submit(i) for i in range(batch)]
+    submitted = time.time()
+    platform.wait_done(ids, timeout_s=60 + 60 * batch)
+    platform.stop_agents()
+    rows = records(ids)
+    first = min(r["times"]["created"] for r in rows)
+    last = max(r["times"]["site_finished"] for r in rows)
+    verdicts = {}
+    for r in rows:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    judging = [r["stages_s"]["judging: timing"] for r in rows]
+    return {"agents": agents, "submissions": batch, "submit_s": submitted - began, "elapsed_s": last - first,
+            "per_minute": 60 * batch / (last - first), "verdicts": verdicts,
+            "median_run_s": statistics.median(r["times"]["site_finished"] - r["times"]["site_started"] for r in rows),
+            "median_timing_phase_s": statistics.median(j for j in judging if j is not None), "records": rows}
+
+
+def stage_table(rows):
+    names = list(rows[0]["stages_s"])
+    table = {}
+    for name in names:
+        values = [r["stages_s"][name] for r in rows if r["stages_s"][name] is not None]
+        if values:
+            table[name] = {"median_s": statistics.median(values), "p95_s": percentile(values, 0.95)}
+    return table
+
+
+def python_with_torch_start_s(repeats=3):
+    """A fresh interpreter importing torch: what each process a judging spawns pays first (the
+    judged child and the verifier each are one)."""
+    times = []
+    for _ in range(repeats):
+        began = time.monotonic()
+        subprocess.run([PY, "-c", "import torch"], check=True)
+        times.append(time.monotonic() - began)
+    return statistics.median(times)
+
+
+def machine():
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": host_platform.python_version(),
+            "load_before": os.getloadavg()}
+
+
+def render(report):
+    lines = [f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores "
+             f"(load average before: {', '.join(f'{x:.2f}' for x in report['machine']['load_before'])}).", ""]
+    latency = report.get("latency")
+    if latency:
+        lines += [f"(a) submit-to-agent-start, {latency['submissions']} submissions one at a time, "
+                  f"{latency['agents']} idle agent(s): p50 {latency['p50_s'] * 1000:.0f} ms, "
+                  f"p95 {latency['p95_s'] * 1000:.0f} ms, max {latency['max_s'] * 1000:.0f} ms", ""]
+    if report.get("throughput"):
+        lines += ["(b) | agents | submissions | elapsed s | judgings/min | median run s | verdicts |",
+                  "| ---: | ---: | ---: | ---: | ---: | --- |"]
+        for row in report["throughput"]:
+            lines.append(f"| {row['agents']} | {row['submissions']} | {row['elapsed_s']:.1f} | {row['per_minute']:.1f} | "
+                         f"{row['median_run_s']:.2f} | {row['verdicts']} |")
+        lines.append("")
+    if report.get("stages"):
+        lines += ["(c) stage (idle fleet, one judging at a time) | median ms | p95 ms |", "| --- | ---: | ---: |"]
+        for name, value in report["stages"].items():
+            lines.append(f"| {name} | {value['median_s'] * 1000:.1f} | {value['p95_s'] * 1000:.1f} |")
+        lines.append(f"| (probe, apart) a fresh Python importing torch | {report['torch_start_s'] * 1000:.0f} | |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 latencies, 1 and 2 agents, batches of 4")
+    parser.add_argument("--latency", type=int, default=30, help="submissions for (a)")
+    parser.add_argument("--latency-agents", type=int, default=1, help="idle agents during (a)")
+    parser.add_argument("--agents", default="1,2,4,8", help="agent counts for (b)")
+    parser.add_argument("--batch", type=int, default=16, help="submissions per agent count in (b)")
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE))
+    parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"),
+                        help="a Redis database for the bench alone (the site's queue uses the next one)")
+    parser.add_argument("--out", type=Path, help="folder for dispatch.json, dispatch.md and the processes' logs")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.latency, args.agents, args.batch = min(args.latency, 5), "1,2", min(args.batch, 4)
+    counts = [int(n) for n in args.agents.split(",") if n]
+    out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"dispatch-{uuid.uuid4().hex[:6]}"
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine(), "args": {k: str(v) for k, v in vars(args).items()}}
+    platform = Platform(out, args.database_url, args.redis_url)
+    try:
+        platform.prepare(max(counts + [args.latency_agents]))
+        platform.start_site()
+        if args.latency:
+            report["latency"] = measure_latency(platform, args.latency, args.latency_agents)
+            report["stages"] = stage_table(report["latency"]["records"])
+            report["torch_start_s"] = python_with_torch_start_s()
+        report["throughput"] = [measure_throughput(platform, n, args.batch) for n in counts]
+    finally:
+        platform.close()
+    (out / "dispatch.json").write_text(json.dumps(report, indent=1, default=str))
+    text = render(report)
+    (out / "dispatch.md").write_text(text + "\n")
+    print(text)
+    log(f"records and logs in {out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
