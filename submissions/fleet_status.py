@@ -89,7 +89,7 @@ def _iso(value):
 def overview_json(data):
     """The JSON twin of the fleet page: the same fields, whole UUIDs, ISO times, ages in seconds."""
     return {
-        "now": _iso(data["now"]),
+        "now": _iso(data["now"]), "silent_after_s": data["silent_after_s"],
         "workers": [{
             "id": w.pk, "agent": w.agent.name, "agent_active": w.agent.is_active, "name": w.name,
             "gpu": {"index": w.gpu_index, "uuid": w.gpu_uuid, "model": w.gpu_model, "driver": w.driver,

@@ -1,11 +1,12 @@
 """In Chromium, in both languages: an organizer opens the fleet page from the console's navigation,
 sees each worker's state and each GPU type's queues, drains a worker with a reason and resumes it;
-both are in the audit trail."""
+both are in the audit trail. Screenshots: fleet-en.png, fleet-zh.png (see test_public_pages)."""
 import pytest
 from django.utils import timezone
 
 from submissions.models import AgentWorker, AuditEntry, GpuType
 from submissions.services import accounts
+from tests.browser.test_public_pages import shoot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,6 +45,7 @@ def test_an_organizer_drains_and_resumes_a_worker_from_the_fleet_page(
     page.wait_for_load_state()
     assert drained_message in page.locator(".message.success").inner_text()
     assert page.locator(f"#worker-{worker.pk} td.state").inner_text().strip() == draining
+    shoot(page, f"fleet-{language[:2]}")
     worker.refresh_from_db()
     assert worker.draining and worker.drain_reason == "driver upgrade"
 

@@ -112,3 +112,22 @@ def test_an_organizer_drains_and_resumes_from_the_page(client, worker, organizer
     assert not worker.draining and AuditEntry.objects.get(action="worker.resumed").actor == organizer.user
     assert "was not draining" in client.post(resume, follow=True).content.decode()
     assert client.post("/organizer/fleet/workers/99999/drain/", {"reason": "x"}).status_code == 404
+
+
+@pytest.mark.parametrize("language, texts", [
+    ({"Accept-Language": "en-US"}, ["Fleet", "judging", "run #", "42 seconds ago", "7 minutes ago", "GPU-01234567…",
+                                    "141.0\xa0GB", "2 h 5 min ago"]),
+    (ZH, ["集群", "评测中", "运行 #", "42 秒前", "7 分钟前", "GPU-01234567…", "2 小时 5 分钟前"]),
+])
+def test_the_page_shows_states_and_ages_in_the_readers_language(client, organizer, worker, submit, language, texts):
+    now = timezone.now()
+    run, queued = submit(), submit()
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=worker, started_at=now)
+    Run.objects.filter(pk=queued.pk).update(enqueued_at=now - timedelta(minutes=7, seconds=10))
+    AgentWorker.objects.filter(pk=worker.pk).update(last_heartbeat_at=now - timedelta(seconds=42))
+    AgentWorker.objects.create(agent=worker.agent, name="host-gpu1", last_heartbeat_at=now - timedelta(hours=2, minutes=5))
+    client.force_login(organizer.user)
+    page = client.get("/organizer/fleet/", headers=language).content.decode()
+    for text in texts:
+        assert text in page
+    assert f'href="/organizer/submissions/{run.submission_id}/"' in page
