@@ -6,16 +6,10 @@ from django.utils import timezone
 
 from submissions.models import AgentWorker, AuditEntry, GpuType
 from submissions.services import accounts
+from tests.browser.test_cancel_run import log_in
 from tests.browser.test_public_pages import shoot
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def log_in(page, site, username, password):
-    page.goto(f"{site}/accounts/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
 
 
 @pytest.mark.parametrize("language, fleet, idle, drain, draining, resume, drained_message", [

@@ -6,24 +6,10 @@ import pytest
 from django.utils import timezone
 
 from submissions import fleet_status, queueing
-from submissions.bundles import build_bundle
 from submissions.models import AgentWorker, AuditEntry, GpuType, Run, RunStatus
-from submissions.services import submitting
-from tests.site.bundle_files import valid_files
+from tests.site.test_fleet import submit  # noqa: F401 (a fixture: a submission's cpu run, queued in Redis)
 
 ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
-
-
-@pytest.fixture
-def submit(season, alice, django_capture_on_commit_callbacks):
-    issue = submitting.open_issue(season, alice, title="ReLU")
-
-    def make():
-        with django_capture_on_commit_callbacks(execute=True):
-            submission = submitting.create_submission(alice, issue, build_bundle(valid_files()))
-        return submission.runs.get(gpu_type__slug="cpu")
-
-    return make
 
 
 @pytest.fixture
