@@ -1,5 +1,6 @@
 """Read side of the fleet (for the organizers' fleet page and its JSON twin): each worker with its
-state and counters, computed in one query from the workers and their runs."""
+state and counters, computed in one query from the workers and their runs; each GPU type's queues,
+one aggregate query plus one Redis round trip of LLENs, whatever the backlog."""
 from datetime import timedelta
 
 from django.conf import settings
