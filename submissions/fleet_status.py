@@ -1,12 +1,14 @@
 """Read side of the fleet (for the organizers' fleet page and its JSON twin): each worker with its
-state and counters, computed in one query from the workers and their runs."""
+state and counters, computed in one query from the workers and their runs; each GPU type's queues,
+one aggregate query plus one Redis round trip of LLENs, whatever the backlog."""
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from submissions.models import AgentWorker, Run, RunStatus, Verdict
+from submissions import queueing
+from submissions.models import AgentWorker, GpuType, Run, RunStatus, Verdict
 
 SILENT, DRAINING, JUDGING, IDLE = "silent", "draining", "judging", "idle"
 
@@ -20,6 +22,7 @@ def workers(now=None):
     rows = list(
         AgentWorker.objects.select_related("agent")
         .annotate(judging_run_id=Subquery(running.values("pk")[:1]),
+                  judging_submission_id=Subquery(running.values("submission_id")[:1]),
                   judged_last_hour=Count("runs", filter=finished_since(timedelta(hours=1))),
                   failures_last_day=Count("runs", filter=finished_since(timedelta(days=1))
                                           & Q(runs__verdict=Verdict.INTERNAL_ERROR)))
@@ -39,3 +42,68 @@ def state_of(worker, judging_run_id, now=None):
     if worker.draining:
         return DRAINING
     return JUDGING if judging_run_id else IDLE
+
+
+def short_uuid(uuid):
+    """`GPU-3f2a9c1e…`: enough to tell a host's GPUs apart on a page (the JSON keeps the whole UUID)."""
+    return uuid if len(uuid) <= 13 else f"{uuid[:12]}…"
+
+
+def queues(now=None):
+    """Per GPU type: jobs waiting in Redis (the fresh queue and the rejudge queue, one LLEN each, in one
+    round trip), runs waiting in the database behind the per-contestant cap, and the oldest queued
+    run's enqueue time and age in seconds."""
+    now = now or timezone.now()
+    types = list(GpuType.objects.annotate(
+        waiting_runs=Count("runs", filter=Q(runs__status=RunStatus.WAITING)),
+        queued_runs=Count("runs", filter=Q(runs__status=RunStatus.QUEUED)),
+        oldest_queued_at=Min("runs__enqueued_at", filter=Q(runs__status=RunStatus.QUEUED)),
+    ).order_by("slug"))
+    with queueing.connection().pipeline(transaction=False) as pipe:
+        for gpu_type in types:
+            pipe.llen(queueing.judging_queue(gpu_type.queue_name).key)
+            pipe.llen(queueing.judging_queue(gpu_type.rejudge_queue_name).key)
+        lengths = pipe.execute()
+    for gpu_type, fresh, rejudge in zip(types, lengths[::2], lengths[1::2]):
+        gpu_type.fresh_depth, gpu_type.rejudge_depth = fresh, rejudge
+        oldest = gpu_type.oldest_queued_at
+        gpu_type.oldest_queued_age_s = None if oldest is None else max(0, round((now - oldest).total_seconds()))
+    return types
+
+
+def overview(now=None):
+    """What the fleet page shows: the workers and the queues, at one `now`."""
+    now = now or timezone.now()
+    rows = workers(now)
+    for worker in rows:
+        worker.gpu_uuid_short = short_uuid(worker.gpu_uuid)
+        worker.heartbeat_age_s = (None if worker.last_heartbeat_at is None
+                                  else max(0, round((now - worker.last_heartbeat_at).total_seconds())))
+    return {"now": now, "workers": rows, "queues": queues(now),
+            "silent_after_s": settings.FLEET_WORKER_SILENT_SECONDS}
+
+
+def _iso(value):
+    return value.isoformat() if value else None
+
+
+def overview_json(data):
+    """The JSON twin of the fleet page: the same fields, whole UUIDs, ISO times, ages in seconds."""
+    return {
+        "now": _iso(data["now"]), "silent_after_s": data["silent_after_s"],
+        "workers": [{
+            "id": w.pk, "agent": w.agent.name, "agent_active": w.agent.is_active, "name": w.name,
+            "gpu": {"index": w.gpu_index, "uuid": w.gpu_uuid, "model": w.gpu_model, "driver": w.driver,
+                    "memory_bytes": w.memory_bytes},
+            "state": w.state, "judging_run": w.judging_run_id, "draining": w.draining, "drain_reason": w.drain_reason,
+            "last_heartbeat_at": _iso(w.last_heartbeat_at), "heartbeat_age_s": w.heartbeat_age_s,
+            "harness_version": w.harness_version, "judged_last_hour": w.judged_last_hour,
+            "failures_last_day": w.failures_last_day,
+        } for w in data["workers"]],
+        "queues": [{
+            "gpu_type": q.slug, "name": q.name, "queue": q.queue_name, "rejudge_queue": q.rejudge_queue_name,
+            "fresh_depth": q.fresh_depth, "rejudge_depth": q.rejudge_depth, "queued_runs": q.queued_runs,
+            "waiting_runs": q.waiting_runs, "oldest_queued_at": _iso(q.oldest_queued_at),
+            "oldest_queued_age_s": q.oldest_queued_age_s,
+        } for q in data["queues"]],
+    }

@@ -4,16 +4,16 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _, ngettext
 from django.views.decorators.http import require_POST
 
-from submissions import exports, highlighting, rubrics, selectors
+from submissions import exports, fleet_status, highlighting, rubrics, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import Issue, Rejudge, RejudgeScope, Run, Season
-from submissions.services import cancelling, clearing, rejudging, reviewing
+from submissions.models import AgentWorker, Issue, Rejudge, RejudgeScope, Run, Season
+from submissions.services import cancelling, clearing, fleet, rejudging, reviewing
 
 
 def organizer_required(view):
@@ -190,3 +190,43 @@ def export_csv(request, kind):
     suffix = f"-{season.code}" if season else ""
     response["Content-Disposition"] = f'attachment; filename="{kind}{suffix}.csv"'
     return response
+
+
+@organizer_required
+def fleet_page(request):
+    return render(request, "organizer/fleet.html", fleet_status.overview())
+
+
+@organizer_required
+def fleet_json(request):
+    """The fleet page's JSON twin (same data; whole GPU UUIDs, ISO times, ages in seconds)."""
+    return JsonResponse(fleet_status.overview_json(fleet_status.overview()))
+
+
+@organizer_required
+@require_POST
+def drain_worker(request, worker_id):
+    """The worker finishes its current run and takes no more (audited with the reason)."""
+    worker = get_object_or_404(AgentWorker.objects.select_related("agent"), pk=worker_id)
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        messages.error(request, _("Say why %(worker)s is drained: the reason is kept in the audit trail.")
+                       % {"worker": worker})
+    elif fleet.drain_worker(worker, actor=request.user, reason=reason):
+        messages.success(request, _("%(worker)s is draining: it finishes its current run and takes no more.")
+                         % {"worker": worker})
+    else:
+        messages.error(request, _("%(worker)s was already draining.") % {"worker": worker})
+    return redirect("organizer_fleet")
+
+
+@organizer_required
+@require_POST
+def resume_worker(request, worker_id):
+    """The worker takes runs again from its next heartbeat (audited)."""
+    worker = get_object_or_404(AgentWorker.objects.select_related("agent"), pk=worker_id)
+    if fleet.resume_worker(worker, actor=request.user, reason=request.POST.get("reason", "").strip()):
+        messages.success(request, _("%(worker)s takes runs again from its next heartbeat.") % {"worker": worker})
+    else:
+        messages.error(request, _("%(worker)s was not draining.") % {"worker": worker})
+    return redirect("organizer_fleet")

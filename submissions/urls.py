@@ -34,5 +34,10 @@ urlpatterns = [
     path("organizer/issues/<str:code>/rejudge/", organizer_views.rejudge_issue, name="organizer_rejudge_issue"),
     path("organizer/seasons/<str:code>/rejudge/", organizer_views.rejudge_season, name="organizer_rejudge_season"),
     path("organizer/rejudges/<int:rejudge_id>/", organizer_views.rejudge_progress, name="organizer_rejudge"),
+    path("organizer/fleet/", organizer_views.fleet_page, name="organizer_fleet"),
+    path("organizer/fleet.json", organizer_views.fleet_json, name="organizer_fleet_json"),
+    path("organizer/fleet/workers/<int:worker_id>/drain/", organizer_views.drain_worker, name="organizer_drain_worker"),
+    path("organizer/fleet/workers/<int:worker_id>/resume/", organizer_views.resume_worker,
+         name="organizer_resume_worker"),
     path("organizer/export/<str:kind>.csv", organizer_views.export_csv, name="organizer_export"),
 ]

@@ -6,6 +6,7 @@ The text uses Django's named formats of the active language (2026年11月22日 1
 from django import template
 from django.utils.formats import date_format, time_format
 from django.utils.html import format_html
+from django.utils.translation import gettext as _, ngettext
 
 register = template.Library()
 
@@ -21,3 +22,18 @@ def when(value, fmt="SHORT_DATETIME_FORMAT"):
     else:
         text = date_format(value, fmt)
     return format_html('<time datetime="{}">{}</time>', value.isoformat(), text)
+
+
+@register.filter
+def age(seconds):
+    """`{{ seconds|age }}`: how long ago, to the second under two minutes (a heartbeat's age matters
+    there), in minutes under two hours, in hours and minutes beyond."""
+    if seconds is None:
+        return ""
+    seconds = int(seconds)
+    if seconds < 120:
+        return ngettext("%(count)d second ago", "%(count)d seconds ago", seconds) % {"count": seconds}
+    minutes = seconds // 60
+    if minutes < 120:
+        return ngettext("%(count)d minute ago", "%(count)d minutes ago", minutes) % {"count": minutes}
+    return _("%(hours)d h %(minutes)d min ago") % {"hours": minutes // 60, "minutes": minutes % 60}
