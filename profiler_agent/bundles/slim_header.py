@@ -24,11 +24,24 @@ from pathlib import Path
 SLIM_EXTENSION_H = "#pragma once\n// profiler_agent.bundles.slim_header: torch/types.h alone, for CUDA files\n#include <torch/types.h>\n"
 
 
+FOLDER_NAME = ".profiler-agent-slim-include"
+
+
 def slim_include_folder(root: Path | None = None) -> Path:
-    root = Path(root or tempfile.mkdtemp(prefix="slim-header-"))
+    """The folder holding the slim torch/extension.h: under `root`, else beside the builds
+    (TORCH_EXTENSIONS_DIR, the judged process's build folder). Its path and the header's mtime must
+    not change between judgings: ninja's dependency file of each CUDA object names the header, and a
+    header that moved or changed makes every later judging compile again."""
+    if root is None:
+        builds = os.environ.get("TORCH_EXTENSIONS_DIR")
+        root = Path(builds) / FOLDER_NAME if builds else Path(tempfile.gettempdir()) / FOLDER_NAME
+    root = Path(root)
     header = root / "torch" / "extension.h"
-    header.parent.mkdir(parents=True, exist_ok=True)
-    header.write_text(SLIM_EXTENSION_H)
+    if not header.is_file() or header.read_text() != SLIM_EXTENSION_H:  # written once: its mtime stays
+        header.parent.mkdir(parents=True, exist_ok=True)
+        staged = header.with_suffix(f".{os.getpid()}.tmp")
+        staged.write_text(SLIM_EXTENSION_H)
+        os.replace(staged, header)
     return root
 
 

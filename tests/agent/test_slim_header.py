@@ -48,3 +48,15 @@ def test_cpp_only_builds_are_untouched(tmp_path, monkeypatch):
     compile_function, calls = recording_compile(fail_with_slim=True)
     slim_header.with_slim_header(compile_function, tmp_path)("ext", ["main.cpp"], ["-O3"], None)
     assert calls == [([], "")]
+
+
+def test_the_folder_is_beside_the_builds_and_never_rewritten(tmp_path, monkeypatch):
+    """ninja's dependency files name the header: a new path or mtime would rebuild every judging."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    folder = slim_header.slim_include_folder()
+    assert folder == tmp_path / slim_header.FOLDER_NAME
+    header = folder / "torch" / "extension.h"
+    first = header.stat().st_mtime_ns
+    os.utime(header, ns=(first - 10**9, first - 10**9))
+    assert slim_header.slim_include_folder() == folder
+    assert header.stat().st_mtime_ns == first - 10**9  # the same content is not written again
