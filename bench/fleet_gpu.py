@@ -162,12 +162,31 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
-def ninja_check():
+def agent_pythonpath(workdir):
+    """PYTHONPATH for the fleet (and so for the processes it judges in): the same, except that a folder of
+    carried wheels holding django-ninja (top-level package `ninja`, which the agent never needs) is
+    replaced by a folder of links to everything else in it, so that it cannot shadow the `ninja` build
+    tool's own module for torch's extension builds."""
+    entries = []
+    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        folder = Path(entry)
+        if (folder / "ninja" / "__init__.py").is_file() and any(folder.glob("django_ninja-*.dist-info")):
+            linked = workdir / "agent-site"
+            linked.mkdir(exist_ok=True)
+            for child in folder.iterdir():
+                if child.name != "ninja" and not child.name.startswith("django_ninja-") and not (linked / child.name).exists():
+                    (linked / child.name).symlink_to(child.resolve())
+            entry = str(linked)
+        entries.append(entry)
+    return os.pathsep.join(entries)
+
+
+def ninja_check(pythonpath):
     """`ninja --version` as a judged process finds it (the interpreter's bin folder first on PATH, the
     agent's PYTHONPATH): a `ninja` script importing the `ninja` module would find django-ninja's package
     where the site's wheels come first on PYTHONPATH, and CUDA extension builds would fail."""
     env = {"PATH": os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "/usr/bin:/bin")]),
-           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": pythonpath}
     try:
         done = subprocess.run(["ninja", "--version"], env=env, capture_output=True, text=True, timeout=30)
         result = {"ok": done.returncode == 0, "version": done.stdout.strip(), "error": done.stderr.strip()[-500:],
@@ -190,6 +209,7 @@ class FleetPlatform(Platform):
         # release steps between judgings here.
         self.env.update(MAX_QUEUED_RUNS_PER_CONTESTANT="100000", GUNICORN_WORKERS="2", GUNICORN_THREADS="8")
         self.fleet_name = "fleet"
+        self.agent_pythonpath = os.environ.get("PYTHONPATH", "")
         self.sweeper = None
 
     def start_sweeper(self):
@@ -204,7 +224,7 @@ class FleetPlatform(Platform):
 
         since = time.time()
         count = len(selection[1].split(",")) if selection[0] == "--gpus" else int(selection[1])
-        env = dict(self.env, PROFILER_AGENT_TOKEN=self.agent_tokens[0])
+        env = dict(self.env, PROFILER_AGENT_TOKEN=self.agent_tokens[0], PYTHONPATH=self.agent_pythonpath)
         log_file = open(self.workdir / f"fleet-{phase}.log", "wb")
         process = subprocess.Popen(
             [PY, "-m", "profiler_agent", "fleet", "--site", self.site, "--queue", self.queue, "--redis", self.redis_url,
@@ -266,6 +286,19 @@ def wait_judged(platform, ids, until):
         time.sleep(0.25)
 
 
+def cancel_queued(ids):
+    """Runs of a phase cut short that no worker started: cancelled, so that the next phase does not judge them."""
+    from submissions.models import Run, RunStatus
+    from submissions.services.cancelling import CancelRefused, cancel_run
+
+    for run_id in Run.objects.filter(submission_id__in=ids, status__in=[RunStatus.QUEUED, RunStatus.WAITING]) \
+            .values_list("pk", flat=True):
+        try:
+            cancel_run(run_id, None, "bench/fleet_gpu.py: its phase reached its deadline")
+        except CancelRefused as exc:  # started meanwhile
+            log(f"run {run_id} not cancelled: {exc}")
+
+
 def run_rows(ids, bundle_of):
     from submissions.models import Run
 
@@ -286,7 +319,7 @@ def run_rows(ids, bundle_of):
 
 
 def phase_summary(rows, began, ended):
-    done = [r for r in rows if r["status"] == "done"]
+    done = [r for r in rows if r["status"] == "done" and r["verdict"] != "cancelled"]
     verdicts = {}
     for r in rows:
         key = r["verdict"] or f"({r['status']})"
@@ -406,9 +439,11 @@ def run_phase(platform, sampler, phase, selection, bundles, until, report):
         log(f"phase {phase}: deadline reached with {len(left)} run(s) not judged")
     sampler.phase = f"{phase}-stop"
     platform.stop_fleet(hurry=bool(left))
+    cancel_queued(left)
     rows = run_rows(ids, bundle_of)
+    summary = phase_summary(rows, began, ended)
     report["phases"][phase] = {"selection": selection, "workers": workers, "began": began, "ended": ended,
-                               "unjudged": len(left), **phase_summary(rows, began, ended)}
+                               "unjudged": summary["submissions"] - summary["judged"], **summary}
     log(f"phase {phase}: {report['phases'][phase]['judged']} judged in {report['phases'][phase]['elapsed_s']:.1f} s")
     return rows
 
@@ -522,7 +557,8 @@ def main(argv=None):
         if not (BUNDLES / bundle / "cudacode.py").is_file():
             parser.error(f"no bundle {bundle!r} in {BUNDLES}")
 
-    report = {"machine": machine(), "ninja": ninja_check(), "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
+    pythonpath = agent_pythonpath(workdir)
+    report = {"machine": machine(), "agent_pythonpath": pythonpath, "ninja": ninja_check(pythonpath), "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
               "gpus": [{"index": i, "uuid": u, "name": n} for i, u, n in sampler.gpus], "driver": sampler.driver,
               "gpu_type": f"{slug}:{name}", "phases": {}}
     redis_process = None
@@ -534,6 +570,7 @@ def main(argv=None):
         else:
             redis_process, redis_log, redis_url = start_redis(workdir, args.redis_server)
         platform = FleetPlatform(workdir, f"sqlite:///{workdir / 'db.sqlite3'}", redis_url)
+        platform.agent_pythonpath = pythonpath
         log("migrating a fresh SQLite database")
         platform.prepare(1, gpu_slug=slug, gpu_name=name)
         platform.start_site()
