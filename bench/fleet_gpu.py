@@ -554,11 +554,12 @@ def main(argv=None):
     os.chmod(workdir, 0o755)  # the sandboxed judged process passes through the build cache below it
     sampler = NvmlSampler()
     cpu = bool(args.cpu_workers)
-    if not cpu and len(sampler.gpus) < 2:
-        log(f"NVML lists {len(sampler.gpus)} GPU(s) ({sampler.error or 'fewer than two'}); run with --cpu-workers N "
-            "on a machine without two GPUs")
-        return 2
     gpu_indexes = [int(i) for i in args.gpus.split(",")]
+    if not cpu and any(sampler.uuid_of(i) is None for i in gpu_indexes):
+        # One GPU only: --gpus 0 runs both phases on it (the one-GPU fallback).
+        log(f"NVML lists GPUs {[i for i, _, _ in sampler.gpus]} ({sampler.error or 'not those of --gpus'}); "
+            "name them with --gpus, or run CPU workers with --cpu-workers N")
+        return 2
     if cpu:
         slug, name = "cpu", "CPU"
         same = args.same or "dispatch-cpu"
@@ -576,7 +577,8 @@ def main(argv=None):
             parser.error(f"no bundle {bundle!r} in {BUNDLES}")
 
     pythonpath = agent_pythonpath(workdir)
-    report = {"machine": machine(), "agent_pythonpath": pythonpath, "ninja": ninja_check(pythonpath), "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
+    report = {"machine": machine(), "agent_pythonpath": pythonpath, "ninja": ninja_check(pythonpath),
+              "args": {k: str(v) for k, v in vars(args).items()}, "workdir": str(workdir),
               "gpus": [{"index": i, "uuid": u, "name": n} for i, u, n in sampler.gpus], "driver": sampler.driver,
               "gpu_type": f"{slug}:{name}", "phases": {}}
     redis_process = None
