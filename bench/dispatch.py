@@ -91,7 +91,7 @@ class Platform:
         self.agent_tokens = []
 
     # -- set-up ------------------------------------------------------------------------------
-    def prepare(self, agent_count):
+    def prepare(self, agent_count, gpu_slug="cpu", gpu_name="CPU"):
         if self.env["DATABASE_URL"].startswith("postgres"):
             fresh_postgres_database(self.env["DATABASE_URL"])
         subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=self.env, check=True)
@@ -105,7 +105,7 @@ class Platform:
         from submissions.models import GpuType, Season
         from submissions.services import accounts, submitting
 
-        cpu = GpuType.objects.create(slug="cpu", name="CPU")
+        cpu = GpuType.objects.create(slug=gpu_slug, name=gpu_name)
         season = Season.objects.create(code="S1", name="Bench season")
         season.gpu_types.add(cpu)
         contestant = accounts.register_contestant("bench", "bench-password-1", display_name="Bench")
@@ -121,7 +121,7 @@ class Platform:
     def start_site(self):
         self.site_log = open(self.workdir / "site.log", "wb")
         self.site_process = subprocess.Popen(
-            [str(Path(PY).parent / "gunicorn"), "-c", "deploy/gunicorn.conf.py", "leaderboard.wsgi"], cwd=ROOT,
+            [PY, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "leaderboard.wsgi"], cwd=ROOT,
             env=self.env, stdout=self.site_log, stderr=subprocess.STDOUT, start_new_session=True)
         import requests
 
@@ -174,10 +174,10 @@ class Platform:
                 connection.delete(key)
 
     # -- work ----------------------------------------------------------------------------------
-    def submit(self, index):
+    def submit(self, index, bundle=BUNDLE):
         import requests
 
-        files = [(name, (name, (BUNDLE / name).read_bytes() + (f"\n# submission {index}\n".encode()
+        files = [(name, (name, (bundle / name).read_bytes() + (f"\n# submission {index}\n".encode()
                                                                  if name == "cudacode.py" else b"")))
                  for name in ("torchcode.py", "cudacode.py")]
         response = requests.post(f"{self.site}/api/v1/submissions", data={"issue": self.issue},

@@ -76,8 +76,10 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Gunicorn's threads and the agent's reports write concurrently: wait instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Gunicorn's threads and the agent's reports write concurrently: wait instead of failing. A
+    # transaction takes the write lock when it begins (IMMEDIATE): one that read first and then wrote
+    # would fail at once with "database is locked" while another writer holds it, without waiting.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
