@@ -81,6 +81,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # would fail at once with "database is locked" while another writer holds it, without waiting.
     DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Tests on a file, as the site runs: Django's in-memory test database shares one cache between
+    # threads, where a lock is "table is locked" at once, never waited for (the timeout above).
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

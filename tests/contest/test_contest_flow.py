@@ -13,7 +13,7 @@ from submissions.models import Contestant, GpuType, Issue, Season, Standing, Sub
 from submissions.services import accounts, reviewing
 from tests.conftest import EXAMPLES
 from tests.live_agent import wait_for_runs
-from tests.site.pr_host import BareRepository, RecordingApi, local_hosts
+from tests.site.pr_host import BareRepository, RecordingApi, local_hosts, run_site_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,7 +39,7 @@ def wait_for(predicate, what, timeout=15):
 
 
 def test_register_issue_upload_pr_judge_comment_accept_standing_audit(
-        client, live_server, queue_prefix, start_agent, settings, tmp_path, api):
+        client, live_server, queue_prefix, start_agent, settings, tmp_path, api, django_capture_on_commit_callbacks):
     season = Season.objects.create(code="S1", name="GPUCodeForces S1")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     organizer = accounts.register_contestant("organizer", "pw-org-123", is_staff=True)
@@ -73,7 +73,10 @@ def test_register_issue_upload_pr_judge_comment_accept_standing_audit(
     assert [r["verdict"] for r in wrong["runs"]] == ["wrong_answer"]
     assert [r["verdict"] for r in right["runs"]] == ["passed"], right["runs"][0]["result"]["logs"]
 
-    # The bot replied on the pull request, once, with the verdict table.
+    # The bot replied on the pull request, once, with the verdict table: from the site's own queue,
+    # which a real RQ worker drains here (the agent's result request never waits for the host).
+    assert api.requests == []
+    run_site_worker(django_capture_on_commit_callbacks)
     wait_for(lambda: api.requests, "the PR comment")
     (comment,) = api.requests
     assert comment["path"] == "/repos/ccf-ai-infra/GPUCodeForces/pulls/3/comments"
