@@ -97,6 +97,7 @@ def test_concurrent_sweeps_requeue_each_lost_run_once(season, alice, settings):
     from submissions.services import submitting
     from tests.site.bundle_files import valid_files
 
+    settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 0  # every run in Redis: none held back by the scheduling cap
     issue = submitting.open_issue(season, alice, title="ReLU")
     runs = [run for _ in range(4) for run in submitting.create_submission(alice, issue, build_bundle(valid_files())).runs.all()]
     for run in runs:
