@@ -91,8 +91,9 @@ def main() -> None:
         confirmation = (result["timing"] or {}).get("confirmation") or {}
         print(f"judging {judging + 1}: {result['status']} flags {result['flags']} wall {wall:.1f} s; "
               f"confirmed {confirmation.get('confirmed')}; durations_s {durations}")
-        print("   processes: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in PROCESS_WALLS)
-              + f"; outside them {wall - sum(s for _, s in PROCESS_WALLS):.1f} s", flush=True)
+        # processes started ahead overlap the judged one: each wall runs from its start to its end
+        print("   processes (start to end, overlapping): "
+              + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in PROCESS_WALLS), flush=True)
     print("\nbare processes:")
     for name, seconds in bare_costs():
         print(f"   {name}: {seconds:.1f} s")

@@ -87,12 +87,10 @@ def test_two_sweeps_that_saw_the_same_lost_run_requeue_it_once(queued_run, setti
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_sweeps_requeue_each_lost_run_once(season, alice, settings):
-    """Several lost runs, four sweeps started together in threads (own database connections; on
-    PostgreSQL the row locks are real): each run is requeued exactly once. SQLite has no row locks
-    (it refuses concurrent writers instead): there the sequential test above covers the re-check,
-    and CI runs this one on PostgreSQL."""
-    if db_connection.vendor != "postgresql":
-        pytest.skip("row locks (select_for_update) exist on PostgreSQL only")
+    """Several lost runs, four sweeps started together in threads (own database connections): each
+    run is requeued exactly once. On PostgreSQL the row locks are real; on SQLite each write
+    transaction takes the database's write lock when it begins (IMMEDIATE), so the sweeps queue up
+    and every re-check sees the others' requeues."""
     from submissions.bundles import build_bundle
     from submissions.services import submitting
     from tests.site.bundle_files import valid_files

@@ -1,11 +1,12 @@
 """Scheduling under concurrency, on PostgreSQL's row locks: agents starting and reporting one contestant's
 runs while an organizer cancels some, the contestant submits more and the sweeper runs, all at once.
-No transaction may deadlock, and afterwards no run waits behind a free slot. (SQLite takes one writer at
-a time: there is nothing to interleave, so this runs where rows are locked.)"""
+No transaction may deadlock, and afterwards no run waits behind a free slot. On SQLite each write
+transaction takes the database's write lock when it begins (IMMEDIATE): the same work, one writer at a
+time, must end the same way."""
 import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from submissions.bundles import build_bundle
 from submissions.models import GpuType, Run, RunStatus, Season
@@ -13,8 +14,7 @@ from submissions.services import accounts, cancelling, judging, recovery, submit
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result
 
-pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: PostgreSQL only")]
+pytestmark = pytest.mark.django_db(transaction=True)
 CAP = 3
 
 
