@@ -34,9 +34,9 @@ def _label(command: list[str]) -> str:
 def instrument() -> None:
     """Wrap run_sandboxed where the harness imported it, to record each process's wall time."""
     from profiler_agent.harness import judge, trusted
-    from profiler_agent.measure import ncu
+    from profiler_agent.measure import ncu_run
 
-    for module in (judge, trusted, ncu):
+    for module in (judge, trusted, ncu_run):
         original = module.run_sandboxed
 
         def timed(command, *args, _original=original, **kwargs):

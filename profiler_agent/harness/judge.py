@@ -14,7 +14,7 @@ from pathlib import Path
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
-from profiler_agent.measure import confirm, kernel_census, metrics, ncu
+from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
 from profiler_agent.sandbox import privileges
 from profiler_agent import schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
@@ -372,7 +372,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         finally:  # whatever was not needed (or an error cut short) ends here
             ahead.cancel_all(verifier, *(confirming.processes() if confirming else ()))
         if options.ncu:
-            ncu.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
+            ncu_run.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 
         if bundle.llm_variant is not None:
             llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, scratch / "llm", sources)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from profiler_agent import schema
 from profiler_agent.harness import ahead, trusted
-from profiler_agent.measure import kernel_census, ncu
+from profiler_agent.measure import kernel_census, ncu, ncu_run
 from profiler_agent.sandbox.process import Limits
 
 FLAG = "timing_unconfirmed"
@@ -145,15 +145,15 @@ class Started:
     """The confirmation's two processes, started ahead of their turn (profiler_agent.harness.ahead):
     the trusted check first (it ends last), then the profiler."""
     check: ahead.StartedAhead
-    profiler: ncu.ProfilerAhead | ncu.ProfilerRun
+    profiler: ncu_run.ProfilerAhead | ncu_run.ProfilerRun
     outputs: Path
 
     def profiles(self) -> bool:
         """Whether ncu is there to record the candidate's kernels (and so the census)."""
-        return isinstance(self.profiler, ncu.ProfilerAhead)
+        return isinstance(self.profiler, ncu_run.ProfilerAhead)
 
     def processes(self) -> tuple[ahead.StartedAhead, ...]:
-        profiler = (self.profiler.process,) if isinstance(self.profiler, ncu.ProfilerAhead) else ()
+        profiler = (self.profiler.process,) if isinstance(self.profiler, ncu_run.ProfilerAhead) else ()
         return (self.check, *profiler)
 
 
@@ -164,7 +164,7 @@ def start_processes(bundle, options, cache_dir: Path, scratch: Path, sources: di
     check = trusted.start_trusted("profiler_agent.measure.confirm_check", bundle, options, scratch / "check",
                                   sources, outputs)
     try:
-        profiler = ncu.start_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
+        profiler = ncu_run.start_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
                                       profile_scratch, PROFILE, outputs=outputs,
                                       # ncu itself shares the cgroup: the looser (build) limit
                                       limits=Limits(memory_bytes=options.compile_memory_limit()))
@@ -186,7 +186,7 @@ def start_ahead(bundle, options, cache_dir: Path, scratch: Path, sources: dict[s
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:
     """What the check needs to take the kernel census from ncu's record: the kernel names, and where
     the profiled process's build and JIT caches are (kernel_symbols reads the names they define)."""
-    if record is None or not isinstance(profiler, ncu.ProfilerAhead):
+    if record is None or not isinstance(profiler, ncu_run.ProfilerAhead):
         return None
     return {"candidate": record.candidate_kernels, "reference": record.reference_kernels,
             "loaded_native": loaded_native,
@@ -227,7 +227,7 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
     started = started or start_processes(bundle, options, cache_dir, scratch, sources)
     try:
-        profiled = ncu.finish_profiler(started.profiler, seed)
+        profiled = ncu_run.finish_profiler(started.profiler, seed)
     except BaseException:
         started.check.cancel()
         raise

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler_agent.measure import ncu
+from profiler_agent.measure import ncu, ncu_run
 from profiler_agent import schema
 from profiler_agent.__main__ import build_parser, main
 from profiler_agent.bundles.bundle import locate_bundle
@@ -144,7 +144,7 @@ def test_the_launch_cap_drops_the_call_it_may_have_cut_short():
 
 
 def test_the_command_profiles_only_the_candidate_range_with_the_clocks_left_alone(tmp_path):
-    command = ncu.ncu_command("/opt/ncu", tmp_path / "out.csv", ["python", "-m", "target"], 5)
+    command = ncu_run.ncu_command("/opt/ncu", tmp_path / "out.csv", ["python", "-m", "target"], 5)
     text = " ".join(command)
     assert command[0] == "/opt/ncu" and command[-3:] == ["python", "-m", "target"]
     assert "--clock-control none" in text and "--csv" in command
@@ -200,7 +200,7 @@ def _options(device="cuda"):
 def test_without_ncu_on_path_the_result_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ncu anywhere
     result = _passed_result({"stale": True})
-    ncu.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: not found on PATH; nothing profiled\n"
     assert not (tmp_path / "ncu").exists()  # nothing was started
@@ -209,7 +209,7 @@ def test_without_ncu_on_path_the_result_says_so(monkeypatch, tmp_path):
 def test_a_candidate_that_did_not_pass_is_not_profiled(tmp_path):
     result = _passed_result(None)
     result["status"] = "wrong_answer"
-    ncu.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: skipped: the candidate did not pass (wrong_answer)\n"
 
@@ -218,9 +218,9 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise OSError("ncu vanished")
 
-    monkeypatch.setattr(ncu, "profile_candidate", explode)
+    monkeypatch.setattr(ncu_run, "profile_candidate", explode)
     result = _passed_result(None)
-    ncu.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["status"] == "passed" and result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: failed: OSError: ncu vanished\n"
 
@@ -322,7 +322,7 @@ def test_ncu_on_a_cpu_judgement_is_null_with_a_note_and_the_verdict_stands(relu_
 
 def _profile(tmp_path, shared_build_cache, bundle=EXAMPLES / "relu-cpu", timeout_s=120.0):
     # device "cpu": the profiled process runs the candidate without NVTX ranges (no CUDA here)
-    return ncu.profile_candidate(
+    return ncu_run.profile_candidate(
         locate_bundle(bundle), locate_bundle(bundle).candidate, "cpu", timeout_s, Path(shared_build_cache),
         tmp_path / "ncu", H100_PEAK_GBPS, calls=4,
     )
