@@ -2,13 +2,16 @@
 against later ones (item 6 of "Judging integrity II"), and the true speedup from Nsight Compute.
 
     python bench/launch_bound.py drift --out DIR [--only NAME] [--repeats 3] [--env K=V ...]
-    python bench/launch_bound.py truth --out DIR [--only NAME]      # ncu kernel sums, both models
+    python bench/launch_bound.py truth --out DIR [--only NAME] [--cache-state kernel|call]   # ncu kernel sums
     python bench/launch_bound.py aftermath --out DIR [--only NAME] [--before compile,burn,sleep,none]
 
 `drift` judges each bundle `--repeats` times in a row with a fresh build cache, so the first
 judging compiles; it prints the speedup, both medians, and the drift of each model's per-call
 samples (median of the last quarter over the first). `truth` runs reference and candidate under
 `ncu --clock-control none` (5 calls each after a warm-up) and sums each call's kernel durations.
+`--cache-state kernel` (default) keeps ncu's flush of every cache before each kernel; `call` turns it
+off (`--cache-control none`) and the target flushes L2 before each call itself, as the judge's timer
+does, so a call's later kernels find what its earlier ones left in L2, as they do in real use.
 `aftermath` separates the compile from its aftermath: with the bundle's build cached, it judges
 right after 50 s of something else (a cold compile in another process, every core busy, idling).
 """
@@ -123,7 +126,7 @@ def use_prebuilt_extensions() -> None:
     cpp_extension.load = prebuilt(cpp_extension.load)
 
 
-def ncu_target(bundle: Path, which: str, calls: int) -> None:
+def ncu_target(bundle: Path, which: str, calls: int, flush_per_call: bool = False) -> None:
     """The profiled process: both models built alike, `calls` calls of one of them in NVTX ranges."""
     import torch
 
@@ -142,10 +145,14 @@ def ncu_target(bundle: Path, which: str, calls: int) -> None:
         module = loading.import_file(bundle / "cudacode.py", "candidate")
         model = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device)
     inputs = make_inputs(api.get_inputs, 1, device)
+    flush = torch.empty(256 * 1024**2, dtype=torch.uint8, device=device) if flush_per_call else None
     with torch.no_grad():
         model(*inputs)
         torch.cuda.synchronize()
         for call in range(calls):
+            if flush is not None:  # outside the NVTX ranges: not counted
+                flush.add_(1)
+                torch.cuda.synchronize()
             torch.cuda.nvtx.range_push(f"{CALL_RANGE_PREFIX}{call}")
             torch.cuda.nvtx.range_push(which)
             model(*inputs)
@@ -203,14 +210,16 @@ def run_aftermath(out: Path, names: list[str], befores: list[str]) -> None:
     (out / "aftermath.json").write_text(json.dumps(rows, indent=1))
 
 
-def kernel_sum_ms(bundle: Path, which: str, out: Path, env: dict) -> tuple[float | None, list[str]]:
+def kernel_sum_ms(bundle: Path, which: str, out: Path, env: dict, cache_state: str = "kernel",
+                  ) -> tuple[float | None, list[str]]:
     from profiler_agent.measure import ncu
 
-    log = out / f"ncu-{bundle.name}-{which}.csv"
+    log = out / f"ncu-{bundle.name}-{which}-{cache_state}.csv"
+    caches = ["--cache-control", "none"] if cache_state == "call" else []
     command = [
-        shutil.which("ncu") or "ncu", "--clock-control", "none", "--target-processes", "application-only",
+        shutil.which("ncu") or "ncu", "--clock-control", "none", *caches, "--target-processes", "application-only",
         "--csv", "--log-file", str(log), "--metrics", ncu.DURATION, "--nvtx", "--nvtx-include", f"{which}/",
-        sys.executable, __file__, "_target", str(bundle), which, str(NCU_CALLS),
+        sys.executable, __file__, "_target", str(bundle), which, str(NCU_CALLS), cache_state,
     ]
     subprocess.run(command, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=False)
     launches = ncu.parse_launches(log.read_text() if log.exists() else "")
@@ -220,24 +229,24 @@ def kernel_sum_ms(bundle: Path, which: str, out: Path, env: dict) -> tuple[float
     return (statistics.median(sums) if sums else None), names
 
 
-def run_truth(out: Path, names: list[str]) -> None:
+def run_truth(out: Path, names: list[str], cache_state: str = "kernel") -> None:
     rows = []
     for name in names:
         cache = Path(tempfile.mkdtemp(prefix=f"lb-ncu-{name}-"))
         env = {"TORCH_EXTENSIONS_DIR": str(cache)}
-        reference, ref_kernels = kernel_sum_ms(BUNDLES / name, "reference", out, env)
-        candidate, cand_kernels = kernel_sum_ms(BUNDLES / name, "candidate", out, env)
+        reference, ref_kernels = kernel_sum_ms(BUNDLES / name, "reference", out, env, cache_state)
+        candidate, cand_kernels = kernel_sum_ms(BUNDLES / name, "candidate", out, env, cache_state)
         true = reference / candidate if reference and candidate else None
-        row = {"bundle": name, "reference_kernel_ms": reference, "candidate_kernel_ms": candidate,
+        row = {"bundle": name, "cache_state": cache_state, "reference_kernel_ms": reference, "candidate_kernel_ms": candidate,
                "true_speedup": true, "reference_kernels": ref_kernels, "candidate_kernels": cand_kernels}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    (out / "truth.json").write_text(json.dumps(rows, indent=1))
+    (out / f"truth-{cache_state}.json").write_text(json.dumps(rows, indent=1))
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_target":
-        ncu_target(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        ncu_target(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5:6] == ["call"])
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("drift", "truth", "aftermath"))
@@ -246,6 +255,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="bundle names under bench/bundles (repeatable)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--env", action="append", default=[], help="K=V set for the judge processes")
+    parser.add_argument("--cache-state", choices=("kernel", "call"), default="kernel",
+                        help="truth: ncu flushes caches before each kernel, or the target before each call")
     parser.add_argument("--judge-arg", action="append", default=[], help="extra argument for `judge`")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -256,7 +267,7 @@ def main() -> None:
     elif args.mode == "aftermath":
         run_aftermath(args.out, names, args.before.split(","))
     else:
-        run_truth(args.out, names)
+        run_truth(args.out, names, args.cache_state)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ has its seconds:
   alone (ATen and the torch:: names, no Python bindings, nn, optim, autograd API).
 - slim-header-O1: both.
 - preprocess-only: `-E`, the cost of reading the headers.
+- narrow-header: torch/extension.h holds the tensor class, a few factory ops (empty, zeros, their
+  _like forms), TORCH_CHECK and the torch:: dtype names: no ATen/ATen.h, no op declarations.
+- narrow+context: that, and ATen/cuda/CUDAContext.h holds the current-stream call and the launch
+  check alone (c10's CUDA stream and exception headers).
 """
 
 from __future__ import annotations
@@ -32,6 +36,27 @@ sys.path.insert(0, str(REPO))
 from bench.compile_time import cold_build  # noqa: E402
 
 SLIM_EXTENSION_H = "#pragma once\n#include <torch/types.h>\n"
+NARROW_EXTENSION_H = """#pragma once
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/util/Exception.h>
+namespace torch {
+using namespace at;
+constexpr auto kFloat16 = at::kHalf;
+constexpr auto kFloat32 = at::kFloat;
+constexpr auto kFloat64 = at::kDouble;
+constexpr auto kInt32 = at::kInt;
+constexpr auto kInt64 = at::kLong;
+}
+"""
+NARROW_CUDA_CONTEXT_H = """#pragma once
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAException.h>
+namespace at::cuda { using namespace c10::cuda; }
+"""
 
 
 def ninja_variables(build_ninja: Path) -> dict[str, str]:
@@ -78,7 +103,17 @@ def main() -> None:
     slim = extensions / "slim-include"
     (slim / "torch").mkdir(parents=True)
     (slim / "torch" / "extension.h").write_text(SLIM_EXTENSION_H)
+    narrow = extensions / "narrow-include"
+    (narrow / "torch").mkdir(parents=True)
+    (narrow / "torch" / "extension.h").write_text(NARROW_EXTENSION_H)
+    narrow_context = extensions / "narrow-context-include"
+    (narrow_context / "torch").mkdir(parents=True)
+    (narrow_context / "ATen" / "cuda").mkdir(parents=True)
+    (narrow_context / "torch" / "extension.h").write_text(NARROW_EXTENSION_H)
+    (narrow_context / "ATen" / "cuda" / "CUDAContext.h").write_text(NARROW_CUDA_CONTEXT_H)
     variants = {
+        "narrow-header": ["-I", str(narrow)],
+        "narrow+context": ["-I", str(narrow_context)],
         "default": [],
         "host-O0": ["-O0"],
         "host-O1": ["-O1"],
