@@ -44,6 +44,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
+    # Before anything reads a body (CSRF parses every POST); after Locale: refusals in the visitor's language.
+    "leaderboard.middleware.RequestBodyLimitMiddleware",
+    "leaderboard.middleware.UploadFileNamesMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -138,8 +141,13 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.conso
 BUNDLE_MAX_FILE_BYTES = env_int("BUNDLE_MAX_FILE_BYTES", 1024 * 1024)
 BUNDLE_MAX_TOTAL_BYTES = env_int("BUNDLE_MAX_TOTAL_BYTES", 5 * 1024 * 1024)
 BUNDLE_MAX_FILES = env_int("BUNDLE_MAX_FILES", 64)
-DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
-FILE_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_TOTAL_BYTES * 2
+# A request whose Content-Length is above this is refused (413) before its body is read: a bundle's
+# zip (up to twice BUNDLE_MAX_TOTAL_BYTES) and the form around it fit. Keep nginx's
+# client_max_body_size (deploy/nginx) at or above it.
+REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", BUNDLE_MAX_TOTAL_BYTES * 2 + 1024 * 1024)
+# Bodies within that limit are handled in memory (the upload-name check reads multipart bodies whole).
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 
 # Judging limits passed to agents with each job: a judged process may compile for up to the first,
 # then run for up to the second.
@@ -175,7 +183,11 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # 403s, 404s and bad requests: one line each, no traceback (on the record, and on the console for
+    # the django.security.* loggers whose records reach it)
+    "filters": {"one_line_client_errors": {"()": "leaderboard.log_filters.OneLineClientErrors"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["one_line_client_errors"]}},
+    "loggers": {"django.request": {"filters": ["one_line_client_errors"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils.translation import gettext as _, ngettext
 
+from submissions.zip_members import MemberError, MemberLies, MemberUnsupported, member_name, read_member
+
 REFERENCE_NAMES = ("torchcode.py", "example_torchcode.py")
 CANDIDATE_NAMES = ("cudacode.py", "cudacode_opt.py", "example_cudacode.py")
 # Archive clutter that macOS and editors add; dropping it loses nothing of the bundle.
@@ -68,8 +70,8 @@ def _too_large(path, size, limit):
         "path": path, "size": human_size(size), "limit": human_size(limit)}
 
 
-def clean_path(raw: str) -> str:
-    """A safe relative POSIX path, or BundleError naming the problem."""
+def _path_parts(raw: str) -> list[str]:
+    """The parts of a relative path that stays inside the bundle, or BundleError naming the problem."""
     path = raw.replace("\\", "/")
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         raise BundleError([_("'%(path)s': absolute paths are not allowed in a bundle") % {"path": raw}])
@@ -78,6 +80,10 @@ def clean_path(raw: str) -> str:
         raise BundleError([_("'%(path)s': the path leaves the bundle folder ('..')") % {"path": raw}])
     if not parts:
         raise BundleError([_("'%(path)s': empty file name") % {"path": raw}])
+    return parts
+
+
+def _safe_path(raw: str, parts: list[str]) -> str:
     normalized = posixpath.join(*parts)
     if len(normalized) > 255 or not SAFE_PATH.match(normalized):
         raise BundleError([_("'%(path)s': file names may use letters, digits, '.', '_', '-', ' ' and '/' only "
@@ -85,59 +91,90 @@ def clean_path(raw: str) -> str:
     return normalized
 
 
+def clean_path(raw: str) -> str:
+    """A safe relative POSIX path, or BundleError naming the problem."""
+    return _safe_path(raw, _path_parts(raw))
+
+
 def _is_ignored(path: str) -> bool:
     return any(part in IGNORED_PARTS for part in path.split("/"))
 
 
-def _strip_common_folder(raw_files: dict[str, bytes]) -> dict[str, bytes]:
-    """A zip of a folder (`S1/ABCDEF/torchcode.py`) becomes the folder's contents."""
-    while raw_files and all("/" in p for p in raw_files):
-        tops = {p.split("/", 1)[0] for p in raw_files}
-        if len(tops) != 1:
-            break
-        raw_files = {p.split("/", 1)[1]: data for p, data in raw_files.items()}
-    return raw_files
+def _common_folder_depth(paths: list[list[str]]) -> int:
+    """How many leading folders every path shares: a zip of a folder (`S1/ABCDEF/torchcode.py`, or a
+    folder named in Chinese) is read as the folder's contents."""
+    depth = 0
+    while paths and all(len(parts) > depth + 1 for parts in paths) and len({p[depth] for p in paths}) == 1:
+        depth += 1
+    return depth
+
+
+def _member_refused(path: str, exc: MemberError) -> str:
+    if isinstance(exc, MemberLies) and exc.read_bytes > exc.claimed:
+        return _("'%(path)s' inflates to more than the %(size)s its zip header says: the archive is damaged "
+                 "or crafted") % {"path": path, "size": human_size(exc.claimed)}
+    if isinstance(exc, MemberLies):
+        return _("'%(path)s' does not match its zip header (size or CRC): the archive is damaged") % {"path": path}
+    if isinstance(exc, MemberUnsupported) and exc.method == "encrypted":
+        return _("'%(path)s' is encrypted in the zip; zip the bundle again without a password") % {"path": path}
+    if isinstance(exc, MemberUnsupported):
+        return _("'%(path)s' is compressed with %(method)s; zip the bundle again with deflate, the default of zip "
+                 "tools") % {"path": path, "method": exc.method}
+    return _("'%(path)s' inflates to more than %(limit)s") % {"path": path, "limit": human_size(exc.limit)}
 
 
 def read_zip(data: bytes) -> dict[str, bytes]:
-    """Raw files of a zip archive, checked for escapes, links and sizes before reading."""
+    """Raw files of a zip archive, checked for escapes, links and sizes. Every member is inflated through
+    a counting reader (zip_members) that stops at the limits and at the size the header claims."""
     max_file, max_total, max_files = _limits()
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise BundleError([_("the archive is not a valid zip file")])
-    errors, files, total = [], {}, 0
+    errors, entries, files, total = [], [], {}, 0
     with archive:
         for info in archive.infolist():
             if info.is_dir():
                 continue
+            name = member_name(info)
             if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                errors.append(_("'%(path)s': symbolic links are not allowed in a bundle") % {"path": info.filename})
+                errors.append(_("'%(path)s': symbolic links are not allowed in a bundle") % {"path": name})
                 continue
             try:
-                path = clean_path(info.filename)
+                parts = _path_parts(name)
             except BundleError as exc:
                 errors.extend(exc.errors)
                 continue
-            if _is_ignored(path):
+            if not _is_ignored("/".join(parts)):
+                entries.append((name, parts, info))
+        depth = _common_folder_depth([parts for _name, parts, _info in entries])
+        for name, parts, info in entries:
+            try:
+                path = _safe_path(name, parts[depth:])
+            except BundleError as exc:
+                errors.extend(exc.errors)
+                continue
+            if path in files:
+                errors.append(_("'%(path)s' appears twice") % {"path": path})
                 continue
             if info.file_size > max_file:
                 errors.append(_too_large(path, info.file_size, max_file))
                 continue
-            total += info.file_size
-            if total > max_total:
+            if total + info.file_size > max_total:
                 errors.append(_("the bundle unpacks to more than %(limit)s") % {"limit": human_size(max_total)})
                 break
             if len(files) >= max_files:
                 errors.append(_("the bundle has more than %(limit)s files") % {"limit": max_files})
                 break
             try:
-                files[path] = archive.read(info)
-            except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
-                errors.append(_("'%(path)s' could not be read from the archive: %(error)s") % {"path": path, "error": exc})
+                files[path] = read_member(archive, info, min(max_file, max_total - total))
+            except MemberError as exc:
+                errors.append(_member_refused(path, exc))
+                continue
+            total += len(files[path])
     if errors:
         raise BundleError(errors)
-    return _strip_common_folder(files)
+    return files
 
 
 def build_bundle(raw_files: dict[str, bytes]) -> Bundle:

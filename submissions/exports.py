@@ -61,7 +61,18 @@ class _Echo:
         return value
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (`=HYPERLINK(...)` as a display
+# name): such text gets a leading single quote, which shows it as typed (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value):
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def csv_lines(kind, season=None):
     """The export as an iterator of CSV lines (streamed: the audit trail grows without bound)."""
     writer = csv.writer(_Echo())
-    return (writer.writerow(row) for row in EXPORTS[kind](season))
+    return (writer.writerow([inert_cell(value) for value in row]) for row in EXPORTS[kind](season))

@@ -6,6 +6,8 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from profiler_agent.bundles.zip_members import iter_member, member_name
+
 MAX_MEMBERS = 2000
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
 
@@ -18,7 +20,9 @@ def _safe_member_path(name: str) -> PurePosixPath:
 
 
 def extract_zip(zip_path: Path, target: Path) -> None:
-    """Extract `zip_path` into `target`, refusing anything that could write outside it."""
+    """Extract `zip_path` into `target`, refusing anything that could write outside it. Members are
+    inflated through a counting reader: a header that lies about a size stops it, never fills memory
+    or disk (zip_members raises a ValueError naming the member)."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(zip_path) as archive:
@@ -29,18 +33,16 @@ def extract_zip(zip_path: Path, target: Path) -> None:
             raise ValueError(f"zip expands to more than {MAX_TOTAL_BYTES} bytes")
         written = 0
         for member in members:
-            relative = _safe_member_path(member.filename)
+            name = member_name(member)
+            relative = _safe_member_path(name)
             if stat.S_ISLNK(member.external_attr >> 16):
-                raise ValueError(f"symbolic link in zip: {member.filename!r}")
+                raise ValueError(f"symbolic link in zip: {name!r}")
             destination = target.joinpath(*relative.parts)
             if member.is_dir():
                 destination.mkdir(parents=True, exist_ok=True)
                 continue
             destination.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, open(destination, "wb") as sink:
-                # the header's file_size can lie; count what really comes out
-                while chunk := source.read(1 << 20):
-                    written += len(chunk)
-                    if written > MAX_TOTAL_BYTES:
-                        raise ValueError(f"zip expands to more than {MAX_TOTAL_BYTES} bytes")
+            with open(destination, "wb") as sink:
+                for chunk in iter_member(archive, member, MAX_TOTAL_BYTES - written):
                     sink.write(chunk)
+                    written += len(chunk)

@@ -6,6 +6,7 @@ import pytest
 from profiler_agent.bundles.build_cache import extensions_dir
 from profiler_agent.bundles.bundle import BundleError, locate_bundle, open_bundle
 from profiler_agent.service.sizes import parse_size
+from tests.crafted_zips import legacy_named_zip, lying_zip
 
 
 def write(root: Path, *names: str) -> Path:
@@ -85,3 +86,23 @@ def test_builds_are_keyed_by_source_bytes_and_device_kind(tmp_path):
     assert extensions_dir(cache, a, "cpu") != extensions_dir(cache, b, "cpu")
     assert extensions_dir(cache, a, "cpu") != extensions_dir(cache, a, "cuda")
     assert extensions_dir(cache, a, "cpu").parent == cache
+
+
+BOMB_BYTES = 64 * 1024 * 1024  # inflates from a ~64 KiB zip
+
+
+def test_agent_refuses_a_lying_zip_as_a_bundle_error(tmp_path):
+    archive = tmp_path / "bomb.zip"
+    archive.write_bytes(lying_zip({"torchcode.py": b"# reference\n", "cudacode.py": b"\0" * BOMB_BYTES},
+                                  claimed={"cudacode.py": 100}))
+    with pytest.raises(BundleError, match="'cudacode.py': the archive is damaged"):
+        open_bundle(archive, tmp_path / "scratch")
+    written = tmp_path / "scratch" / "bundle" / "cudacode.py"
+    assert written.stat().st_size <= 100
+
+
+def test_agent_extracts_a_gbk_named_folder(tmp_path):
+    archive = tmp_path / "windows.zip"
+    archive.write_bytes(legacy_named_zip({"我的算子/torchcode.py": b"# r\n", "我的算子/cudacode.py": b"# c\n"}))
+    bundle = open_bundle(archive, tmp_path / "scratch")
+    assert bundle.root.name == "我的算子" and bundle.candidate.read_text() == "# c\n"

@@ -2,15 +2,16 @@
 import csv
 import io
 
+from submissions.exports import EXPORTS
 from submissions.models import AuditEntry, Rejudge, Run, Standing
-from submissions.services import submitting
+from submissions.services import accounts, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all, submit
 from tests.site.test_abuse_flags import RENAMED_TORCHCODE
 
 
-def judged(capture, agent, contestant, issue, files, speedup=2.0):
-    submission = submit(capture, contestant, issue, files)
+def judged(capture, agent, contestant, issue, files, speedup=2.0, **kwargs):
+    submission = submit(capture, contestant, issue, files, **kwargs)
     report_all(submission, agent, passed_result(speedup=speedup))
     return submission
 
@@ -116,3 +117,37 @@ def test_csv_exports(client, season, alice, organizer, agent_and_token, django_c
     assert "review.accepted" in actions and actions.count("run.verdict") == 2
     assert client.get("/organizer/export/passwords.csv").status_code == 404
     assert client.get("/organizer/export/reviews.csv?season=S9").status_code == 404
+
+
+FORMULA_NAME = '=HYPERLINK("http://evil.example","Bob")'
+# What spreadsheets take for the start of a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_every_csv_export_shows_formulas_as_text(client, season, organizer, agent_and_token,
+                                                 django_capture_on_commit_callbacks):
+    mallory = accounts.register_contestant("mallory", "pw-mallory-123", display_name=FORMULA_NAME,
+                                           affiliation="\r@SUM(A1:A9)")
+    agent, _ = agent_and_token
+    submission = judged(django_capture_on_commit_callbacks, agent, mallory,
+                        submitting.open_issue(season, mallory, title="ReLU"), valid_files(),
+                        pr_url="\t=1+1")
+    client.force_login(organizer.user)
+    client.post(f"/organizer/submissions/{submission.pk}/review/",
+                {"decision": "accepted", "reason": "-2+3", "points_execution_time": "5", "points_throughput": "4",
+                 "points_bandwidth": "3", "points_ground_truth": "0", "points_llm_prompt": "0"})
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/organizer/submissions/{submission.pk}/rejudge/", {"reason": "+cmd|' /C calc'!A0"})
+    exports = {kind: list(csv.reader(io.StringIO(b"".join(client.get(f"/organizer/export/{kind}.csv")
+                                                            .streaming_content).decode())))
+               for kind in EXPORTS}
+    for kind, rows in exports.items():
+        for cell in (cell for row in rows for cell in row):
+            assert not cell.startswith(FORMULA_STARTS), (kind, cell)
+    records = {kind: [dict(zip(rows[0], row)) for row in rows[1:]] for kind, rows in exports.items()}
+    (standing,) = records["standings"]
+    assert (standing["contestant"], standing["affiliation"]) == (f"'{FORMULA_NAME}", "'\r@SUM(A1:A9)")
+    assert (records["submissions"][0]["contestant"], records["submissions"][0]["pr_url"]) == (f"'{FORMULA_NAME}",
+                                                                                              "'\t=1+1")
+    assert records["reviews"][0]["reason"] == "'-2+3"
+    assert "'+cmd|' /C calc'!A0" in [entry["reason"] for entry in records["audit"]]

@@ -1,0 +1,94 @@
+"""Guards on a request's body that must act before any view, form or CSRF check reads it.
+
+Both sit right after LocaleMiddleware (their refusals are in the visitor's language) and before
+CsrfViewMiddleware, which parses every POST body to find the CSRF token.
+"""
+import re
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.utils.http import parse_header_parameters
+from django.utils.translation import gettext as _
+
+from submissions.bundles import human_size
+
+FILE_NAME = re.compile(rb'filename="([^"]*)"|filename=([^;\s]*)')
+
+
+def _refusal(request, status, message):
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": message}, status=status)
+    else:
+        response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    # Set here, outside CommonMiddleware: without it a client must wait for the connection to close,
+    # and a server that drains the unread body (runserver does) keeps it open.
+    response["Content-Length"] = len(response.content)
+    return response
+
+
+class RequestBodyLimitMiddleware:
+    """A body above REQUEST_MAX_BODY_BYTES is refused (413) by its Content-Length, unread: Django would
+    otherwise stream all of it to a temporary file before a view could refuse it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django reads no body then either
+        limit = settings.REQUEST_MAX_BODY_BYTES
+        if length > limit:
+            return _refusal(request, 413, _("request refused: its body is %(size)s; the limit is %(limit)s")
+                            % {"size": human_size(length), "limit": human_size(limit)})
+        return self.get_response(request)
+
+
+def _legible(raw: bytes) -> str:
+    # Most non-UTF-8 names come from a Chinese system's code page.
+    try:
+        return raw.decode("gbk")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def undecodable_file_names(body: bytes, boundary: bytes) -> list[str]:
+    """Names of uploaded files whose part header is not UTF-8: Django's multipart parser skips such a
+    header line, and with it the whole file, without a word."""
+    names, delimiter = [], b"--" + boundary
+    start = body.find(delimiter)
+    while start != -1:
+        headers_start = start + len(delimiter)
+        headers_end = body.find(b"\r\n\r\n", headers_start)
+        if headers_end == -1:
+            break
+        for line in body[headers_start:headers_end].split(b"\r\n"):
+            if not line.lower().startswith(b"content-disposition:"):
+                continue
+            try:
+                line.decode()
+            except UnicodeDecodeError:
+                match = FILE_NAME.search(line)
+                if match:
+                    names.append(_legible(match.group(1) or match.group(2)))
+        next_part = body.find(b"\r\n" + delimiter, headers_end)
+        start = next_part + 2 if next_part != -1 else -1
+    return names
+
+
+class UploadFileNamesMiddleware:
+    """Refuses (400) a multipart request with a file whose name is not UTF-8, naming it, instead of
+    letting the file vanish. Reads the body, which RequestBodyLimitMiddleware has bounded."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method == "POST" and request.content_type == "multipart/form-data":
+            boundary = parse_header_parameters(request.META.get("CONTENT_TYPE", ""))[1].get("boundary", "")
+            names = undecodable_file_names(request.body, boundary.encode("ascii", "ignore")) if boundary else []
+            if names:
+                return _refusal(request, 400, _("upload refused: the file name '%(name)s' is not UTF-8; send file "
+                                                "names in UTF-8 (or rename the file)") % {"name": names[0]})
+        return self.get_response(request)
