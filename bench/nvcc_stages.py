@@ -12,7 +12,7 @@ has its seconds:
   alone (ATen and the torch:: names, no Python bindings, nn, optim, autograd API).
 - slim-header-O1: both.
 - preprocess-only: `-E`, the cost of reading the headers.
-- narrow-header: torch/extension.h holds the tensor class, a few factory ops (empty, zeros, their
+- narrow-header: torch/types.h and torch/extension.h hold the tensor class, a few factory ops (empty, zeros, their
   _like forms), TORCH_CHECK and the torch:: dtype names: no ATen/ATen.h, no op declarations.
 - narrow+context: that, and ATen/cuda/CUDAContext.h holds the current-stream call and the launch
   check alone (c10's CUDA stream and exception headers).
@@ -105,11 +105,14 @@ def main() -> None:
     (slim / "torch" / "extension.h").write_text(SLIM_EXTENSION_H)
     narrow = extensions / "narrow-include"
     (narrow / "torch").mkdir(parents=True)
-    (narrow / "torch" / "extension.h").write_text(NARROW_EXTENSION_H)
+    # load_inline's generated .cu starts with torch/types.h: that one is narrowed too
+    (narrow / "torch" / "types.h").write_text(NARROW_EXTENSION_H)
+    (narrow / "torch" / "extension.h").write_text("#pragma once\n#include <torch/types.h>\n")
     narrow_context = extensions / "narrow-context-include"
     (narrow_context / "torch").mkdir(parents=True)
     (narrow_context / "ATen" / "cuda").mkdir(parents=True)
-    (narrow_context / "torch" / "extension.h").write_text(NARROW_EXTENSION_H)
+    (narrow_context / "torch" / "types.h").write_text(NARROW_EXTENSION_H)
+    (narrow_context / "torch" / "extension.h").write_text("#pragma once\n#include <torch/types.h>\n")
     (narrow_context / "ATen" / "cuda" / "CUDAContext.h").write_text(NARROW_CUDA_CONTEXT_H)
     variants = {
         "narrow-header": ["-I", str(narrow)],

@@ -148,7 +148,8 @@ def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
     timed again with the flush waited for and the end after a device-wide synchronize."""
     outside = timing.work_outside_ms(timings)
     medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
-    log("work outside the event pair (ms): " + ", ".join(f"{n} {outside[n]:.4f}" for n in calls))
+    log("work outside the event pair (ms): " + ", ".join(f"{n} {outside[n]:.4f}" for n in calls)
+        + f" (medians in ms: {timing.outside_readings(timings)})")
     if not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
         return timings, timer, False
     synced = timing.SynchronizedCudaTimer(device, flush_buffer=timer.flush_buffer)

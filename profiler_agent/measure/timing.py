@@ -226,6 +226,15 @@ def work_outside_ms(timings: "Timings") -> dict[str, float]:
     return outside
 
 
+def outside_readings(timings: "Timings") -> str:
+    """The medians work_outside_ms compared, per model and for the empty call (for the log)."""
+    def median_of(readings: dict, name: str) -> str:
+        return f"{statistics.median(readings[name]):.4f}" if readings.get(name) else "-"
+
+    return ", ".join(f"{name}: flush/read {median_of(timings.flush_ms, name)} tail {median_of(timings.tail_ms, name)}"
+                     for name in [*timings.times_ms, CONTROL])
+
+
 def left_work_behind(escaped_ms: float, median_ms: float) -> bool:
     return escaped_ms > max(ESCAPED_SHARE * median_ms, ESCAPED_MIN_MS)
 

@@ -1,21 +1,32 @@
-"""CUDA files build with the slim torch/extension.h first, and with the full one when that fails; the
-slim folder travels in NVCC_PREPEND_FLAGS, never in the build's own flags (which name the build)."""
+"""CUDA files build with the narrow torch headers first, then the slim torch/extension.h, then the full
+one; the folders travel in NVCC_PREPEND_FLAGS, never in the build's own flags (which name the build)."""
 import os
+import shutil
+import subprocess
+
+import pytest
 
 from profiler_agent.bundles import slim_header
 
 
-def recording_compile(fail_with_slim):
+def recording_compile(fail_with_slim, fail_with_narrow=None):
+    """fail_with_narrow: None means as fail_with_slim."""
+    fail_with_narrow = fail_with_slim if fail_with_narrow is None else fail_with_narrow
     calls = []
 
     def compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs):
         prepended = os.environ.get(slim_header.PREPEND_ENV, "")
         calls.append((list(extra_cuda_cflags or []), prepended))
-        if fail_with_slim and "-I" in prepended:
+        narrow = slim_header.NARROW_FOLDER_NAME in prepended
+        if "-I" in prepended and (fail_with_narrow if narrow else fail_with_slim):
             raise RuntimeError("Error building extension 'x'")
         return "module"
 
     return compile_function, calls
+
+
+def narrow_folder_of(prepended: str):
+    return prepended.split()[0].removeprefix("-I")
 
 
 def test_the_header_holds_torch_types_alone(tmp_path):
@@ -24,23 +35,68 @@ def test_the_header_holds_torch_types_alone(tmp_path):
     assert "#include <torch/types.h>" in text and "torch/all.h" not in text
 
 
-def test_cuda_sources_get_the_slim_folder_through_nvccs_environment(tmp_path, monkeypatch):
+def test_cuda_sources_get_the_narrow_folder_through_nvccs_environment(tmp_path, monkeypatch):
     monkeypatch.setenv(slim_header.PREPEND_ENV, "-lineinfo")
     compile_function, calls = recording_compile(fail_with_slim=False)
-    wrapped = slim_header.with_slim_header(compile_function, tmp_path)
+    wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
+                                           slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
-    assert calls == [(["-O3"], f"-I{tmp_path} -lineinfo")]  # the build's flags untouched
+    assert len(calls) == 1 and calls[0][0] == ["-O3"]  # the build's flags untouched
+    assert calls[0][1].startswith(f"-I{tmp_path / slim_header.NARROW_FOLDER_NAME}/") and calls[0][1].endswith(" -lineinfo")
     assert os.environ[slim_header.PREPEND_ENV] == "-lineinfo"  # restored
 
 
-def test_a_slim_failure_builds_again_with_the_full_header(tmp_path, capsys, monkeypatch):
+def test_a_narrow_failure_builds_with_the_slim_header_then_the_full_one(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
-    compile_function, calls = recording_compile(fail_with_slim=True)
-    wrapped = slim_header.with_slim_header(compile_function, tmp_path)
+    compile_function, calls = recording_compile(fail_with_slim=False, fail_with_narrow=True)
+    wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
+                                           slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
-    assert calls == [(["-O3"], f"-I{tmp_path}"), (["-O3"], "")]
-    assert "building again with the full header" in capsys.readouterr().err
+    assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}"]
+    assert "did not build with the narrow torch headers" in capsys.readouterr().err
+
+    compile_function, calls = recording_compile(fail_with_slim=True)
+    wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
+                                           slim_header.aten_ops_folder())
+    assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
+    assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}", ""]
+    assert "building again with the full ones" in capsys.readouterr().err
     assert slim_header.PREPEND_ENV not in os.environ
+
+
+def test_the_narrow_header_declares_the_ops_the_cuda_sources_name(tmp_path):
+    source = tmp_path / "cuda.cu"
+    source.write_text("auto y = torch::empty_like(x); auto z = at::zeros({4}, x.options()); torch::Tensor t;"
+                      " torch::kFloat32; at::not_an_op_anywhere();")
+    ops = slim_header.ops_named([tmp_path / "main.cpp", source], slim_header.aten_ops_folder())
+    assert ops == ["empty_like", "zeros"]  # Tensor and kFloat32 are no op; unknown names are left out
+    folder = slim_header.narrow_include_folder(tmp_path / "narrow", ops)
+    types_h = (folder / "torch" / "types.h").read_text()
+    assert "#include <ATen/ops/empty_like.h>" in types_h and "#include <ATen/ops/zeros.h>" in types_h
+    assert "ATen/ATen.h" not in types_h
+    assert slim_header.narrow_include_folder(tmp_path / "narrow", ["empty"]) != folder  # other ops, other folder
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_a_launcher_compiles_against_the_narrow_header_with_torchs_own_headers(tmp_path):
+    """A real compile (syntax only, the host side of what nvcc does) of a typical launcher."""
+    from torch.utils import cpp_extension
+
+    source = tmp_path / "cuda.cu"
+    source.write_text(
+        "#include <torch/extension.h>\n"
+        "torch::Tensor relu(torch::Tensor x) {\n"
+        "  TORCH_CHECK(x.scalar_type() == torch::kFloat32, \"x must be float32\");\n"
+        "  auto xc = x.contiguous(); auto y = torch::empty_like(xc);\n"
+        "  const float* in = xc.data_ptr<float>(); float* out = y.data_ptr<float>();\n"
+        "  for (int64_t i = 0; i < xc.numel(); ++i) out[i] = in[i] > 0 ? in[i] : 0;\n"
+        "  return y;\n}\n")
+    folder = slim_header.narrow_include_folder(
+        tmp_path / "narrow", slim_header.ops_named([source], slim_header.aten_ops_folder()))
+    includes = [f"-I{path}" for path in cpp_extension.include_paths()]
+    done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", f"-I{folder}", *includes, str(source)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_cpp_only_builds_are_untouched(tmp_path, monkeypatch):
