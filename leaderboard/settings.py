@@ -35,6 +35,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_rq",
+    # django-ninja as an app: /api/v1/docs uses its own Swagger UI files (static/ninja/), not a CDN.
+    "ninja",
     "submissions",
     "leaderboard",
 ]
