@@ -1,16 +1,37 @@
 """The site's HTTP API (/api/v1/): one NinjaAPI joining the domain routers and the public leaderboard."""
+import json
 from typing import List, Optional
 
 from django.utils.translation import gettext as _
-from ninja import NinjaAPI, Router, Schema
+from ninja import NinjaAPI, Query, Router, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
 from leaderboard import selectors
-from submissions.api import agent_router, contestant_router
+from submissions.api import agent_router, answers, contestant_router
 from submissions.models import Season
 
-api = NinjaAPI(title="GPU CodeForces API", version="1", urls_namespace="api",
-               description="Agents report runs; contestants submit bundles; everyone reads leaderboards.")
+# Beyond any standings, and offset + limit stays far inside a 64-bit integer on every database.
+MAX_OFFSET = 2**31 - 1
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+class StrictJsonParser(Parser):
+    """JSON as the standard has it: NaN and Infinity (which Python's json reads) are refused with 400,
+    as PostgreSQL's JSON columns would refuse them with a server error."""
+
+    def parse_body(self, request):
+        return json.loads(request.body, parse_constant=_refuse_constant)
+
+
+api = NinjaAPI(title="GPU CodeForces API", version="1", urls_namespace="api", parser=StrictJsonParser(),
+               # No validator badge: the docs page asks nothing of any other host.
+               docs=Swagger(settings={"validatorUrl": None}),
+               description="Agents report runs; contestants submit bundles; everyone reads leaderboards. "
+                           "Every error answer is JSON with a `detail` naming the problem.")
 
 
 @api.exception_handler(AuthenticationError)
@@ -59,13 +80,17 @@ class LeaderboardOut(Schema):
     rows: List[StandingOut]
 
 
-@public_router.get("/seasons/{code}/leaderboard", response=LeaderboardOut, url_name="season_leaderboard")
-def season_leaderboard(request, code: str, offset: int = 0, limit: int = 50):
+OFFSET = Query(0, ge=0, le=MAX_OFFSET, description="Rows to skip")
+LIMIT = Query(50, ge=1, le=500, description="Rows to return")
+
+
+@public_router.get("/seasons/{code}/leaderboard", response=answers({200: LeaderboardOut}, 404, 422),
+                   url_name="season_leaderboard")
+def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LIMIT):
     season = Season.objects.filter(code=code).first()
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
-    limit = max(1, min(limit, 500))
-    rows = selectors.season_standings(season, offset=max(0, offset), limit=limit, viewer=request.user)
+    rows = selectors.season_standings(season, offset=offset, limit=limit, viewer=request.user)
     freeze = selectors.active_freeze(season, request.user)
     return {
         "season": season.code, "ranking_rule": season.ranking_rule,
@@ -95,7 +120,8 @@ def _runs_summary(submission):
              "candidate_median_ms": r.candidate_median_ms} for r in submission.runs.all()]
 
 
-@public_router.get("/contestants/{contestant_id}", response=ContestantOut, url_name="contestant_detail")
+@public_router.get("/contestants/{contestant_id}", response=answers({200: ContestantOut}, 404, 422),
+                   url_name="contestant_detail")
 def contestant_detail(request, contestant_id: int):
     contestant = selectors.public_contestant(contestant_id)
     if contestant is None:
@@ -124,7 +150,7 @@ class IssuePageOut(Schema):
     submissions: List[dict]
 
 
-@public_router.get("/issues/{code}", response=IssuePageOut, url_name="issue_page")
+@public_router.get("/issues/{code}", response=answers({200: IssuePageOut}, 404), url_name="issue_page")
 def issue_page(request, code: str):
     """The issue page's twin: its versions and how each was judged (code stays on the site's own rules)."""
     issue = selectors.public_issue(code)
@@ -145,7 +171,7 @@ class HardwareOut(Schema):
     rows: List[dict]
 
 
-@public_router.get("/seasons/{code}/hardware", response=HardwareOut, url_name="season_hardware")
+@public_router.get("/seasons/{code}/hardware", response=answers({200: HardwareOut}, 404), url_name="season_hardware")
 def season_hardware(request, code: str):
     season = Season.objects.filter(code=code).first()
     if season is None:
@@ -169,14 +195,14 @@ class GpuStandingOut(Schema):
     best_speedup: Optional[float]
 
 
-@public_router.get("/seasons/{code}/gpus/{slug}/leaderboard", response=List[GpuStandingOut],
+@public_router.get("/seasons/{code}/gpus/{slug}/leaderboard", response=answers({200: List[GpuStandingOut]}, 404, 422),
                    url_name="gpu_leaderboard")
-def gpu_leaderboard(request, code: str, slug: str, offset: int = 0, limit: int = 50):
+def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: int = LIMIT):
     season = Season.objects.filter(code=code).first()
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
-    rows = selectors.gpu_standings_query(season, gpu_type)[max(0, offset):max(0, offset) + max(1, min(limit, 500))]
+    rows = selectors.gpu_standings_query(season, gpu_type)[offset:offset + limit]
     return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                            geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]
 

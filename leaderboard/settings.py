@@ -35,6 +35,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_rq",
+    # django-ninja as an app: /api/v1/docs uses its own Swagger UI files (static/ninja/), not a CDN.
+    "ninja",
     "submissions",
     "leaderboard",
 ]
@@ -42,6 +44,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything that queries (the session's lookup included): a NUL in the address is refused.
+    "leaderboard.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     # Before anything reads a body (CSRF parses every POST); after Locale: refusals in the visitor's language.

@@ -1,20 +1,22 @@
 """HTTP API of the contest domain: the agent side and the contestant side (mounted under /api/v1/)."""
 import logging
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from ninja import File, Form, Router, Schema, Status
+from ninja import File, Form, Header, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
+from pydantic import Field, model_validator
 
 from submissions import selectors
 from submissions.api_auth import AgentAuth, ContestantTokenAuth
+from submissions.api_fields import Text, column_length, replace_nul
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
-from submissions.models import Issue, Run, Season
+from submissions.models import Framework, Issue, Run, Season, Submission
 from submissions.result_schema import RunResult
-from submissions.pull_requests import PullRequestError
+from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.services import fleet, judging, pr_intake, recovery, submitting
 from submissions.services.accounts import record_heartbeat
 
@@ -28,12 +30,36 @@ class ErrorOut(Schema):
     detail: str
 
 
+class ValidationErrorOut(ErrorOut):
+    """422: `detail` names each field and its problem; `errors` has pydantic's list of them."""
+    errors: List[dict]
+
+
 class OkOut(Schema):
     ok: bool
     detail: str = ""
 
 
+def answers(ok, *errors):
+    """An operation's documented responses: `ok` ({status: schema}) and the error statuses it may give,
+    each with a `detail`. 400 is on every one: the address had a NUL (leaderboard.middleware)."""
+    documented = dict(ok)
+    for status in sorted({400, *errors}):
+        documented.setdefault(status, ValidationErrorOut if status == 422 else ErrorOut)
+    return documented
+
+
 # ---- agent side -------------------------------------------------------------------------
+
+
+class AgentReport(Schema):
+    """What an agent sends is machine output (GPU names, logs of judged code): a NUL in it is replaced,
+    not refused, so a heartbeat or a verdict is never lost to it."""
+
+    @model_validator(mode="wrap")  # "wrap": a "before" validator would see ninja's wrapper, not the dict
+    @classmethod
+    def _replace_nul(cls, data, handler):
+        return handler(replace_nul(data))
 
 
 class WorkerGpuIn(Schema):
@@ -58,7 +84,7 @@ class JudgingIn(Schema):
     attempt: int
 
 
-class HeartbeatIn(Schema):
+class HeartbeatIn(AgentReport):
     name: Optional[str] = None
     queues: List[str] = []
     inventory: dict = {}
@@ -77,10 +103,6 @@ class HeartbeatOut(OkOut):
     outdated_for: List[dict] = []
 
 
-def _job_secret(request):
-    return request.headers.get("X-Job-Secret", "")
-
-
 def _agent_run(run_id):
     run = Run.objects.filter(pk=run_id).select_related("submission").first()
     if run is None:
@@ -88,7 +110,7 @@ def _agent_run(run_id):
     return run
 
 
-@agent_router.post("/heartbeat", response={200: HeartbeatOut, 400: ErrorOut, 401: ErrorOut}, url_name="agent_heartbeat")
+@agent_router.post("/heartbeat", response=answers({200: HeartbeatOut}, 401, 422), url_name="agent_heartbeat")
 def heartbeat(request, payload: HeartbeatIn):
     """Records the agent and its worker; answers whether that worker should take jobs now."""
     answer = {}
@@ -111,7 +133,7 @@ def heartbeat(request, payload: HeartbeatIn):
     return {"ok": True, "detail": f"agent {agent.name} seen", **answer}
 
 
-class StartIn(Schema):
+class StartIn(AgentReport):
     attempt: int
     agent: Optional[str] = None  # the name the agent calls itself: informative only
     worker: Optional[str] = None  # the worker (one GPU of the host) that will judge: recorded on the run
@@ -138,7 +160,7 @@ def _refused(run_id, agent, action, exc, code):
 
 
 @agent_router.post("/runs/{run_id}/start",
-                   response={200: StartOut, 400: ErrorOut, 403: StartRefusedOut, 404: ErrorOut, 409: ErrorOut},
+                   response=answers({200: StartOut, 403: StartRefusedOut}, 401, 404, 409, 422),
                    url_name="agent_run_start")
 def start_run(request, run_id: int, payload: StartIn):
     """Take the run's current attempt: its secret, where its bundle and result go, the judging options.
@@ -166,11 +188,17 @@ def start_run(request, run_id: int, payload: StartIn):
             "result_url": reverse("api:agent_run_result", args=[run_id]), "options": judging.judging_options()}
 
 
-@agent_router.get("/runs/{run_id}/bundle", response={403: ErrorOut, 404: ErrorOut}, url_name="agent_run_bundle")
-def run_bundle(request, run_id: int):
+JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")
+ZIP_ANSWER = {"responses": {200: {"description": "The submission's files as a zip",
+                                  "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}}
+
+
+@agent_router.get("/runs/{run_id}/bundle", response=answers({}, 401, 403, 404, 422), openapi_extra=ZIP_ANSWER,
+                  url_name="agent_run_bundle")
+def run_bundle(request, run_id: int, job_secret: str = JOB_SECRET):
     run = _agent_run(run_id)
     try:
-        judging.check_agent_access(run, request.auth, _job_secret(request))
+        judging.check_agent_access(run, request.auth, job_secret)
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.bundle_refused", exc, 403)
     files = {f.path: f.content for f in run.submission.files.all()}
@@ -179,12 +207,12 @@ def run_bundle(request, run_id: int):
     return response
 
 
-@agent_router.post("/runs/{run_id}/result", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+@agent_router.post("/runs/{run_id}/result", response=answers({200: OkOut}, 401, 403, 404, 409, 422),
                    url_name="agent_run_result")
-def run_result(request, run_id: int, payload: RunResult):
+def run_result(request, run_id: int, payload: RunResult, job_secret: str = JOB_SECRET):
     _agent_run(run_id)
     try:
-        run = judging.record_result(run_id, request.auth, _job_secret(request), payload.as_stored())
+        run = judging.record_result(run_id, request.auth, job_secret, payload.as_stored())
     except judging.RunConflict as exc:
         return Status(409, {"detail": str(exc)})
     except judging.AgentRefused as exc:
@@ -245,12 +273,12 @@ class SubmissionOut(Schema):
 
 
 class IssueIn(Schema):
-    season: str
-    title: str
-    operator: str = ""
-    framework: str = "pytorch"
-    level: Optional[int] = None
-    description: str = ""
+    season: Text
+    title: Text = Field(max_length=column_length(Issue, "title"))
+    operator: Text = Field("", max_length=column_length(Issue, "operator"))
+    framework: Literal[tuple(Framework.values)] = Framework.PYTORCH.value
+    level: Optional[Literal[1, 2, 3, 4]] = Field(None, description="The level claimed (seed 000's rubric)")
+    description: Text = ""
 
 
 class IssueOut(Schema):
@@ -267,7 +295,7 @@ def _issue_out(issue):
                     framework=issue.framework, level=issue.level)
 
 
-@contestant_router.post("/issues", response={201: IssueOut, 400: ErrorOut, 404: ErrorOut}, url_name="issue_create")
+@contestant_router.post("/issues", response=answers({201: IssueOut}, 401, 404, 422), url_name="issue_create")
 def create_issue(request, payload: IssueIn):
     season = Season.objects.filter(code=payload.season).first()
     if season is None:
@@ -281,9 +309,9 @@ def create_issue(request, payload: IssueIn):
     return Status(201, _issue_out(issue))
 
 
-@contestant_router.post("/submissions", response={201: SubmissionOut, 400: ErrorOut, 404: ErrorOut, 413: ErrorOut},
+@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 413, 422),
                         url_name="submission_create")
-def create_submission(request, issue: str = Form(...), note: str = Form(""),
+def create_submission(request, issue: Text = Form(...), note: Text = Form(""),
                       files: List[UploadedFile] = File(None)):
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
@@ -299,7 +327,7 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))
 
 
-@contestant_router.get("/submissions/{submission_id}", response={200: SubmissionOut, 404: ErrorOut},
+@contestant_router.get("/submissions/{submission_id}", response=answers({200: SubmissionOut}, 401, 404, 422),
                        url_name="submission_detail")
 def read_submission(request, submission_id: int):
     submission = selectors.submission_with_runs(submission_id)
@@ -309,11 +337,14 @@ def read_submission(request, submission_id: int):
 
 
 class PullRequestIn(Schema):
-    pr_url: str
-    issue: Optional[str] = None
+    # The pattern documents the hosts the site knows (PR_HOSTS); parse_pr_url says what is wrong with another.
+    pr_url: Text = Field(max_length=column_length(Submission, "pr_url"),
+                         json_schema_extra={"pattern": pull_request_url_pattern()},
+                         examples=["https://gitee.com/OWNER/REPO/pulls/1"])
+    issue: Optional[Text] = None
 
 
-@contestant_router.post("/pull-requests", response={201: List[SubmissionOut], 400: ErrorOut, 404: ErrorOut},
+@contestant_router.post("/pull-requests", response=answers({201: List[SubmissionOut]}, 401, 404, 422),
                         url_name="submission_from_pull_request")
 def create_submissions_from_pull_request(request, payload: PullRequestIn):
     """Fetch a pull request's head with git and submit the folder `S<season>/<issue code>/` of each of

@@ -59,6 +59,17 @@ def parse_pr_url(url):
     raise PullRequestError(_("unknown pull-request host in '%(url)s'; known hosts: %(known)s") % {"url": url, "known": known})
 
 
+def pull_request_url_pattern():
+    """The regular expression of the PR page URLs parse_pr_url takes (for the API's documentation)."""
+    def literal(text):
+        # `-` stays unescaped: outside a class it is literal, and JavaScript's regular expressions refuse `\-`.
+        return re.escape(text).replace("\\-", "-")
+
+    hosts = "|".join(rf"{literal(c['web'].rstrip('/'))}/[\w.-]+/[\w.-]+/{literal(c['pull_path'])}"
+                     for c in settings.PR_HOSTS.values())
+    return rf"^(?:{hosts})/\d+/?$"
+
+
 def _git(args, cwd, timeout):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd, "GIT_TERMINAL_PROMPT": "0",
            "GIT_CONFIG_NOSYSTEM": "1", "GIT_ASKPASS": "/bin/false", "LC_ALL": "C"}

@@ -1,17 +1,22 @@
 """The run result as the site accepts it (ARCHITECTURE.md, "The result"): the wire contract with agents.
 
 Known fields are type-checked; unknown extra fields are kept so newer agents can add measurements.
+A NUL character anywhere (a bundle may print one) is replaced by U+FFFD: PostgreSQL's JSON stores none,
+and the verdict must land.
 """
 from typing import Literal, Optional
 
-from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from submissions.api_fields import replace_nul
 
 Status = Literal["passed", "wrong_answer", "compile_error", "runtime_error", "timeout", "memory_limit", "internal_error"]
 Number = Optional[float]
 
 
-class Open(Schema):
+class Open(BaseModel):
+    # pydantic's own model, not ninja's Schema: that one reads its input through a wrapper that shows
+    # only the declared fields, so extra fields (timing.candidate.batched_ms, ...) were dropped.
     model_config = ConfigDict(extra="allow")
 
 
@@ -96,6 +101,11 @@ class RunResult(Open):
     self_test: Optional[dict] = None
     logs: Optional[Logs] = None
     durations_s: Optional[dict] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replace_nul(cls, data):
+        return replace_nul(data)
 
     def as_stored(self) -> dict:
         return self.model_dump(by_alias=True, mode="json")

@@ -76,3 +76,19 @@ def test_a_run_whose_job_was_lost_is_judged_after_the_agent_calls_in(live_server
     (run,) = body["runs"]
     assert run["verdict"] == "wrong_answer" and run["attempts"] == 2
     assert AuditEntry.objects.filter(action="run.requeued", object_id=str(run["id"])).exists()
+
+
+def test_a_bundle_that_prints_nul_gets_its_verdict(live_server, contest, start_agent):
+    """What it prints goes into the result's logs; PostgreSQL stores no NUL, so the site replaces each one
+    (U+FFFD) instead of failing the result until the run ends as internal_error."""
+    site = live_server.url
+    agent = start_agent(site, contest["agent_token"], contest["queue"])
+    files = [(field, (name, b'print("before\\x00after")\n' + data if name == "cudacode.py" else data))
+             for field, (name, data) in bundle_files("relu-cpu")]
+    response = requests.post(f"{site}/api/v1/submissions", data={"issue": contest["issue"].code}, files=files,
+                             headers={"Authorization": f"Bearer {contest['token']}"}, timeout=30)
+    assert response.status_code == 201, response.text
+
+    (run,) = wait_for_runs(site, contest["token"], response.json()["id"], agent)["runs"]
+    assert (run["verdict"], run["attempts"]) == ("passed", 1), run
+    assert "before\ufffdafter" in run["result"]["logs"]["compile"], run["result"]["logs"]  # printed on import
