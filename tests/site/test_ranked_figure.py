@@ -140,6 +140,7 @@ def test_noisy_timing_is_flagged_and_explained(client, season, alice, agent_and_
     client.force_login(alice.user)
     api_runs = client.get(f"/api/v1/submissions/{noisy.pk}", headers={"Authorization": f"Bearer {api_token(alice)}"})
     assert {tuple(r["flags"]) for r in api_runs.json()["runs"]} == {("timing_noisy",)}
+    assert api_runs.json()["ranked"]["cpu"] == {"speedup": 2.0, "run": run.pk, "runs_counted": 1}  # noisy still counts
 
 
 def api_token(contestant):
