@@ -8,6 +8,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from leaderboard import selectors
+from submissions import ranked_runs
 from submissions.api import agent_router, answers, contestant_router
 from submissions.models import Season
 
@@ -116,8 +117,11 @@ class ContestantOut(Schema):
 
 
 def _runs_summary(submission):
-    return [{"gpu_type": r.gpu_type.slug, "status": r.status, "verdict": r.verdict, "speedup": r.speedup,
-             "candidate_median_ms": r.candidate_median_ms} for r in submission.runs.all()]
+    """Every run (history), each saying whether it is the one that ranks on its GPU type (ranked_runs)."""
+    runs = list(submission.runs.all())
+    ranked = {f.run.pk for f in ranked_runs.by_gpu_type(runs).values()}
+    return [{"id": r.pk, "gpu_type": r.gpu_type.slug, "status": r.status, "verdict": r.verdict, "speedup": r.speedup,
+             "candidate_median_ms": r.candidate_median_ms, "flags": r.flags, "ranked": r.pk in ranked} for r in runs]
 
 
 @public_router.get("/contestants/{contestant_id}", response=answers({200: ContestantOut}, 404, 422),
@@ -134,7 +138,7 @@ def contestant_detail(request, contestant_id: int):
                       for s in profile["standings"]],
         "issues": [{"code": i.code, "season": i.season.code, "title": i.title} for i in profile["issues"]],
         "submissions": [{"id": sub.pk, "issue": sub.issue.code, "created_at": sub.created_at.isoformat(),
-                         "runs": _runs_summary(sub)} for sub in profile["submissions"]],
+                         "ranked": ranked_runs.summary(sub.runs.all()), "runs": _runs_summary(sub)} for sub in profile["submissions"]],
     }
 
 
@@ -160,7 +164,8 @@ def issue_page(request, code: str):
         "code": issue.code, "season": issue.season.code, "title": issue.title, "operator": issue.operator,
         "framework": issue.framework, "level": issue.level, "author": issue.author.display_name,
         "created_at": issue.created_at.isoformat(),
-        "submissions": [{"id": sub.pk, "created_at": sub.created_at.isoformat(), "runs": _runs_summary(sub)}
+        "submissions": [{"id": sub.pk, "created_at": sub.created_at.isoformat(), "ranked": ranked_runs.summary(sub.runs.all()),
+                         "runs": _runs_summary(sub)}
                         for sub in issue.submissions.order_by("created_at", "pk").prefetch_related("runs__gpu_type")],
     }
 
@@ -181,8 +186,9 @@ def season_hardware(request, code: str):
         "season": season.code, "gpu_types": [g.slug for g in gpu_types],
         "rows": [{"submission": row["submission"].pk, "issue": row["submission"].issue.code,
                   "title": row["submission"].issue.title, "contestant": row["submission"].contestant.display_name,
-                  "cells": {g.slug: ({"candidate_median_ms": c.candidate_median_ms, "speedup": c.speedup} if c else None)
-                            for g, c in zip(gpu_types, row["cells"])}}
+                  "cells": {g.slug: ({"candidate_median_ms": c["run"].candidate_median_ms, "speedup": c["run"].speedup,
+                                      "run": c["run"].pk, "runs_counted": c["runs_counted"]} if c["run"] else None)
+                            for g, c in zip(gpu_types, row["columns"])}}
                  for row in rows],
     }
 

@@ -25,8 +25,9 @@ def speedup_distribution(speedups):
         by_gpu[gpu].append(value)
     return {
         "data": [{"type": "histogram", "x": values, "name": gpu, "opacity": 0.75} for gpu, values in sorted(by_gpu.items())],
-        "layout": _layout(_("Speedups of passed runs"), barmode="overlay", xaxis={"title": {"text": _("speedup (×)")}},
-                          yaxis={"title": {"text": _("runs")}}),
+        # one ranked figure per submission and GPU type (ranked_runs), however often it was judged
+        "layout": _layout(_("Ranked speedups of submissions"), barmode="overlay",
+                          xaxis={"title": {"text": _("speedup (×)")}}, yaxis={"title": {"text": _("submissions")}}),
     }
 
 

@@ -1,9 +1,9 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import ranking, timing_flags
+from submissions import ranked_runs, ranking
 
 
 def current_season():
@@ -57,31 +57,39 @@ def accepted_submission_ids(season):
 
 
 def hardware_comparison(season):
-    """Each accepted sample's latest run per GPU type: the dataset's purpose (compare GPUs on the same samples)."""
+    """Each accepted sample's ranked figure per GPU type (ranked_runs): the dataset's purpose (compare
+    GPUs on the same samples). `cells` holds the ranked runs (None: no figure), `columns` each GPU
+    type's figure with how many runs it was taken over, or the latest run where there is none (its
+    verdict explains the gap)."""
     accepted = accepted_submission_ids(season)
     gpu_types = list(season.gpu_types.order_by("slug"))
     submissions = (
         Submission.objects.filter(pk__in=accepted).select_related("issue", "contestant")
-        .prefetch_related("runs").order_by("issue__code", "pk")
+        .prefetch_related(Prefetch("runs", queryset=Run.objects.defer("result"))).order_by("issue__code", "pk")
     )
     rows = []
     for submission in submissions:
-        latest = {}
-        for run in submission.runs.all():
-            if not timing_flags.ranks(run):  # a time awaiting an organizer's clearance is not compared
-                continue
-            current = latest.get(run.gpu_type_id)
-            if current is None or (run.created_at, run.pk) > (current.created_at, current.pk):
-                latest[run.gpu_type_id] = run
-        rows.append({"submission": submission, "cells": [latest.get(g.pk) for g in gpu_types],
+        runs = list(submission.runs.all())
+        ranked = ranked_runs.by_gpu_type(runs)
+        columns = []
+        for gpu_type in gpu_types:
+            figure = ranked.get(gpu_type.pk)
+            here = [r for r in runs if r.gpu_type_id == gpu_type.pk]
+            latest = max(here, key=lambda r: (r.created_at, r.pk)) if here else None
+            columns.append({"run": figure.run if figure else None, "runs_counted": figure.runs_counted if figure else 0,
+                            "latest": latest})
+        rows.append({"submission": submission, "cells": [c["run"] for c in columns], "columns": columns,
                      "accepted_at": accepted[submission.pk].created_at})
     return gpu_types, rows
 
 
 def passed_speedups(season):
-    runs = (Run.objects.filter(submission__issue__season=season, verdict=Verdict.PASSED, speedup__isnull=False)
-            .select_related("gpu_type").only("verdict", "speedup", "flags", "gpu_type__slug"))
-    return [(run.gpu_type.slug, run.speedup) for run in runs if timing_flags.ranks(run)]
+    """(GPU type slug, ranked speedup) of every submission that ranks on a GPU type: one figure per
+    submission and GPU type, however often it was judged."""
+    slugs = dict(GpuType.objects.values_list("pk", "slug"))
+    runs = Run.objects.filter(submission__issue__season=season).only(*ranked_runs.FIELDS)
+    return [(slugs[gpu_type_id], f.speedup)
+            for (_, gpu_type_id), f in sorted(ranked_runs.figures(runs).items())]
 
 
 def contestant_profile(contestant):

@@ -139,6 +139,25 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
+# Passwords chosen on the site (registration, reset) are checked by Django's validators; their messages
+# come translated with Django. Accounts made by scripts (seed_demo, tests) are not checked.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "submissions.passwords.MinimumLengthValidator",
+     "OPTIONS": {"min_length": env_int("PASSWORD_MIN_LENGTH", 10)}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Failed sign-ins (site and admin login): after this many for one account name, or from one client
+# address, within the window, further attempts are refused until the oldest counted failure leaves
+# the window (submissions/services/login_throttle.py; counted in the database).
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 20)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+# Addresses of reverse proxies in front of the site (nginx: 127.0.0.1): a request from one of them is
+# counted against the client address it appended to X-Forwarded-For, never against the proxy itself.
+TRUSTED_PROXIES = [a.strip() for a in os.environ.get("TRUSTED_PROXIES", "").split(",") if a.strip()]
+
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 
 # Bundle limits (bytes).
@@ -159,6 +178,9 @@ JUDGE_COMPILE_TIMEOUT_SECONDS = env_int("JUDGE_COMPILE_TIMEOUT_SECONDS", 600)
 JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 900)
 # The whole job: candidate, LLM variant and self-test may each compile and run, and two verifiers run.
 JUDGE_JOB_TIMEOUT_SECONDS = 3 * (JUDGE_COMPILE_TIMEOUT_SECONDS + JUDGE_TIMEOUT_SECONDS) + 2 * JUDGE_TIMEOUT_SECONDS + 300
+# A passed run is flagged `timing_noisy` when the standard deviation of the reference's or the
+# candidate's per-call times exceeds this share of their median (submissions/timing_flags.py).
+TIMING_NOISY_SPREAD_PERCENT = float(os.environ.get("TIMING_NOISY_SPREAD_PERCENT", "25"))
 # A run still "running" this long after it started is handed to another agent: never before its
 # job could have ended on its own.
 RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS + 300)

@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from leaderboard import views as public
 from leaderboard.api import api
+from submissions.forms import ThrottledAuthenticationForm
 
 urlpatterns = [
     path("", public.home, name="home"),
@@ -13,7 +14,7 @@ urlpatterns = [
     path("seasons/<str:code>/gpus/<slug:slug>/", public.gpu_leaderboard, name="gpu_leaderboard"),
     path("contestants/<int:contestant_id>/", public.contestant_detail, name="contestant_detail"),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

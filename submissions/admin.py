@@ -6,7 +6,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from submissions import models, ranking
+from submissions.forms import ThrottledAdminAuthenticationForm
 from submissions.services import fleet, seasons
+
+# The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(models.GpuType)

@@ -10,7 +10,7 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from pydantic import Field, model_validator
 
-from submissions import selectors
+from submissions import ranked_runs, selectors
 from submissions.api_auth import AgentAuth, ContestantTokenAuth
 from submissions.api_fields import Text, column_length, replace_nul
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
@@ -258,16 +258,19 @@ class SubmissionOut(Schema):
     created_at: str
     files: List[str]
     runs: List[RunOut]
+    # per GPU type slug, the figure that ranks (ranked_runs): {"speedup", "run", "runs_counted"}
+    ranked: dict
     url: str
 
     @staticmethod
     def from_submission(request, submission):
+        runs = list(submission.runs.all())
         return SubmissionOut(
             id=submission.pk, issue=submission.issue.code, season=submission.issue.season.code,
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
             files=[f.path for f in submission.files.all()],
-            runs=[RunOut.from_run(r) for r in submission.runs.all()],
+            runs=[RunOut.from_run(r) for r in runs], ranked=ranked_runs.summary(runs),
             url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
         )
 

@@ -2,6 +2,7 @@
 import csv
 import json
 
+from submissions import ranked_runs
 from submissions.models import AuditEntry, Review, Standing, Submission
 
 
@@ -14,12 +15,15 @@ def _submissions(season):
     if season is not None:
         rows = rows.filter(issue__season=season)
     yield ["id", "season", "issue", "contestant", "source", "pr_url", "pr_commit", "bundle_sha256", "created_at",
-           "runs", "flags"]
+           "runs", "flags", "ranked"]
     for s in rows.order_by("pk"):
         runs = "; ".join(f"{r.gpu_type.slug}:{r.verdict or r.status}:{r.speedup or ''}" for r in s.runs.all())
         flags = "; ".join(f"{f.kind}:{f.other_submission_id or ''}" for f in s.abuse_flags.all())
+        # the figure that ranks per GPU type: slug:speedup:how many passed runs it is the median of
+        ranked = "; ".join(f"{slug}:{f['speedup']}:{f['runs_counted']}"
+                           for slug, f in ranked_runs.summary(s.runs.all()).items())
         yield [s.pk, s.issue.season.code, s.issue.code, s.contestant.display_name, s.source, s.pr_url, s.pr_commit,
-               s.bundle_sha256, s.created_at.isoformat(), runs, flags]
+               s.bundle_sha256, s.created_at.isoformat(), runs, flags, ranked]
 
 
 def _reviews(season):
@@ -27,11 +31,11 @@ def _reviews(season):
     if season is not None:
         rows = rows.filter(submission__issue__season=season)
     yield ["id", "submission", "season", "issue", "reviewer", "decision", "reason", "rubric", "rubric_prefill",
-           "override_reason", "base_score", "bonus", "created_at"]
+           "override_reason", "base_score", "bonus", "created_at", "acceptance_override"]
     for r in rows.order_by("pk"):
         yield [r.pk, r.submission_id, r.submission.issue.season.code, r.submission.issue.code, r.reviewer.get_username(),
                r.decision, r.reason, _json(r.rubric), _json(r.rubric_prefill), r.override_reason, r.base_score, r.bonus,
-               r.created_at.isoformat()]
+               r.created_at.isoformat(), r.acceptance_override]
 
 
 def _standings(season):

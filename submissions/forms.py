@@ -1,8 +1,10 @@
 """Forms of the contestant pages."""
 from django import forms
 from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.debug import sensitive_variables
 
 from submissions.models import Contestant, Framework, Issue, Season
 
@@ -73,6 +75,40 @@ class RegisterForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
         fields = ("username", "email")
+
+
+class ThrottledLoginMixin:
+    """Refuses sign-ins past the failure limits (services/login_throttle.py) before the password is
+    checked, and counts each failed one."""
+
+    @sensitive_variables()
+    def clean(self):
+        from submissions.services import login_throttle
+
+        username = self.cleaned_data.get("username")
+        address = login_throttle.client_address(self.request) if self.request is not None else ""
+        refused = login_throttle.refusal(username, address)
+        if refused:
+            raise forms.ValidationError(refused, code="throttled")
+        try:
+            return super().clean()
+        except forms.ValidationError as exc:
+            # A wrong password, not a right one refused (an inactive account, a contestant at the admin).
+            if self.get_user() is None and "invalid_login" in _codes(exc):
+                login_throttle.record_failure(username, address)
+            raise
+
+
+def _codes(error):
+    return {e.code for e in getattr(error, "error_list", [error])}
+
+
+class ThrottledAuthenticationForm(ThrottledLoginMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(ThrottledLoginMixin, AdminAuthenticationForm):
+    pass
 
 
 class ProfileForm(forms.ModelForm):

@@ -381,6 +381,9 @@ class Review(models.Model):
     rubric = models.JSONField(default=dict, blank=True, help_text="Points per rubric item")
     rubric_prefill = models.JSONField(default=dict, blank=True, help_text="Points the runs suggested")
     override_reason = models.TextField(blank=True, help_text="Why points differ from the prefill")
+    acceptance_override = models.TextField(
+        blank=True, help_text="Why it was accepted without a passed run on every GPU type of its season, or with "
+                              "abuse flags (services/reviewing.acceptance_blockers)")
     base_score = models.FloatField(default=0)
     bonus = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -493,3 +496,18 @@ class GpuStanding(models.Model):
 
     def __str__(self):
         return f"{self.season.code}/{self.gpu_type.slug} #{self.rank} {self.contestant}"
+
+
+class LoginFailure(models.Model):
+    """A failed sign-in (services/login_throttle.py): counted per account name and per client address
+    to refuse guessing; rows older than a day are pruned as new ones arrive."""
+
+    account = models.CharField(max_length=150, help_text="The user name as typed, case-folded")
+    address = models.CharField(max_length=45, blank=True, help_text="The client's IP address")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["account", "created_at"]), models.Index(fields=["address", "created_at"])]
+
+    def __str__(self):
+        return f"{self.account} from {self.address or '?'} at {self.created_at:%Y-%m-%d %H:%M:%S}"

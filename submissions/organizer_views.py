@@ -10,7 +10,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _, ngettext
 from django.views.decorators.http import require_POST
 
-from submissions import exports, fleet_status, highlighting, rubrics, selectors
+from submissions import exports, fleet_status, highlighting, ranked_runs, rubrics, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
 from submissions.models import AgentWorker, Issue, Rejudge, RejudgeScope, Run, Season
 from submissions.services import cancelling, clearing, fleet, rejudging, reviewing
@@ -37,9 +37,11 @@ def _season_filter(request):
 def review_queue(request):
     season = _season_filter(request)
     include_reviewed = request.GET.get("all") == "1"
-    rows = selectors.review_queue(include_reviewed=include_reviewed, season=season).prefetch_related("abuse_flags")[:200]
+    flagged_only = request.GET.get("flagged") == "1"
+    rows = selectors.review_queue_rows(
+        selectors.review_queue(include_reviewed=include_reviewed, season=season, flagged_only=flagged_only)[:200])
     return render(request, "organizer/queue.html", {
-        "rows": rows, "season": season, "include_reviewed": include_reviewed,
+        "rows": rows, "season": season, "include_reviewed": include_reviewed, "flagged_only": flagged_only,
         "seasons": Season.objects.order_by("-starts_at"), "rejudges": Rejudge.objects.all()[:10],
     })
 
@@ -64,9 +66,13 @@ def _review_context(request, submission, *, form_values=None, error=""):
     items = [{"item": item, "prefill": prefill.get(item.key, 0.0),
               "value": values.get(item.key, current.get(item.key, prefill.get(item.key, 0.0)))}
              for item in rubric.items]
+    ranked = ranked_runs.by_gpu_type(submission.runs.all())
+    runs = selectors.latest_runs(submission)
     return {
         "submission": submission, "pair": pair, "others": others, "highlight_css": highlighting.stylesheet(),
-        "runs": selectors.latest_runs(submission), "all_runs": submission.runs.all(),
+        "runs": runs, "all_runs": submission.runs.all(),
+        "run_rows": [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in runs],
+        "blockers": reviewing.acceptance_blockers(submission),
         "flags": submission.abuse_flags.select_related("other_submission__issue", "other_submission__contestant"),
         "similar": selectors.similar_submissions(submission), "rubric": rubric, "items": items,
         "reviews": submission.reviews.select_related("reviewer"), "latest_review": latest,
@@ -97,7 +103,8 @@ def review_submit(request, submission_id):
     try:
         review = reviewing.review_submission(
             submission, request.user, request.POST.get("decision", ""), reason=request.POST.get("reason", ""),
-            rubric=points, override_reason=request.POST.get("override_reason", ""))
+            rubric=points, override_reason=request.POST.get("override_reason", ""),
+            acceptance_override=request.POST.get("acceptance_override", ""))
     except reviewing.ReviewRefused as exc:
         context = _review_context(request, submission, form_values=points, error=str(exc))
         return render(request, "organizer/review.html", context, status=400)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext, gettext_lazy as _
 
-from submissions import timing_flags
+from submissions import ranked_runs
 
 _RUBRICS = {}
 
@@ -214,8 +214,8 @@ class KernelContestRubric(Rubric):
     def prefill(self, submission, files, runs):
         passed = passed_runs(runs)
         level = self.level_points.get(submission.issue.level or 0, 0.0) if passed else 0.0
-        # a time awaiting an organizer's clearance suggests no points
-        speedups = [r.speedup for r in passed if r.speedup is not None and not timing_flags.awaits_clearance(r)]
+        # the ranked figures, one per GPU type judged (no time awaiting an organizer's clearance)
+        speedups = [f.speedup for f in ranked_runs.by_gpu_type(submission.runs.all()).values()]
         return {
             "level": level,
             "merged": 0.0,

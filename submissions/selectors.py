@@ -1,6 +1,7 @@
 """Read-side queries of the contest domain."""
-from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
+from submissions import ranked_runs
 from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Submission, Verdict
 
 
@@ -35,7 +36,7 @@ def can_see_code(user, submission) -> bool:
     return is_accepted(submission) or (season.code_public_after_end and season.has_ended)
 
 
-def review_queue(*, include_reviewed=False, season=None):
+def review_queue(*, include_reviewed=False, season=None, flagged_only=False):
     """Submissions whose runs all finished, flagged ones first, then oldest first."""
     unfinished = Run.objects.filter(submission=OuterRef("pk")).exclude(status=RunStatus.DONE)
     rows = (Submission.objects.select_related("issue__season", "contestant")
@@ -46,7 +47,29 @@ def review_queue(*, include_reviewed=False, season=None):
         rows = rows.filter(issue__season=season)
     if not include_reviewed:
         rows = rows.filter(review_count=0)
+    if flagged_only:
+        rows = rows.filter(flag_count__gt=0)
     return rows.order_by("-flag_count", "created_at", "pk")
+
+
+def review_queue_rows(submissions):
+    """The queue's rows: each submission with, per GPU type, its latest run (the verdict shown) and its
+    ranked figure (ranked_runs), and each kind of abuse flag once with how many there are."""
+    submissions = list(submissions.prefetch_related(
+        Prefetch("runs", queryset=Run.objects.defer("result").select_related("gpu_type")), "abuse_flags"))
+    rows = []
+    for submission in submissions:
+        ranked = ranked_runs.by_gpu_type(submission.runs.all())
+        counts = {}
+        for flag in submission.abuse_flags.all():
+            label, count = counts.get(flag.kind, (flag.get_kind_display(), 0))
+            counts[flag.kind] = (label, count + 1)
+        rows.append({
+            "submission": submission,
+            "gpu_rows": [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in latest_runs(submission)],
+            "flags": [{"kind": kind, "label": label, "count": count} for kind, (label, count) in sorted(counts.items())],
+        })
+    return rows
 
 
 def audit_for_submission(submission):
@@ -87,8 +110,7 @@ def latest_runs(submission):
 
 def search_issues(*, q="", season=None, framework="", level=None, author=None):
     rows = (Issue.objects.select_related("season", "author")
-            .annotate(submission_count=Count("submissions", distinct=True),
-                      best_speedup=Max("submissions__runs__speedup")))
+            .annotate(submission_count=Count("submissions", distinct=True)))
     if q:
         rows = rows.filter(Q(code__iexact=q.strip()) | Q(title__icontains=q) | Q(operator__icontains=q)
                            | Q(description__icontains=q))
@@ -103,13 +125,29 @@ def search_issues(*, q="", season=None, framework="", level=None, author=None):
     return rows.order_by("-created_at", "-pk")
 
 
+def with_best_speedups(issues):
+    """The issues (a list) with `best_speedup`: the best ranked figure (ranked_runs) of their
+    submissions on any GPU type, never the best single run."""
+    issue_of = dict(Submission.objects.filter(issue__in=issues).values_list("pk", "issue_id"))
+    best = {}
+    figures = ranked_runs.figures(Run.objects.filter(submission_id__in=issue_of).only(*ranked_runs.FIELDS))
+    for (submission_id, _), figure in figures.items():
+        issue_id = issue_of[submission_id]
+        best[issue_id] = max(best.get(issue_id, 0.0), figure.speedup)
+    for issue in issues:
+        issue.best_speedup = best.get(issue.pk)
+    return issues
+
+
 def issue_history(issue):
-    """The issue's submissions oldest first, numbered as versions, each with its best passed speedup."""
+    """The issue's submissions oldest first, numbered as versions; each with its runs per GPU type
+    (`gpu_rows`: the latest run, whose state and verdict show, and the ranked figure there) and its best
+    ranked speedup."""
     submissions = list(issue.submissions.select_related("contestant").prefetch_related("runs__gpu_type")
                        .order_by("created_at", "pk"))
     for version, submission in enumerate(submissions, start=1):
         submission.version = version
-        submission.latest = latest_runs(submission)
-        speedups = [r.speedup for r in submission.latest if r.speedup is not None]
-        submission.best_speedup = max(speedups) if speedups else None
+        ranked = ranked_runs.by_gpu_type(submission.runs.all())
+        submission.gpu_rows = [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in latest_runs(submission)]
+        submission.best_speedup = max((f.speedup for f in ranked.values()), default=None)
     return list(reversed(submissions))

@@ -1,10 +1,21 @@
-"""Whether a run's times may be ranked: the agent flags `timing_unconfirmed` when it could not confirm
+"""Flags about a run's times.
+
+Whether a run's times may be ranked: the agent flags `timing_unconfirmed` when it could not confirm
 them from outside the judged process (profiler_agent.measure.confirm); such a run stays out of the
 standings and of everything ranked from run times until an organizer clears it
-(submissions.services.clearing), which replaces the flag with `timing_cleared`."""
+(submissions.services.clearing), which replaces the flag with `timing_cleared`.
+
+Whether they were noisy: the site flags `timing_noisy` when the per-call times of the reference or the
+candidate spread widely around their median (the harness reports the standard deviation of every
+model's calls): the median of such a run is less certain, and another judging may differ a lot. A
+noisy run still counts (its median is still the harness's best estimate); the ranked figure, a median
+over a submission's runs (ranked_runs), keeps one unlucky run from moving it much.
+"""
+from django.conf import settings
 
 UNCONFIRMED = "timing_unconfirmed"
 CLEARED = "timing_cleared"
+NOISY = "timing_noisy"
 
 
 def awaits_clearance(run) -> bool:
@@ -20,3 +31,28 @@ def not_profiled_on_cpu(run) -> bool:
     """A CPU run's time: no device profiler confirmed it (shown, never held against the run)."""
     confirmation = ((run.result or {}).get("timing") or {}).get("confirmation") or {}
     return bool(confirmation) and confirmation.get("method") is None and not awaits_clearance(run)
+
+
+def spread_percent(result) -> dict:
+    """{"reference": %, "candidate": %}: each model's standard deviation of its per-call times as a
+    share of their median, where the result has both."""
+    timing = (result or {}).get("timing") or {}
+    spreads = {}
+    for side in ("reference", "candidate"):
+        stats = timing.get(side) or {}
+        median, std = stats.get("median_ms"), stats.get("std_ms")
+        if median and std is not None:
+            spreads[side] = 100.0 * std / median
+    return spreads
+
+
+def is_noisy(result) -> bool:
+    return any(p > settings.TIMING_NOISY_SPREAD_PERCENT for p in spread_percent(result).values())
+
+
+def with_noise_flag(result, flags) -> list:
+    """The run's flags with `timing_noisy` added where a passed result's timing was noisy."""
+    flags = [f for f in flags if f != NOISY]
+    if (result or {}).get("status") == "passed" and is_noisy(result):
+        flags.append(NOISY)
+    return flags

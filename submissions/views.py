@@ -6,7 +6,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from submissions import selectors, timing_flags
+from submissions import ranked_runs, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue
@@ -21,7 +21,8 @@ def issue_list(request):
         author = accounts.contestant_for(request.user)
     issues = selectors.search_issues(q=filters.get("q", ""), season=filters.get("season"),
                                      framework=filters.get("framework", ""), level=filters.get("level"), author=author)
-    return render(request, "submissions/issue_list.html", {"form": form, "issues": issues[:200]})
+    return render(request, "submissions/issue_list.html",
+                  {"form": form, "issues": selectors.with_best_speedups(list(issues[:200]))})
 
 
 @login_required
@@ -45,10 +46,16 @@ def open_issue(request):
 
 def issue_detail(request, code):
     issue = get_object_or_404(Issue.objects.select_related("season", "author"), code=code.upper())
-    return render(request, "submissions/issue_detail.html", {"issue": issue, "submissions": selectors.issue_history(issue)})
+    is_author = request.user.is_authenticated and issue.author.user_id == request.user.pk
+    return render(request, "submissions/issue_detail.html", {
+        "issue": issue, "submissions": selectors.issue_history(issue),
+        # only an issue's author submits to it; a visitor is asked to sign in first
+        "can_submit": issue.season.is_open and (is_author or not request.user.is_authenticated),
+    })
 
 
 def _run_rows(submission):
+    ranked = ranked_runs.by_gpu_type(submission.runs.all())
     rows = []
     for run in selectors.latest_runs(submission):
         try:
@@ -56,7 +63,8 @@ def _run_rows(submission):
         except Exception:  # the page still renders when Redis is away
             position = None
         rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
-                     "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run)})
+                     "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
+                     "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result)})
     return rows
 
 
@@ -91,7 +99,11 @@ def submission_runs_fragment(request, submission_id):
 @login_required
 def submit(request):
     contestant = accounts.contestant_for(request.user)
-    form = SubmitForm(request.POST or None, request.FILES or None, contestant=contestant)
+    # "Submit to this issue" on an issue page preselects it (when it is one of the contestant's own)
+    preselected = Issue.objects.filter(code=request.GET.get("issue", "").strip().upper(), author=contestant,
+                                       season__is_open=True).first()
+    form = SubmitForm(request.POST or None, request.FILES or None, contestant=contestant,
+                      initial={"issue": preselected} if preselected else None)
     if request.method == "POST" and form.is_valid():
         try:
             bundle = bundle_from_uploads(form.cleaned_data["files"])

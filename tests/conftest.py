@@ -1,5 +1,6 @@
 """Shared by every test package: one build cache for `load_inline`, so a bundle compiles once a session."""
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -61,3 +62,13 @@ def agent_redis_users(queue_prefix):
     yield make
     for name in made:
         agent_redis.delete(name)
+
+
+@pytest.fixture(autouse=True)
+def english_after_each_test():
+    """LocaleMiddleware activates the language a request asks for in the test's own thread and leaves it
+    active: a test's last Chinese request would make the next test's services speak Chinese."""
+    yield
+    translation = sys.modules.get("django.utils.translation")  # agent tests never load Django
+    if translation is not None:
+        translation.deactivate()

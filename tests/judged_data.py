@@ -41,5 +41,6 @@ def accepted_sample(season, contestant, organizer, speedups, title=None):
     for slug, (speedup, ms) in speedups.items():
         mark_passed(submission, slug, speedup, ms)
     reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5},
-                                override_reason="test data: fixed points")
+                                override_reason="test data: fixed points",
+                                acceptance_override="test data: judged on the given GPU types only")
     return submission

@@ -13,9 +13,9 @@ from django.db.models import Q
 from django.utils import formats, timezone
 from django.utils.translation import ngettext
 
-from submissions import fingerprints
+from submissions import fingerprints, ranked_runs
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import FlagKind, ReviewDecision, Submission, SubmissionFlag, Verdict
+from submissions.models import FlagKind, ReviewDecision, Submission, SubmissionFlag
 from submissions.services import audit
 
 
@@ -108,13 +108,8 @@ def check_on_submit(submission):
 
 
 def _best_speedups(submission):
-    """Best passed speedup per GPU type slug among the submission's runs."""
-    best = {}
-    for run in submission.runs.all():
-        if run.verdict == Verdict.PASSED and run.speedup is not None:
-            slug = run.gpu_type.slug
-            best[slug] = max(best.get(slug, 0.0), run.speedup)
-    return best
+    """The ranked speedup per GPU type slug (ranked_runs: the median of its passed runs there)."""
+    return {slug: figure["speedup"] for slug, figure in ranked_runs.summary(submission.runs.all()).items()}
 
 
 def _is_accepted(submission):

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from submissions import queueing
+from submissions import queueing, timing_flags
 from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
 from submissions.services import abuse, audit, pr_comments, scheduling, standings
 
@@ -160,7 +160,7 @@ def record_result(run_id, agent, secret, result):
     run.finished_at = timezone.now()
     run.agent = agent
     run.result = result
-    run.flags = list(result.get("flags") or [])
+    run.flags = timing_flags.with_noise_flag(result, list(result.get("flags") or []))
     run.reference_median_ms = _median(result, "reference")
     run.candidate_median_ms = _median(result, "candidate")
     run.speedup = _speedup(result) if status == Verdict.PASSED else None

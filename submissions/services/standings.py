@@ -4,8 +4,8 @@ from django.db.models import Min
 
 import math
 
-from submissions import timing_flags
-from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission, Verdict
+from submissions import ranked_runs
+from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission
 from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
 
@@ -31,19 +31,16 @@ def _accepted_submission_ids(submissions, reviews):
 
 
 def compute_gpu_rows(season, contestant):
-    """Per GPU type of the season: the contestant's accepted samples that passed there, and their speedups.
-    A run whose times await an organizer's clearance (timing_flags) does not count until cleared."""
+    """Per GPU type of the season: the contestant's accepted samples that rank there, and their ranked
+    speedups (ranked_runs: the median of a sample's passed runs whose time may rank there)."""
     submissions = list(
         Submission.objects.filter(issue__season=season, contestant=contestant).prefetch_related("reviews")
     )
     accepted = _accepted_submission_ids(submissions, _latest_reviews(submissions))
-    latest = {}
-    for run in Run.objects.filter(submission_id__in=accepted).order_by("created_at", "pk"):
-        latest[(run.submission_id, run.gpu_type_id)] = run  # the newest run per sample and GPU type counts
+    ranked = ranked_runs.figures(Run.objects.filter(submission_id__in=accepted).only(*ranked_runs.FIELDS))
     rows = {}
     for gpu_type in season.gpu_types.all():
-        speedups = [r.speedup for (_, g), r in latest.items()
-                    if g == gpu_type.pk and timing_flags.ranks(r) and r.speedup]
+        speedups = [f.speedup for (_, g), f in ranked.items() if g == gpu_type.pk]
         rows[gpu_type.pk] = {
             "passed_count": len(speedups),
             "geomean_speedup": math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None,
@@ -78,11 +75,9 @@ def compute_row(season, contestant):
         if review is not None and review.decision == ReviewDecision.ACCEPTED:
             counted[submission.issue_id] = review
     times = Submission.objects.filter(issue__season=season, contestant=contestant).aggregate(first=Min("created_at"))
-    passed = Run.objects.filter(
-        submission__issue__season=season, submission__contestant=contestant, verdict=Verdict.PASSED,
-        speedup__isnull=False).only("verdict", "speedup", "flags")
-    # in Python: a JSON "contains" lookup is not portable (SQLite has none); passed runs are few
-    best = max((r.speedup for r in passed if timing_flags.ranks(r)), default=None)
+    runs = Run.objects.filter(submission__issue__season=season, submission__contestant=contestant)
+    # the best ranked figure of the contestant's submissions (never the best single run: ranked_runs)
+    best = max((f.speedup for f in ranked_runs.figures(runs.only(*ranked_runs.FIELDS)).values()), default=None)
     base = sum(r.base_score for r in counted.values())
     bonus = sum(r.bonus for r in counted.values())
     return {

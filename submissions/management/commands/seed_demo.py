@@ -62,6 +62,7 @@ class Command(BaseCommand):
         submitting.create_submission(bob, second, read_example("relu-cpu-wrong"), note="scales the output by mistake")
         reviewing.review_submission(correct, organizer.user, "accepted", reason="demo: clean sample",
                                     rubric={"ground_truth": 2, "execution_time": 5, "throughput": 4, "bandwidth": 3},
-                                    override_reason="demo data: scored before the runs are judged")
+                                    override_reason="demo data: scored before the runs are judged",
+                                    acceptance_override="demo data: accepted before the runs are judged")
         self.stdout.write(f"demo data created: season S1, issues {relu.code} and {second.code}; "
                           f"users organizer/alice/bob with password '{DEMO_PASSWORD}'")
