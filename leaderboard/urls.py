@@ -19,3 +19,5 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("submissions.urls")),
 ]
+
+handler500 = public.server_error
