@@ -125,9 +125,12 @@ def test_every_page_has_balanced_markup(live_server, page, every_page, language)
         balance.feed(html)
         balance.close()
         found = list(balance.problems)
-        shown = TAG_AS_TEXT.findall(page.locator("body").inner_text())
+        text = page.locator("body").inner_text()
+        shown = TAG_AS_TEXT.findall(text)
         if shown:
             found.append(f"tags shown as text: {shown}")
+        if "{#" in text or "{%" in text:
+            found.append("template syntax shown as text (a {# #} comment spans lines?)")
         unknown = page.evaluate("[...document.body.querySelectorAll('*')]"
                                 ".filter(e => e instanceof HTMLUnknownElement).map(e => e.outerHTML.slice(0, 80))")
         if unknown:
