@@ -182,3 +182,11 @@ def telemetry_trace(runs):
     return {"data": data, "layout": _layout(_("Power and clock during timing"), xaxis={"title": {"text": "s"}},
                                             yaxis={"title": {"text": "W"}},
                                             yaxis2={"title": {"text": "MHz"}, "overlaying": "y", "side": "right"})}
+
+
+def submission_figures(submission, runs):
+    """The context of templates/leaderboard/_submission_charts.html: a submission's charts, from its
+    judged runs, and the runs for the table of the same numbers."""
+    figures = {"latency": latency(runs), "roofline": roofline(runs), "telemetry": telemetry_trace(runs)}
+    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "runs": runs,
+            "prefix": f"submission-{submission.pk}"}

@@ -12,6 +12,7 @@ urlpatterns = [
     path("seasons/<str:code>/hardware/", public.hardware_comparison, name="hardware_comparison"),
     path("seasons/<str:code>/gpus/<slug:slug>/", public.gpu_leaderboard, name="gpu_leaderboard"),
     path("contestants/<int:contestant_id>/", public.contestant_detail, name="contestant_detail"),
+    path("submissions/<int:submission_id>/charts/", public.submission_charts, name="submission_charts"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

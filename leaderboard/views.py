@@ -5,7 +5,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views import defaults
 
 from leaderboard import charts, selectors
-from submissions.models import Season
+from submissions.models import Season, Submission
 
 PAGE_SIZE = 50
 
@@ -74,6 +74,13 @@ def gpu_leaderboard(request, code, slug):
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
         "search": search,
     })
+
+
+def submission_charts(request, submission_id):
+    """A submission's charts alone: its page fetches them when the last verdict arrives."""
+    submission = get_object_or_404(Submission, pk=submission_id)
+    return render(request, "leaderboard/_submission_charts.html",
+                  charts.submission_figures(submission, selectors.judged_runs(submission)))
 
 
 def server_error(request):
