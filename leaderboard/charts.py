@@ -1,7 +1,49 @@
-"""Plotly figure specs (plain dicts, drawn by the vendored plotly.js) for the public pages."""
+"""Plotly figure specs (plain dicts, drawn by the vendored plotly.js) for the public pages.
+
+Plotly reads a subset of HTML in every label, legend entry and hover text: text from users (issue
+titles, GPU names) goes through `_text`, so it shows as written and never becomes markup."""
+import html
+import math
 from collections import defaultdict
+from datetime import timedelta
 
 from django.utils.translation import gettext as _
+
+# A time axis narrower than this is widened around its points (one point: plotly's own range is
+# a millisecond wide, with sub-millisecond ticks).
+MIN_TIME_SPAN = timedelta(days=1)
+# Up to this count a count axis ticks every 1 (plotly's own ticks below ~5 are 0.5 apart); above,
+# plotly's steps are whole numbers and the format keeps them so.
+COUNT_AXIS_UNIT_TICKS = 10
+SPEEDUP_BINS = 12  # about this many bars in the speedup histogram
+
+
+def _text(value):
+    """User text for a plotly label: escaped, so `<b>` stays two characters and a letter."""
+    return html.escape(str(value), quote=False)
+
+
+def _count_axis(title, max_count):
+    """A y axis of counts: whole-number ticks only."""
+    axis = {"title": {"text": title}, "rangemode": "tozero", "tickformat": "d"}
+    if max_count <= COUNT_AXIS_UNIT_TICKS:
+        axis.update(tick0=0, dtick=1)
+    return axis
+
+
+def _time_axis(times):
+    """A date axis at least MIN_TIME_SPAN wide, centred on the points when they are closer than that."""
+    axis = {"type": "date"}
+    if times and times[-1] - times[0] < MIN_TIME_SPAN:
+        middle = times[0] + (times[-1] - times[0]) / 2
+        axis["range"] = [(middle - MIN_TIME_SPAN / 2).isoformat(), (middle + MIN_TIME_SPAN / 2).isoformat()]
+    return axis
+
+
+def _nice_step(rough):
+    """The smallest of 1, 2, 2.5, 5 x 10^n not below `rough` (> 0)."""
+    power = 10 ** math.floor(math.log10(rough))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= rough * (1 - 1e-9))
 
 
 def _layout(title, **extra):
@@ -15,27 +57,51 @@ def accepted_over_time(hardware_rows):
     return {
         "data": [{"type": "scatter", "mode": "lines+markers", "line": {"shape": "hv"},
                   "x": [t.isoformat() for t in times], "y": list(range(1, len(times) + 1)), "name": _("accepted")}],
-        "layout": _layout(_("Accepted samples over time"), yaxis={"title": {"text": _("accepted samples")}, "rangemode": "tozero"}),
+        "layout": _layout(_("Accepted samples over time"), xaxis=_time_axis(times),
+                          yaxis=_count_axis(_("accepted samples"), len(times))),
     }
 
 
+def _speedup_bins(values):
+    """(start, size) of bins shared by every GPU type's bars: about SPEEDUP_BINS over the values' span."""
+    low, high = min(values), max(values)
+    size = _nice_step(max(high - low, 0.1 * max(abs(high), 1.0)) / SPEEDUP_BINS)
+    return math.floor(low / size) * size, size
+
+
 def speedup_distribution(speedups):
+    """A histogram whose bins are counted here, so the count axis knows its largest bar."""
     by_gpu = defaultdict(list)
     for gpu, value in speedups:
         by_gpu[gpu].append(value)
+    if not by_gpu:
+        return {"data": [], "layout": _layout(_("Ranked speedups of submissions"))}
+    start, size = _speedup_bins([v for values in by_gpu.values() for v in values])
+    data, tallest = [], 0
+    for gpu, values in sorted(by_gpu.items()):
+        counts = defaultdict(int)
+        for value in values:
+            counts[math.floor((value - start) / size + 1e-9)] += 1
+        bins = sorted(counts)
+        tallest = max(tallest, *counts.values())
+        lows = [start + i * size for i in bins]
+        data.append({"type": "bar", "name": _text(gpu), "opacity": 0.75, "width": size,
+                     "x": [low + size / 2 for low in lows], "y": [counts[i] for i in bins],
+                     "customdata": [f"{low:.3g}–{low + size:.3g}×" for low in lows],
+                     "hovertemplate": "%{customdata}: %{y}"})
     return {
-        "data": [{"type": "histogram", "x": values, "name": gpu, "opacity": 0.75} for gpu, values in sorted(by_gpu.items())],
+        "data": data,
         # one ranked figure per submission and GPU type (ranked_runs), however often it was judged
-        "layout": _layout(_("Ranked speedups of submissions"), barmode="overlay",
-                          xaxis={"title": {"text": _("speedup (×)")}}, yaxis={"title": {"text": _("submissions")}}),
+        "layout": _layout(_("Ranked speedups of submissions"), barmode="overlay", bargap=0,
+                          xaxis={"title": {"text": _("speedup (×)")}}, yaxis=_count_axis(_("submissions"), tallest)),
     }
 
 
 def hardware_matrix(gpu_types, rows):
-    labels = [f"{r['submission'].issue.title[:24]} #{r['submission'].pk}" for r in rows]
+    labels = [f"{_text(r['submission'].issue.title[:24])} #{r['submission'].pk}" for r in rows]
     z = [[cell.speedup if cell and cell.speedup else None for cell in r["cells"]] for r in rows]
     return {
-        "data": [{"type": "heatmap", "x": [g.name for g in gpu_types], "y": labels, "z": z,
+        "data": [{"type": "heatmap", "x": [_text(g.name) for g in gpu_types], "y": labels, "z": z,
                   "colorscale": "Viridis", "colorbar": {"title": {"text": _("speedup ×")}}, "hoverongaps": False}],
         "layout": _layout(_("Speedup of each accepted sample on each GPU type"), height=max(300, 60 + 28 * len(rows)),
                           yaxis={"automargin": True}),
@@ -56,7 +122,7 @@ def latency(runs):
             x, y = [], []
             for run in sampled:
                 values = run.result["timing"]["samples"].get(side) or []
-                x += [run.gpu_type.name] * len(values)
+                x += [_text(run.gpu_type.name)] * len(values)
                 y += values
             if y:
                 data.append({"type": "box", "name": _side_name(side), "x": x, "y": y, "boxpoints": False})
@@ -69,7 +135,7 @@ def latency(runs):
             stats = ((run.result or {}).get("timing") or {}).get(side) or {}
             if stats.get("median_ms") is None:
                 continue
-            x.append(run.gpu_type.name)
+            x.append(_text(run.gpu_type.name))
             median.append(stats["median_ms"])
             error.append(stats.get("std_ms") or 0)
         if x:
@@ -89,14 +155,14 @@ def roofline(runs):
         if not (flops and nbytes and tflops):
             continue
         intensity = flops / nbytes
-        data.append({"type": "scatter", "mode": "markers", "marker": {"size": 12}, "name": f"{run.gpu_type.name}",
+        data.append({"type": "scatter", "mode": "markers", "marker": {"size": 12}, "name": _text(run.gpu_type.name),
                      "x": [intensity], "y": [tflops]})
         peak_gbps, peak_tflops = device.get("peak_gbps"), device.get("peak_tflops")
         if peak_gbps and peak_tflops:
             ridge = peak_tflops * 1000 / peak_gbps
             xs = [min(intensity, ridge) / 100, ridge, max(intensity, ridge) * 100]
             ys = [min(peak_gbps * x / 1000, peak_tflops) for x in xs]
-            data.append({"type": "scatter", "mode": "lines", "name": _("roof") + f" · {run.gpu_type.name}", "x": xs, "y": ys,
+            data.append({"type": "scatter", "mode": "lines", "name": _("roof") + f" · {_text(run.gpu_type.name)}", "x": xs, "y": ys,
                          "line": {"dash": "dot"}})
     return {"data": data, "layout": _layout(_("Roofline"), xaxis={"type": "log", "title": {"text": _("FLOP / byte")}},
                                             yaxis={"type": "log", "title": {"text": "TFLOP/s"}})}
@@ -110,10 +176,18 @@ def telemetry_trace(runs):
         if not trace:
             continue
         t = [p.get("t_s") for p in trace]
-        data.append({"type": "scatter", "mode": "lines", "name": _("power W") + f" · {run.gpu_type.name}", "x": t,
+        data.append({"type": "scatter", "mode": "lines", "name": _("power W") + f" · {_text(run.gpu_type.name)}", "x": t,
                      "y": [p.get("power_w") for p in trace]})
-        data.append({"type": "scatter", "mode": "lines", "name": _("SM MHz") + f" · {run.gpu_type.name}", "x": t,
+        data.append({"type": "scatter", "mode": "lines", "name": _("SM MHz") + f" · {_text(run.gpu_type.name)}", "x": t,
                      "y": [p.get("sm_clock_mhz") for p in trace], "yaxis": "y2"})
     return {"data": data, "layout": _layout(_("Power and clock during timing"), xaxis={"title": {"text": "s"}},
                                             yaxis={"title": {"text": "W"}},
                                             yaxis2={"title": {"text": "MHz"}, "overlaying": "y", "side": "right"})}
+
+
+def submission_figures(submission, runs):
+    """The context of templates/leaderboard/_submission_charts.html: a submission's charts, from its
+    judged runs, and the runs for the table of the same numbers."""
+    figures = {"latency": latency(runs), "roofline": roofline(runs), "telemetry": telemetry_trace(runs)}
+    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "runs": runs,
+            "prefix": f"submission-{submission.pk}"}

@@ -119,3 +119,9 @@ def season_gpu_type(season, slug):
 
 def public_issue(code):
     return Issue.objects.select_related("season", "author").filter(code=code.strip().upper()).first()
+
+
+def judged_runs(submission):
+    """The submission's runs that have a result, for its charts."""
+    runs = submission.runs.select_related("gpu_type").filter(result__isnull=False)
+    return [run for run in runs if run.result]

@@ -13,6 +13,7 @@ urlpatterns = [
     path("seasons/<str:code>/hardware/", public.hardware_comparison, name="hardware_comparison"),
     path("seasons/<str:code>/gpus/<slug:slug>/", public.gpu_leaderboard, name="gpu_leaderboard"),
     path("contestants/<int:contestant_id>/", public.contestant_detail, name="contestant_detail"),
+    path("submissions/<int:submission_id>/charts/", public.submission_charts, name="submission_charts"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -20,3 +21,5 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("submissions.urls")),
 ]
+
+handler500 = public.server_error

@@ -2,9 +2,10 @@
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
+from django.views import defaults
 
 from leaderboard import charts, selectors
-from submissions.models import Season
+from submissions.models import Season, Submission
 
 PAGE_SIZE = 50
 
@@ -73,3 +74,19 @@ def gpu_leaderboard(request, code, slug):
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
         "search": search,
     })
+
+
+def submission_charts(request, submission_id):
+    """A submission's charts alone: its page fetches them when the last verdict arrives."""
+    submission = get_object_or_404(Submission, pk=submission_id)
+    return render(request, "leaderboard/_submission_charts.html",
+                  charts.submission_figures(submission, selectors.judged_runs(submission)))
+
+
+def server_error(request):
+    """The 500 page with the request's context (who is logged in, the language switch's CSRF token);
+    without it when rendering with it fails too, for that may be what broke."""
+    try:
+        return render(request, "500.html", status=500)
+    except Exception:
+        return defaults.server_error(request)

@@ -31,6 +31,9 @@ FLAGS = (
     "input_memoized",  # markedly faster on a repeated input than on fresh ones; ranked on the fresh figure
 )
 
+# What a run is doing while it is judged, in the agent's progress reports (the site's RunStage).
+JUDGING_STAGES = ("compiling", "checking", "timing", "profiling", "self_test")
+
 NUMBER = (int, float)
 _OPT_NUMBER = (int, float, type(None))
 _OPT_INT = (int, type(None))

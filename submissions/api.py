@@ -14,7 +14,7 @@ from submissions import ranked_runs, selectors
 from submissions.api_auth import AgentAuth, ContestantTokenAuth
 from submissions.api_fields import Text, column_length, replace_nul
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
-from submissions.models import Framework, Issue, Run, Season, Submission
+from submissions.models import Framework, Issue, Run, RunStage, Season, Submission
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.services import fleet, judging, pr_intake, recovery, submitting
@@ -151,7 +151,13 @@ class StartOut(Schema):
     job_secret: str
     bundle_url: str
     result_url: str
+    progress_url: str  # where the agent reports the stage it reached (POST, ProgressIn)
     options: dict
+
+
+class ProgressIn(Schema):
+    attempt: int
+    stage: RunStage
 
 
 def _refused(run_id, agent, action, exc, code):
@@ -185,7 +191,23 @@ def start_run(request, run_id: int, payload: StartIn):
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.start_refused", exc, 403)
     return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),
-            "result_url": reverse("api:agent_run_result", args=[run_id]), "options": judging.judging_options()}
+            "result_url": reverse("api:agent_run_result", args=[run_id]),
+            "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options()}
+
+
+@agent_router.post("/runs/{run_id}/progress", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+                   url_name="agent_run_progress")
+def run_progress(request, run_id: int, payload: ProgressIn):
+    """The stage the judging agent reached (compiling, checking, timing, profiling, self_test), for the
+    submission's page. Only from the agent that started the run, with this attempt's secret."""
+    _agent_run(run_id)
+    try:
+        judging.record_progress(run_id, request.auth, _job_secret(request), payload.attempt, payload.stage)
+    except judging.RunConflict as exc:
+        return Status(409, {"detail": str(exc)})
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.progress_refused", exc, 403)
+    return {"ok": True, "detail": f"run {run_id}: {payload.stage}"}
 
 
 JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")

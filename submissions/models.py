@@ -312,6 +312,15 @@ class Verdict(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
 
 
+class RunStage(models.TextChoices):
+    """What a running run is doing, as its agent reports it (profiler_agent.schema.JUDGING_STAGES)."""
+    COMPILING = "compiling", _("Compiling")
+    CHECKING = "checking", _("Checking correctness")
+    TIMING = "timing", _("Timing")
+    PROFILING = "profiling", _("Profiling")
+    SELF_TEST = "self_test", _("Running the self-test")
+
+
 class Run(models.Model):
     """One judging of a submission on one GPU type. Rejudging creates new runs."""
 
@@ -334,6 +343,8 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     # The last heartbeat in which the judging agent said it was still judging this attempt.
     alive_at = models.DateTimeField(null=True, blank=True)
+    # The current attempt's stage, from its agent's progress reports: blank until the first one.
+    stage = models.CharField(max_length=12, choices=RunStage.choices, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Key metrics copied out of the result so lists and rankings need no JSON parsing.
     reference_median_ms = models.FloatField(null=True, blank=True)

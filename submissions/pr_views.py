@@ -27,8 +27,9 @@ def submit_pull_request(request):
                 form.add_error(None, _("This commit of the pull request was already submitted; push a new commit first."))
             else:
                 listed = ", ".join(f"#{s.pk} ({s.issue.code})" for s in created)
+                # one submission: its page removes the message once it is judged (not so for several)
                 messages.success(request, _("Submitted from the pull request: %(submissions)s; queued for judging.")
-                                 % {"submissions": listed})
+                                 % {"submissions": listed}, extra_tags="judging" if len(created) == 1 else "")
                 return redirect("submission_detail", submission_id=created[0].pk)
     return render(request, "submissions/submit_pr.html", {"form": form})
 

@@ -94,6 +94,14 @@ def has_unfinished_runs(submission) -> bool:
     return any(run.status != RunStatus.DONE for run in submission.runs.all())
 
 
+def run_elapsed_s(run, now):
+    """Whole seconds the run has waited (since it was made or queued) or been judged (since its agent
+    started it), for the submission's page; None once it is done."""
+    since = {RunStatus.WAITING: run.created_at, RunStatus.QUEUED: run.enqueued_at or run.created_at,
+             RunStatus.RUNNING: run.started_at}.get(run.status)
+    return max(0, int((now - since).total_seconds())) if since else None
+
+
 def latest_runs(submission):
     """The newest run per GPU type (rejudges add runs; older ones stay in history). A cancelled run
     stands only where no other run of that type exists: a cancelled rejudge leaves the verdict as it was."""

@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from submissions import ranked_runs, selectors, timing_flags
@@ -57,12 +58,14 @@ def issue_detail(request, code):
 def _run_rows(submission):
     ranked = ranked_runs.by_gpu_type(submission.runs.all())
     rows = []
+    now = timezone.now()
     for run in selectors.latest_runs(submission):
         try:
             position = scheduling.queue_position(run)
         except Exception:  # the page still renders when Redis is away
             position = None
         rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
+                     "elapsed_s": selectors.run_elapsed_s(run, now),
                      "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
                      "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result)})
     return rows
@@ -120,7 +123,8 @@ def submit(request):
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
         else:
+            # "judging": the page's script removes it once every run has its verdict
             messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
-                             % {"id": submission.pk, "issue": issue.code})
+                             % {"id": submission.pk, "issue": issue.code}, extra_tags="judging")
             return redirect("submission_detail", submission_id=submission.pk)
     return render(request, "submissions/submit.html", {"form": form})

@@ -11,6 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
@@ -31,6 +32,16 @@ COMPILE_MEMORY_FLOOR = 4 * 1024**3  # a build needs room: its default memory lim
 DEFAULT_TRIALS = 3
 # Far beyond what tuning one kernel usually buys; an organizer takes a look, the verdict stands.
 SUSPICIOUS_SPEEDUP = 20.0
+# The judged child's stages (sandbox.phases.STAGE_WORDS) as the judging stages a contestant sees
+# (schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
+JUDGING_STAGE_OF_CHILD = {
+    "load_reference": "compiling",
+    "load_candidate": "compiling",
+    "build_models": "compiling",
+    "correctness": "checking",
+    "timing": "timing",
+    "kernel_census": "profiling",
+}
 
 
 @dataclass
@@ -52,6 +63,17 @@ class JudgeOptions:
     # read before the field below shadows the module's name in this class body
     ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
     ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.measure.ncu)
+    # called with each judging stage (schema.JUDGING_STAGES) as it begins: the service tells the site
+    progress: Callable[[str], None] | None = None
+
+    def tell(self, stage: str | None) -> None:
+        """Report a stage; a failing listener never stops the judging."""
+        if self.progress is None or stage is None:
+            return
+        try:
+            self.progress(stage)
+        except Exception:  # noqa: BLE001  (progress is informative only)
+            pass
 
     def compile_memory_limit(self) -> int | None:
         """The build's memory limit: the one given, else max(memory limit, 4 GiB) when there is one."""
@@ -151,6 +173,7 @@ def judge_candidate(
             compile_timeout_s=options.compile_timeout_s,
             limits=Limits(memory_bytes=options.memory_limit_bytes,
                           compile_memory_bytes=options.compile_memory_limit()),
+            on_stage=lambda stage: options.tell(JUDGING_STAGE_OF_CHILD.get(stage)),
         )
     report = trusted.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
@@ -169,6 +192,7 @@ def judge_candidate(
             compile_text += f"\n[profiler_agent] this failure is not kept in the build cache: {why}\n"
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
+        options.tell("checking")
         started = time.monotonic()
         status = verify_outputs(verifier or start_verifier(bundle, options, scratch, sources), settings, report)
         report.setdefault("durations_s", {})["verify"] = time.monotonic() - started
@@ -366,12 +390,15 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
                 result["device"] = device_info.describe_device_without_torch(options.device)
             fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
             # the times came from a process that ran submission code: bounded here from outside it
+            if result["status"] == "passed" and options.device == "cuda":
+                options.tell("profiling")
             confirm_started = time.monotonic()
             confirm.add_to_result(result, bundle, options, cache_dir, scratch / "confirm", sources, confirming)
             result["durations_s"]["confirm"] = time.monotonic() - confirm_started
         finally:  # whatever was not needed (or an error cut short) ends here
             ahead.cancel_all(verifier, *(confirming.processes() if confirming else ()))
         if options.ncu:
+            options.tell("profiling")
             ncu_run.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 
         if bundle.llm_variant is not None:
@@ -381,6 +408,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
             result["variants"][LLM_VARIANT_NAME.removesuffix(".py")] = variant
 
         if bundle.self_test is not None:
+            options.tell("self_test")
             result["self_test"] = run_self_test(bundle, options, cache_dir, scratch / "self-test")
     result["durations_s"]["total"] = time.monotonic() - started
     schema.validate_result(result)

@@ -129,11 +129,12 @@ def kill_session(pid: int) -> None:
         pass
 
 
-def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed) -> tuple[bytes, bool]:
+def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed,
+               on_stage: Callable[[str], None] | None = None) -> tuple[bytes, bool]:
     """Read until EOF, the child's exit, or the deadline; True when it ended in time. The child's
     exit counts as the end: a descendant that inherited the write end must not hold us open. Phase
-    messages move the clock (and call on_limits_changed when the limits in force change); every one
-    is cut from the data."""
+    messages move the clock (and call on_limits_changed when the limits in force change, on_stage
+    when the child names a new stage); every one is cut from the data."""
     chunks, size = [], 0
     exited = False
     splitter = MessageSplitter()
@@ -155,8 +156,11 @@ def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed)
         if not chunk:
             return data(), True
         report_bytes, messages = splitter.feed(chunk)
+        stage = clock.stage
         if any([clock.on_message(message) for message in messages]):
             on_limits_changed()
+        if on_stage is not None and clock.stage != stage:
+            on_stage(clock.stage)
         size += len(report_bytes)
         if size <= MAX_REPORT_BYTES:  # past the cap keep draining, so the child is never blocked
             chunks.append(report_bytes)
@@ -188,6 +192,7 @@ def run_sandboxed(
     user: privileges.SandboxUser | None = None,
     compile_timeout_s: float | None = None,
     on_started: Callable[[], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
     to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phases.Clock):
@@ -195,7 +200,8 @@ def run_sandboxed(
     pipe (and during later builds it announces), timeout_s and limits.memory_bytes otherwise. Everything the run started is killed when it ends, on
     timeout or not. A PendingInput as stdin_data starts the process ahead of its turn: the limits
     count from when its input is sent; `on_started` is called once the process exists (runs started
-    after that spare it in their sweep)."""
+    after that spare it in their sweep); `on_stage` with each stage the child names on the pipe
+    (phases.STAGE_WORDS: informative only, whatever runs in the child can send them)."""
     if compile_timeout_s is not None and not result_pipe:
         raise ValueError("a compile limit needs the result pipe, which carries the phase message")
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -264,7 +270,7 @@ def run_sandboxed(
         if cancelled:
             pass  # killed below
         elif read_fd is not None:
-            data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed)
+            data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed, on_stage)
             report = data if complete and data else None
         try:
             if not cancelled:

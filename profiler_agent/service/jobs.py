@@ -7,7 +7,9 @@ site checks the run is this agent's to judge and answers with the secret of this
 and result paths and the judging options (409: already finished or started by another agent; 403:
 stale attempt or a GPU type this agent does not serve; 404: no such run; each: do nothing). Then GET
 the bundle (a zip), judge it, POST the result (409: already reported; 403: refused; both logged).
-Every call after start carries the token and the secret. Paths are joined to the agent's own --site;
+Every call after start carries the token and the secret. While judging, the stage (compiling,
+checking, timing, profiling, self_test) goes to the answer's `progress_url`, when it names one
+(service.progress). Paths are joined to the agent's own --site;
 an absolute URL elsewhere is refused (the token must never travel to another host). A failure of
 our own is reported as `internal_error`, then re-raised so RQ records the job as failed.
 """
@@ -141,6 +143,22 @@ def _start(client, config, run_id: int, attempt: int) -> dict | None:
     return answer
 
 
+def _stage_reporter(config, answer: dict, run_id: int, attempt: int):
+    """A StageReporter to the start answer's progress_url; None when the site names none (older sites)
+    or names one elsewhere. Its own client tries once, briefly: a stage report is never worth a wait."""
+    from profiler_agent.service.progress import StageReporter
+    from profiler_agent.service.site_client import SiteClient
+
+    if not isinstance(answer.get("progress_url"), str) or not answer["progress_url"]:
+        return None
+    try:
+        url = site_url(config.site, answer["progress_url"])
+    except ForeignUrl:
+        log.warning("run %s: the progress URL points off this agent's site; no progress reports", run_id)
+        return None
+    return StageReporter(SiteClient(config.token, answer["job_secret"], attempts=1, timeout_s=10.0), url, run_id, attempt)
+
+
 def judge_run(run_id: int, attempt: int) -> dict:
     from profiler_agent.service.site_client import SiteClient
 
@@ -158,8 +176,11 @@ def judge_run(run_id: int, attempt: int) -> dict:
     except ForeignUrl:
         log.exception("run %s: the site's answer points elsewhere; not judging it", run_id)
         raise
+    reporter = _stage_reporter(config, answer, run_id, attempt)
     try:
-        result = _judge_download(client, bundle_url, judge_options(config, answer.get("options") or {}), marks)
+        options = judge_options(config, answer.get("options") or {})
+        options.progress = reporter
+        result = _judge_download(client, bundle_url, options, marks)
     except Exception:
         trace = traceback.format_exc()
         log.exception("run %s: the agent failed", run_id)
@@ -168,6 +189,9 @@ def judge_run(run_id: int, attempt: int) -> dict:
         except Exception:
             log.exception("run %s: could not report the internal error either", run_id)
         raise
+    finally:
+        if reporter is not None:
+            reporter.close()  # its last report goes before the result, which ends the run
     marks["judged"] = time.time()
     _post_result(client, result_url, result, run_id)
     marks["reported"] = time.time()

@@ -50,8 +50,9 @@ def enqueue_run(run, *, at_front=False):
     run.agent = None
     run.worker = None
     run.gpu_uuid = ""
+    run.stage = ""
     run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at",
-                            "alive_at", "agent", "worker", "gpu_uuid"])
+                            "alive_at", "agent", "worker", "gpu_uuid", "stage"])
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
@@ -101,7 +102,8 @@ def bind_run(run, agent, *, worker=None, gpu_uuid=""):
     run.agent = agent
     run.worker = worker
     run.gpu_uuid = gpu_uuid or ""
-    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid"])
+    run.stage = ""  # a repeated start begins again
+    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid", "stage"])
     if was_queued:
         scheduling.after_leaving_queue(run)
     return run, secret
@@ -122,6 +124,20 @@ def start_run(run_id, agent, attempt):
     run = lock_run(run_id)
     check_startable(run, agent, attempt)
     return bind_run(run, agent)
+
+
+def record_progress(run_id, agent, secret, attempt, stage):
+    """The stage the agent judging this attempt has reached (informative: shown on the submission's
+    page). Raises AgentRefused (not this agent, secret or attempt) or RunConflict (not running)."""
+    run = Run.objects.get(pk=run_id)
+    check_agent_access(run, agent, secret)
+    if attempt != run.attempts:
+        raise AgentRefused(f"stale attempt: run {run.pk} is at attempt {run.attempts}, not {attempt}")
+    # only while this attempt runs: a report that crosses the result (or a new attempt) changes nothing
+    updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=attempt,
+                                 job_secret_hash=run.job_secret_hash).update(stage=stage)
+    if not updated:
+        raise RunConflict(f"run {run.pk} is not running this attempt; its progress is not kept")
 
 
 def record_refusal(run_id, agent, action, reason):

@@ -37,3 +37,13 @@ def age(seconds):
     if minutes < 120:
         return ngettext("%(count)d minute ago", "%(count)d minutes ago", minutes) % {"count": minutes}
     return _("%(hours)d h %(minutes)d min ago") % {"hours": minutes // 60, "minutes": minutes % 60}
+
+
+@register.filter
+def stopwatch(seconds):
+    """`{{ seconds|stopwatch }}`: 0:07, 12:34, 1:02:03 (static/js/live-runs.js ticks it the same way)."""
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -68,7 +68,7 @@ class FakeSite:
                     return self._answer(200, json.dumps({"ok": True, **site.heartbeat_answer}).encode())
                 if parts[:4] == ["api", "v1", "agent", "runs"] and parts[5] == "start":
                     return self._start(parts[4])
-                if parts[0] == "runs" and parts[2] == "result":
+                if parts[0] == "runs" and parts[2] in ("result", "progress"):
                     return self._answer(200)
                 self._answer(404)
 
@@ -77,7 +77,7 @@ class FakeSite:
                 if code != 200:
                     return self._answer(code, b'{"detail": "not yours"}')
                 answer = {"job_secret": f"secret-{run_id}", "bundle_url": f"/bundles/{site.run_bundles.get(run_id)}",
-                          "result_url": f"/runs/{run_id}/result",
+                          "result_url": f"/runs/{run_id}/result", "progress_url": f"/runs/{run_id}/progress",
                           "options": {"run_timeout_s": 300, "seed": 11, "some_future_option": True}}
                 answer.update(site.start_answers.get(run_id, {}))
                 self._answer(200, json.dumps(answer).encode())

@@ -84,6 +84,14 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
                                                     "/bundles/relu-cpu.zip"]
     assert all(r["headers"]["X-Job-Secret"].startswith("secret-") for r in downloads)
 
+    # the stages of each judged run, as they began, with its attempt and secret (service.progress)
+    progress = [r for r in site.requests if r["path"] == "/runs/1/progress"]
+    assert all(r["headers"]["X-Job-Secret"] == "secret-1" and r["json"]["attempt"] == 3 for r in progress)
+    stages = [r["json"]["stage"] for r in progress]
+    assert stages[0] == "compiling" and stages[-1] == "self_test", stages
+    assert {"checking", "timing"} <= set(stages), stages
+    assert not [r for r in site.requests if r["path"] == "/runs/4/progress"]  # its download failed first
+
     passed, wrong, broken = (results[i]["json"] for i in ("1", "2", "4"))
     for result in (passed, wrong, broken):
         validate_result(result)

@@ -36,7 +36,8 @@ def test_a_waiting_run_is_explained_and_an_organizer_cancels_a_queued_one(
 
     log_in(page, live_server.url, "alice", "pw-alice-123")
     page.goto(f"{live_server.url}/submissions/{waiting.pk}/")
-    assert page.locator(f"#run-{waiting_run.pk} td.state").inner_text() == waiting_text
+    state, waited = page.locator(f"#run-{waiting_run.pk} td.state").inner_text().split(" · ")
+    assert state == waiting_text and waited.startswith("0:")  # then the time it has waited
 
     page.context.clear_cookies()
     log_in(page, live_server.url, "organizer", "pw-organizer-1")

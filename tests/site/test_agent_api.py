@@ -276,3 +276,54 @@ def test_unknown_run_is_a_json_404(client, agent_and_token):
     _, token = agent_and_token
     response = client.get("/api/v1/agent/runs/999999/bundle", headers=agent_headers(token, "x"))
     assert response.status_code == 404 and "run 999999 does not exist" in response.json()["detail"]
+
+
+def post_progress(client, answer, token, stage, attempt=1, secret=None):
+    return client.post(answer["progress_url"], {"attempt": attempt, "stage": stage}, content_type="application/json",
+                       headers=agent_headers(token, secret or answer["job_secret"]))
+
+
+def test_progress_from_the_judging_agent_sets_the_stage_of_the_running_attempt(client, queued_run, agent_and_token,
+                                                                                other_agent):
+    run, _ = queued_run
+    _, token = agent_and_token
+    _, other_token = other_agent
+    answer = started(client, run, token)
+    assert answer["progress_url"] == f"/api/v1/agent/runs/{run.pk}/progress"
+    for stage in ("compiling", "checking", "timing"):
+        assert post_progress(client, answer, token, stage).status_code == 200
+    run.refresh_from_db()
+    assert run.stage == "timing"
+
+    assert post_progress(client, answer, token, "sleeping").status_code == 422  # not a stage
+    assert post_progress(client, answer, token, "profiling", secret="guess").status_code == 403
+    assert post_progress(client, answer, other_token, "profiling").status_code == 403
+    assert post_progress(client, answer, token, "profiling", attempt=2).status_code == 403
+    assert AuditEntry.objects.filter(action="run.progress_refused", object_id=str(run.pk)).count() == 3
+    run.refresh_from_db()
+    assert run.stage == "timing"
+
+    assert post_result(client, answer, token, passed_result()).status_code == 200
+    late = post_progress(client, answer, token, "self_test")  # crossed the result on the wire
+    assert late.status_code == 409
+    run.refresh_from_db()
+    assert run.stage == "timing" and run.status == RunStatus.DONE
+
+
+def test_a_new_attempt_starts_without_a_stage(client, queued_run, agent_and_token):
+    run, _ = queued_run
+    _, token = agent_and_token
+    answer = started(client, run, token)
+    assert post_progress(client, answer, token, "checking").status_code == 200
+    failed = dict(passed_result(), status="internal_error")
+    assert post_result(client, answer, token, failed).status_code == 200  # retried: a new attempt
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and run.attempts == 2 and run.stage == ""
+    assert post_progress(client, answer, token, "timing").status_code == 403  # the first attempt's secret is dead
+
+
+def test_the_agents_judging_stages_are_the_sites():
+    from profiler_agent.schema import JUDGING_STAGES
+    from submissions.models import RunStage
+
+    assert list(JUDGING_STAGES) == list(RunStage.values)

@@ -69,6 +69,41 @@ def test_translations_keep_every_placeholder_of_their_message():
             assert sorted(PLACEHOLDER.findall(translation)) == wanted, entry.msgid
 
 
+# Tags of HTML (a placeholder like "<issue code>" in a Python message is text, escaped where shown).
+MARKUP = re.compile(r"</?(a|b|br|code|em|i|kbd|li|ol|p|pre|small|span|strong|ul|var|wbr)\b[^<>]*>")
+
+
+def _tags(text):
+    return [m.group(0).split()[0].strip("<>/") + ("/" if m.group(0).startswith("</") else "") for m in MARKUP.finditer(text)]
+
+
+def test_translations_keep_the_markup_of_their_message():
+    for entry in polib.pofile(str(CATALOG / "django.po")).translated_entries():
+        wanted = sorted(_tags(entry.msgid_plural or entry.msgid))
+        translations = entry.msgstr_plural.values() if entry.msgid_plural else [entry.msgstr]
+        for translation in translations:
+            assert sorted(_tags(translation)) == wanted, entry.msgid
+
+
+def test_messages_of_templates_hold_balanced_markup_only():
+    """A template outputs its messages as markup: an angle bracket there must open or close a tag that
+    the same message closes or opened ("S1/<code>/" turned the rest of a page monospace)."""
+    for entry in polib.pofile(str(CATALOG / "django.po")).translated_entries():
+        if not any(path.startswith("templates/") for path, _ in entry.occurrences):
+            continue
+        for text in [entry.msgid, entry.msgid_plural, entry.msgstr, *entry.msgstr_plural.values()]:
+            if not text:
+                continue
+            assert "<" not in MARKUP.sub("", text) and ">" not in MARKUP.sub("", text), (entry.msgid, text)
+            opened = []
+            for tag in _tags(text):
+                if tag.endswith("/"):
+                    assert opened and opened.pop() == tag[:-1], (entry.msgid, text)
+                elif tag not in ("br", "wbr"):
+                    opened.append(tag)
+            assert opened == [], (entry.msgid, text)
+
+
 def test_the_compiled_catalog_matches_the_source():
     """compilemessages was run after the last edit of django.po."""
     def pairs(entries):

@@ -1,0 +1,11 @@
+"""The site's URLs plus one view that fails, for the 500 page's test (ROOT_URLCONF in that test only)."""
+from django.urls import path
+
+from leaderboard.urls import handler500, urlpatterns as site_urlpatterns  # noqa: F401  (Django reads handler500 here)
+
+
+def fail(request):
+    raise RuntimeError("a failure the 500 page's test provokes")
+
+
+urlpatterns = [path("test-only/server-error/", fail), *site_urlpatterns]

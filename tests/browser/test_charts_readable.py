@@ -1,0 +1,87 @@
+"""Charts a reader can read, in Chromium: a time axis with one point ticks in hours or days, never in
+fractions of a millisecond; count axes tick in whole numbers; an issue title or GPU name is shown as
+written in labels and hover text, never drawn as HTML."""
+import re
+
+import pytest
+
+from submissions.models import GpuType, Season
+from submissions.services import accounts
+from tests.browser.test_public_pages import assert_charts_drawn, shoot
+from tests.judged_data import accepted_sample
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TITLE = "<b>Bold</b> & <i>x</i>"
+GPU_NAME = "H100 <sup>SXM</sup>"
+FRACTION_OF_A_SECOND = re.compile(r":\d\d\.\d")
+
+
+@pytest.fixture
+def one_accepted_sample(queue_prefix):
+    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name=GPU_NAME)
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True)
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    return accepted_sample(season, alice, organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)}, title=TITLE)
+
+
+def tick_labels(page, figure, axis):
+    return page.locator(f"[data-figure='{figure}'] .{axis}tick text").all_text_contents()
+
+
+def markup_drawn(page, figure):
+    """Elements plotly makes from markup in a text: bold, italic, superscript, links."""
+    styled = r"/font-weight:\s*bold|font-style:\s*italic|baseline-shift/"
+    return page.evaluate(
+        f"""[...document.querySelectorAll("[data-figure='{figure}'] text tspan, [data-figure='{figure}'] text a")]
+            .filter(e => e.tagName === 'a' || {styled}.test(e.getAttribute('style') || '')).length""")
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_a_time_axis_with_one_point_ticks_in_hours_not_fractions_of_a_second(
+        live_server, page, one_accepted_sample, language):
+    page.goto(f"{live_server.url}/seasons/S1/")
+    assert_charts_drawn(page, 2)
+    times = tick_labels(page, "figure-season-accepted", "x")
+    assert times and not [t for t in times if FRACTION_OF_A_SECOND.search(t)], times
+    shoot(page, f"season-one-sample-{language[:2]}")
+
+
+def test_count_axes_tick_in_whole_numbers(live_server, page, one_accepted_sample):
+    page.goto(f"{live_server.url}/seasons/S1/")
+    assert_charts_drawn(page, 2)
+    for figure in ("figure-season-accepted", "figure-season-speedups"):
+        counts = tick_labels(page, figure, "y")
+        assert counts and all(re.fullmatch(r"\d+", c) for c in counts), (figure, counts)
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_an_issue_title_and_a_gpu_name_stay_text_in_labels_and_hover(live_server, page, one_accepted_sample, language):
+    page.goto(f"{live_server.url}/seasons/S1/hardware/")
+    assert_charts_drawn(page, 1)
+    figure = "figure-hardware-matrix"
+    assert tick_labels(page, figure, "y") == [f"{TITLE} #{one_accepted_sample.pk}"]  # as written, not bold
+    assert GPU_NAME in tick_labels(page, figure, "x")
+    assert markup_drawn(page, figure) == 0
+    box = page.locator(f"[data-figure='{figure}'] .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] / 2)  # the H100 cell
+    hover = page.locator(f"[data-figure='{figure}'] .hoverlayer")
+    hover.locator("text").first.wait_for()
+    assert TITLE in hover.text_content() and GPU_NAME in hover.text_content()
+    drawn = f"[data-figure='{figure}'] .hoverlayer tspan[style*='bold'], [data-figure='{figure}'] .hoverlayer a"
+    assert page.locator(drawn).count() == 0
+    shoot(page, f"hardware-markup-{language[:2]}")
+    assert page.console_errors == []
+
+
+def test_submission_charts_show_gpu_names_as_written(live_server, page, one_accepted_sample):
+    page.goto(f"{live_server.url}/submissions/{one_accepted_sample.pk}/")
+    assert_charts_drawn(page, 3)
+    for name in ("latency", "roofline", "telemetry"):
+        figure = f"figure-submission-{one_accepted_sample.pk}-{name}"
+        assert markup_drawn(page, figure) == 0, name
+    legend = page.locator(f"[data-figure='figure-submission-{one_accepted_sample.pk}-roofline'] .legendtext")
+    assert GPU_NAME in legend.all_text_contents()

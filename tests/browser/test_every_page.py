@@ -1,0 +1,209 @@
+"""Every page of the site in Chromium, in both languages: its markup is balanced (no translated string
+opens a tag it does not close, none shows a tag as text), it fits a 390 px wide phone, the error pages
+wear the site's layout, and the language switch works without JavaScript."""
+import re
+from html.parser import HTMLParser
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from submissions.models import AgentWorker, GpuType, RejudgeScope, Season
+from submissions.services import accounts, rejudging, submitting
+from submissions.bundles import build_bundle
+from tests.browser.conftest import ARTIFACTS
+from tests.judged_data import accepted_sample
+from tests.site.bundle_files import valid_files
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LANGUAGES = ["en-US", "zh-CN"]
+PHONE_WIDTH = 390
+# Elements HTML lets a page leave open (the parser closes them) and those that never close.
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+OPTIONAL_END = {"p", "li", "option", "tr", "td", "th", "thead", "tbody", "dt", "dd"}
+# Markup that reached the reader as text: "&lt;code&gt;" in the source, "<code>" on the screen.
+TAG_AS_TEXT = re.compile(r"</?(code|b|i|em|strong|a|span|div|p|br|small|pre)\b[^>]*>")
+
+
+class TagBalance(HTMLParser):
+    """The first unbalanced tag of a document, if any."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.open, self.problems = [], []
+        self.raw_text = []  # what the source escapes: its text, markup as it reads
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in VOID:
+            self.open.append((tag, self.getpos()))
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        while self.open and self.open[-1][0] != tag and self.open[-1][0] in OPTIONAL_END:
+            self.open.pop()
+        if not self.open or self.open[-1][0] != tag:
+            self.problems.append(f"</{tag}> at line {self.getpos()[0]} closes "
+                                 f"{self.open[-1] if self.open else 'nothing'}")
+            return
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.raw_text.append(data)
+
+    def close(self):
+        super().close()
+        left = [t for t in self.open if t[0] not in OPTIONAL_END]
+        if left:
+            self.problems.append(f"never closed: {left}")
+
+
+def log_in_browser(page, live_server, user):
+    """The browser carries a session of `user` (made by Django's test client, stored in the database)."""
+    client = Client()
+    client.force_login(user)
+    host = live_server.url.split("//", 1)[1].split(":")[0]
+    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                               "domain": host, "path": "/"}])
+
+
+@pytest.fixture
+def every_page(queue_prefix):
+    """A season with results, issues, a running submission, a rejudge and a worker; the pages that
+    show them, as (visitor pages, organizer pages)."""
+    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True,
+                                             display_name="Organizer of the contest")
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice",
+                                         affiliation="Tsinghua University")
+    bob = accounts.register_contestant("bob", "pw-bob-12345", display_name="Bob", affiliation="Zhejiang University")
+    sample = accepted_sample(season, alice, organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)},
+                             title="Fused GELU with a rather long title for a narrow screen")
+    accepted_sample(season, bob, organizer, {"h100": (5.2, 1.2)}, title="RMSNorm")
+    issue = submitting.open_issue(season, bob, title="Softmax", operator="torch.softmax")
+    pending = submitting.create_submission(bob, issue, build_bundle(valid_files()))
+    batch = rejudging.rejudge(RejudgeScope.SUBMISSION, sample, organizer.user, "new harness")
+    agent, _ = accounts.create_agent("gpu-host-1", [h100])
+    AgentWorker.objects.create(agent=agent, name="gpu-host-1-gpu0", gpu_index=0, gpu_model="NVIDIA H100",
+                               gpu_uuid="GPU-0123456789abcdef", memory_bytes=80 * 2**30, harness_version="1.2",
+                               last_heartbeat_at=timezone.now())
+    visitor = ["/", "/seasons/S1/", "/seasons/S1/leaderboard/", "/seasons/S1/hardware/", "/seasons/S1/gpus/h100/",
+               f"/contestants/{alice.pk}/", "/issues/", f"/issues/{sample.issue.code}/", f"/submissions/{sample.pk}/",
+               f"/submissions/{pending.pk}/", "/accounts/login/", "/accounts/register/", "/accounts/password_reset/",
+               "/accounts/password_reset/done/", "/accounts/reset/done/", "/accounts/reset/MQ/bad-token/"]
+    organizer_pages = ["/issues/new/", "/submit/", "/submit/pull-request/", "/account/", "/account/agreement/",
+                       "/organizer/", f"/organizer/submissions/{sample.pk}/", f"/organizer/submissions/{pending.pk}/",
+                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/"]
+    return {"visitor": visitor, "organizer": organizer_pages, "organizer_user": organizer.user}
+
+
+def visit_every_page(page, live_server, pages):
+    """Yields (path, the HTML the server sent) for each visitor page, then each organizer page."""
+    for path in pages["visitor"]:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, path
+        yield path, response.text()
+    log_in_browser(page, live_server, pages["organizer_user"])
+    for path in pages["organizer"]:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, path
+        yield path, response.text()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_page_has_balanced_markup(live_server, page, every_page, language):
+    problems = {}
+    for path, html in visit_every_page(page, live_server, every_page):
+        balance = TagBalance()
+        balance.feed(html)
+        balance.close()
+        found = list(balance.problems)
+        text = page.locator("body").inner_text()
+        shown = TAG_AS_TEXT.findall(text)
+        if shown:
+            found.append(f"tags shown as text: {shown}")
+        if "{#" in text or "{%" in text:
+            found.append("template syntax shown as text (a {# #} comment spans lines?)")
+        unknown = page.evaluate("[...document.body.querySelectorAll('*')]"
+                                ".filter(e => e instanceof HTMLUnknownElement).map(e => e.outerHTML.slice(0, 80))")
+        if unknown:
+            found.append(f"elements HTML does not know (a placeholder read as a tag): {unknown}")
+        footer_font = page.evaluate("getComputedStyle(document.querySelector('footer')).fontFamily")
+        if "monospace" in footer_font:
+            found.append(f"the footer is monospace: {footer_font}")
+        if found:
+            problems[path] = found
+    assert problems == {}
+    assert page.console_errors == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_page_fits_a_phone(live_server, page, every_page, language):
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
+    too_wide = {}
+    for path, _ in visit_every_page(page, live_server, every_page):
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE_WIDTH:
+            too_wide[path] = width
+            page.screenshot(path=str(ARTIFACTS / f"narrow-{language[:2]}{path.replace('/', '_')}.png"))
+    assert too_wide == {}
+
+
+def assert_in_site_layout(page, response, status, heading, home):
+    assert response.status == status
+    assert home in page.locator("header.topbar nav").inner_text()  # the site's own navigation
+    assert page.locator("footer").count() == 1
+    assert heading in page.locator("main h1").inner_text()
+    balance = TagBalance()
+    balance.feed(response.text())
+    balance.close()
+    assert balance.problems == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE_WIDTH
+
+
+@pytest.mark.parametrize("language, home, not_found, denied, failed", [
+    ("en-US", "Home", "Page not found", "Access denied", "Server error"),
+    ("zh-CN", "首页", "页面不存在", "无权访问", "服务器出错"),
+])
+def test_error_pages_wear_the_site_layout_in_the_readers_language(
+        live_server, page, settings, language, home, not_found, denied, failed):
+    settings.ROOT_URLCONF = "tests.browser.failing_urls"
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
+    contestant = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+
+    response = page.goto(f"{live_server.url}/no/such/page/")
+    assert_in_site_layout(page, response, 404, not_found, home)
+    assert "/no/such/page/" in page.locator("main").inner_text()
+
+    log_in_browser(page, live_server, contestant.user)
+    response = page.goto(f"{live_server.url}/organizer/")  # a contestant on the organizers' console
+    assert_in_site_layout(page, response, 403, denied, home)
+
+    response = page.goto(f"{live_server.url}/test-only/server-error/")
+    assert_in_site_layout(page, response, 500, failed, home)
+    assert "alice" in page.locator("header").inner_text()  # rendered with the request's context
+    shoot_error = ARTIFACTS / f"error-500-{language[:2]}.png"
+    page.screenshot(path=str(shoot_error), full_page=True)
+
+
+@pytest.mark.parametrize("language", ["en-US"])
+def test_the_language_switch_works_without_javascript(live_server, page, every_page, language):
+    context = page.context.browser.new_context(java_script_enabled=False, locale="en-US")
+    plain = context.new_page()
+    plain.goto(f"{live_server.url}/seasons/S1/leaderboard/")
+    assert "Leaderboard" in plain.locator("h1").inner_text()
+    with plain.expect_navigation():
+        plain.locator("header form.lang button", has_text="简体中文").click()
+    assert plain.url == f"{live_server.url}/seasons/S1/leaderboard/"  # the same page, now in Chinese
+    assert "排行榜" in plain.locator("h1").inner_text() and "首页" in plain.locator("header").inner_text()
+    with plain.expect_navigation():
+        plain.locator("header form.lang button", has_text="English").click()
+    assert "Leaderboard" in plain.locator("h1").inner_text()
+    context.close()
