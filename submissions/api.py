@@ -195,14 +195,17 @@ def start_run(request, run_id: int, payload: StartIn):
             "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options()}
 
 
-@agent_router.post("/runs/{run_id}/progress", response={200: OkOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")
+
+
+@agent_router.post("/runs/{run_id}/progress", response=answers({200: OkOut}, 401, 403, 404, 409, 422),
                    url_name="agent_run_progress")
-def run_progress(request, run_id: int, payload: ProgressIn):
+def run_progress(request, run_id: int, payload: ProgressIn, job_secret: str = JOB_SECRET):
     """The stage the judging agent reached (compiling, checking, timing, profiling, self_test), for the
     submission's page. Only from the agent that started the run, with this attempt's secret."""
     _agent_run(run_id)
     try:
-        judging.record_progress(run_id, request.auth, _job_secret(request), payload.attempt, payload.stage)
+        judging.record_progress(run_id, request.auth, job_secret, payload.attempt, payload.stage)
     except judging.RunConflict as exc:
         return Status(409, {"detail": str(exc)})
     except judging.AgentRefused as exc:
@@ -210,7 +213,6 @@ def run_progress(request, run_id: int, payload: ProgressIn):
     return {"ok": True, "detail": f"run {run_id}: {payload.stage}"}
 
 
-JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")
 ZIP_ANSWER = {"responses": {200: {"description": "The submission's files as a zip",
                                   "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}}
 
