@@ -105,6 +105,24 @@ def aten_ops_folder() -> Path:
     return Path(cpp_extension.include_paths()[0]) / "ATen" / "ops"
 
 
+def _versions_before(name: str):
+    """A function putting torch's record of the build `name` back as it is now. _jit_compile records a
+    build's sources and flags before building and, called again with the same ones, skips the build
+    and imports: after a failed attempt the retry would import a library that was never made."""
+    from torch.utils import cpp_extension
+
+    entries = cpp_extension.JIT_EXTENSION_VERSIONER.entries
+    saved = entries.get(name)
+
+    def put_back() -> None:
+        if saved is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = saved
+
+    return put_back
+
+
 PREPEND_ENV = "NVCC_PREPEND_FLAGS"  # nvcc reads it at each call; torch's build hash does not see it
 
 
@@ -123,9 +141,11 @@ def with_slim_header(compile_function, folder: Path, narrow_root: Path | None = 
         for label, include in (("narrow", narrow_include_folder(narrow_root, ops)), ("slim", folder)):
             before = os.environ.get(PREPEND_ENV)
             os.environ[PREPEND_ENV] = " ".join(part for part in (f"-I{include}", before) if part)
+            versions = _versions_before(name)
             try:
                 return compile_function(name, sources, *args, **kwargs)
             except Exception as exc:  # noqa: BLE001  (the full header decides; its error is the one reported)
+                versions()  # else torch takes the failed attempt for a build and skips the next one
                 print(f"[profiler_agent] the CUDA files did not build with the {label} torch headers "
                       f"({type(exc).__name__}); building again with {'the slim' if label == 'narrow' else 'the full'} "
                       "ones", file=sys.stderr, flush=True)

@@ -116,3 +116,37 @@ def test_the_folder_is_beside_the_builds_and_never_rewritten(tmp_path, monkeypat
     os.utime(header, ns=(first - 10**9, first - 10**9))
     assert slim_header.slim_include_folder() == folder
     assert header.stat().st_mtime_ns == first - 10**9  # the same content is not written again
+
+
+def test_each_retry_really_builds_again_as_torch_records_builds(tmp_path, monkeypatch):
+    """torch's _jit_compile records the sources and flags of a build before building, and skips the
+    build of an unchanged record, importing instead: a retry after a failed attempt must not be taken
+    for a build that already happened (it ended as ImportError, 'cannot open shared object file')."""
+    from torch.utils import cpp_extension
+
+    monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
+    source = tmp_path / "cuda.cu"
+    source.write_text("torch::Tensor f(torch::Tensor x) { return x + x; }")
+    built_with = []
+
+    def like_torch(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs):
+        old = cpp_extension.JIT_EXTENSION_VERSIONER.get_version(name)
+        version = cpp_extension.JIT_EXTENSION_VERSIONER.bump_version_if_changed(
+            name, sources, build_arguments=[extra_cflags, extra_cuda_cflags], build_directory=str(tmp_path),
+            with_cuda=True, with_sycl=False, is_python_module=True, is_standalone=False)
+        if version == old:
+            raise ImportError(f"{name}.so: cannot open shared object file: No such file or directory")
+        prepended = os.environ.get(slim_header.PREPEND_ENV, "")
+        built_with.append("narrow" if slim_header.NARROW_FOLDER_NAME in prepended else "slim" if prepended else "full")
+        if prepended:
+            raise RuntimeError(f"Error building extension '{name}'")  # x + x needs more than these headers
+        return "module"
+
+    name = f"retry_{os.getpid()}"
+    wrapped = slim_header.with_slim_header(like_torch, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
+                                           slim_header.aten_ops_folder())
+    try:
+        assert wrapped(name, [str(source)], [], []) == "module"
+    finally:
+        cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
+    assert built_with == ["narrow", "slim", "full"]
