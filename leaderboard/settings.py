@@ -79,7 +79,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Gunicorn's threads and the agent's reports write concurrently: wait instead of failing. A
     # transaction takes the write lock when it begins (IMMEDIATE): one that read first and then wrote
     # would fail at once with "database is locked" while another writer holds it, without waiting.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # WAL: readers never block the writer nor it them. In the default rollback journal a long read (a
+    # streamed CSV export to a slow client) holds every writer off until `timeout` ends it with
+    # "database is locked" (bench/upload_bench.py --slow-export). The mode is stored in the file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=env_int("SQLITE_TIMEOUT_SECONDS", 20), transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # Tests on a file, as the site runs: Django's in-memory test database shares one cache between
     # threads, where a lock is "table is locked" at once, never waited for (the timeout above).
