@@ -189,6 +189,9 @@ LOGGING = {
 CONTEST_AGREEMENT_VERSION = os.environ.get("CONTEST_AGREEMENT_VERSION", "2025-1")
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 10)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 50)
+# Issues one contestant may open (one per operator they optimize): 355 in 80 s was a script, not a person.
+ISSUES_PER_HOUR = env_int("ISSUES_PER_HOUR", 20)
+ISSUES_PER_DAY = env_int("ISSUES_PER_DAY", 60)
 NEAR_COPY_THRESHOLD_PERCENT = float(os.environ.get("NEAR_COPY_THRESHOLD_PERCENT", "80"))
 # A new candidate is compared with others of the same operator and this many recent ones.
 NEAR_COPY_SCAN_RECENT = env_int("NEAR_COPY_SCAN_RECENT", 2000)

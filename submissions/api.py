@@ -267,8 +267,17 @@ def _issue_out(issue):
                     framework=issue.framework, level=issue.level)
 
 
-@contestant_router.post("/issues", response={201: IssueOut, 400: ErrorOut, 404: ErrorOut}, url_name="issue_create")
-def create_issue(request, payload: IssueIn):
+def _too_many(response, exc):
+    """429 with Retry-After: a client that honours it waits exactly as long as the message says."""
+    if exc.retry_after_s:
+        response["Retry-After"] = str(exc.retry_after_s)
+    return Status(429, {"detail": str(exc)})
+
+
+@contestant_router.post("/issues", response={201: IssueOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut},
+                        url_name="issue_create")
+def create_issue(request, payload: IssueIn, response: HttpResponse):
+    """Open an issue. At most ISSUES_PER_HOUR / ISSUES_PER_DAY per contestant: beyond, 429 with Retry-After."""
     season = Season.objects.filter(code=payload.season).first()
     if season is None:
         return Status(404, {"detail": _("season %(season)s does not exist") % {"season": payload.season}})
@@ -276,16 +285,20 @@ def create_issue(request, payload: IssueIn):
         issue = submitting.open_issue(season, request.auth, title=payload.title, operator=payload.operator,
                                       framework=payload.framework, level=payload.level,
                                       description=payload.description)
+    except submitting.TooManyRequests as exc:
+        return _too_many(response, exc)
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, _issue_out(issue))
 
 
-@contestant_router.post("/submissions", response={201: SubmissionOut, 400: ErrorOut, 404: ErrorOut, 413: ErrorOut},
+@contestant_router.post("/submissions",
+                        response={201: SubmissionOut, 400: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut},
                         url_name="submission_create")
-def create_submission(request, issue: str = Form(...), note: str = Form(""),
+def create_submission(request, response: HttpResponse, issue: str = Form(...), note: str = Form(""),
                       files: List[UploadedFile] = File(None)):
-    """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
+    """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
+    season's submissions per hour or day: 429 with Retry-After."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
         return Status(404, {"detail": _("issue %(issue)s does not exist") % {"issue": issue}})
@@ -294,6 +307,8 @@ def create_submission(request, issue: str = Form(...), note: str = Form(""),
         submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
     except BundleError as exc:
         return Status(400, {"detail": _("bundle refused: %(errors)s") % {"errors": "; ".join(exc.errors)}})
+    except submitting.TooManyRequests as exc:
+        return _too_many(response, exc)
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))

@@ -28,6 +28,7 @@ def issue_list(request):
 def open_issue(request):
     contestant = accounts.contestant_for(request.user)
     form = IssueForm(request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -36,11 +37,12 @@ def open_issue(request):
                                           description=data["description"])
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
+            status = 429 if isinstance(exc, submitting.TooManyRequests) else 200
         else:
             messages.success(request, _("Issue %(issue)s opened: submit the folder %(folder)s/.")
                              % {"issue": issue.code, "folder": f"{issue.season.code}/{issue.code}"})
             return redirect("issue_detail", code=issue.code)
-    return render(request, "submissions/issue_new.html", {"form": form})
+    return render(request, "submissions/issue_new.html", {"form": form}, status=status)
 
 
 def issue_detail(request, code):
@@ -92,6 +94,7 @@ def submission_runs_fragment(request, submission_id):
 def submit(request):
     contestant = accounts.contestant_for(request.user)
     form = SubmitForm(request.POST or None, request.FILES or None, contestant=contestant)
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
             bundle = bundle_from_uploads(form.cleaned_data["files"])
@@ -107,8 +110,9 @@ def submit(request):
                 form.add_error("files", error)
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
+            status = 429 if isinstance(exc, submitting.TooManyRequests) else 200
         else:
             messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
                              % {"id": submission.pk, "issue": issue.code})
             return redirect("submission_detail", submission_id=submission.pk)
-    return render(request, "submissions/submit.html", {"form": form})
+    return render(request, "submissions/submit.html", {"form": form}, status=status)

@@ -13,6 +13,14 @@ class SubmissionRefused(ValueError):
     """The submission cannot be accepted (closed season, someone else's issue, ...)."""
 
 
+class TooManyRequests(SubmissionRefused):
+    """A rate limit: the message says when to try again, `retry_after_s` in how many seconds (HTTP 429)."""
+
+    def __init__(self, message, retry_after_s=None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
     if not season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": season.code})
@@ -23,15 +31,22 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
                                 % {"framework": framework, "known": ", ".join(Framework.values)})
     if level is not None and level not in (1, 2, 3, 4):
         raise SubmissionRefused(_("the claimed level must be 1, 2, 3 or 4, not %(level)s") % {"level": level})
-    for _attempt in range(10):
+    with transaction.atomic():
+        # Serialize one contestant's concurrent requests so the rate limit counts them all.
+        Contestant.objects.select_for_update().filter(pk=author.pk).first()
         try:
-            with transaction.atomic():
-                return Issue.objects.create(
-                    season=season, code=new_issue_code(), title=title.strip(), operator=operator,
-                    framework=framework, level=level, description=description, author=author,
-                )
-        except IntegrityError:
-            continue  # a code collision: draw another
+            abuse.check_issue_rate_limit(author)
+        except abuse.RateLimited as exc:
+            raise TooManyRequests(str(exc), exc.retry_after_s)
+        for _attempt in range(10):
+            try:
+                with transaction.atomic():
+                    return Issue.objects.create(
+                        season=season, code=new_issue_code(), title=title.strip(), operator=operator,
+                        framework=framework, level=level, description=description, author=author,
+                    )
+            except IntegrityError:
+                continue  # a code collision: draw another
     raise RuntimeError("could not draw a free issue code")
 
 
@@ -49,7 +64,7 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
     try:
         abuse.check_rate_limit(contestant, issue.season)
     except abuse.RateLimited as exc:
-        raise SubmissionRefused(str(exc))
+        raise TooManyRequests(str(exc), exc.retry_after_s)
     submission = Submission.objects.create(
         issue=issue, contestant=contestant, source=source, pr_url=pr_url, pr_commit=pr_commit,
         bundle_sha256=bundle.sha256, note=note,
