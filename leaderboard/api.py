@@ -176,7 +176,7 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = 0, limit: int =
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
-    rows = selectors.gpu_standings_query(season, gpu_type)[max(0, offset):max(0, offset) + max(1, min(limit, 500))]
+    rows = selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), max(0, offset), max(1, min(limit, 500)))
     return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                            geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]
 

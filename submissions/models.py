@@ -468,7 +468,9 @@ class Standing(models.Model):
     class Meta:
         ordering = ["rank", "contestant_id"]
         constraints = [models.UniqueConstraint(fields=["season", "contestant"], name="one_standing_per_season")]
-        indexes = [models.Index(fields=["season", "rank"])]
+        # The leaderboard's order within a season, ties included: a page at any depth reads the index
+        # in order, with no sort of the whole season (leaderboard/selectors.py).
+        indexes = [models.Index(fields=["season", "rank", "contestant"], name="standing_board_order")]
 
     def __str__(self):
         return f"{self.season.code} #{self.rank} {self.contestant}"
@@ -489,7 +491,7 @@ class GpuStanding(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["season", "gpu_type", "contestant"],
                                                name="one_gpu_standing_per_season")]
-        indexes = [models.Index(fields=["season", "gpu_type", "rank"])]
+        indexes = [models.Index(fields=["season", "gpu_type", "rank", "contestant"], name="gpu_standing_board_order")]
 
     def __str__(self):
         return f"{self.season.code}/{self.gpu_type.slug} #{self.rank} {self.contestant}"
