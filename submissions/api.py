@@ -220,6 +220,16 @@ class RunOut(Schema):
         )
 
 
+class HardwareOut(Schema):
+    """One GPU type of the season: whether it judges this bundle (why not, when not), and how many
+    workers could take its runs now (0: the run waits until an agent for it connects)."""
+    gpu_type: str
+    name: str
+    judged: bool
+    why_not: str
+    workers_online: int
+
+
 class SubmissionOut(Schema):
     id: int
     issue: str
@@ -229,12 +239,18 @@ class SubmissionOut(Schema):
     bundle_sha256: str
     created_at: str
     files: List[str]
+    needs_cuda: List[str]
+    hardware: List[HardwareOut]
     runs: List[RunOut]
     url: str
 
     @staticmethod
     def from_submission(request, submission):
+        hardware = selectors.submission_hardware(submission)
         return SubmissionOut(
+            needs_cuda=hardware["cuda_markers"],
+            hardware=[HardwareOut(gpu_type=row["gpu_type"].slug, name=row["gpu_type"].name, judged=row["judged"],
+                                  why_not=row["why_not"], workers_online=row["online"]) for row in hardware["rows"]],
             id=submission.pk, issue=submission.issue.code, season=submission.issue.season.code,
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),

@@ -25,6 +25,9 @@ def new_token() -> str:
 # Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
 # fresh one. The agent derives the same name (profiler_agent/service/queues.py); a test keeps both equal.
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
+# The GPU type of CPU-only agents (`gpu.cpu`, `profiler_agent work --device cpu`): it judges bundles
+# that need no CUDA device only (services/hardware.py).
+CPU_GPU_TYPE_SLUG = "cpu"
 
 
 class GpuType(models.Model):
@@ -45,6 +48,11 @@ class GpuType(models.Model):
     @property
     def rejudge_queue_name(self):
         return f"{self.queue_name}{REJUDGE_QUEUE_SUFFIX}"
+
+    @property
+    def is_cpu(self):
+        """Judged by CPU-only agents: no CUDA device there."""
+        return self.slug == CPU_GPU_TYPE_SLUG
 
 
 class RankingRule(models.TextChoices):

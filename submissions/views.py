@@ -6,10 +6,10 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from submissions import selectors, timing_flags
+from submissions import fleet_status, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
-from submissions.models import Issue
+from submissions.models import Issue, RunStatus
 from submissions.services import accounts, scheduling, submitting
 
 
@@ -50,7 +50,7 @@ def issue_detail(request, code):
     return render(request, "submissions/issue_detail.html", {"issue": issue, "submissions": selectors.issue_history(issue)})
 
 
-def _run_rows(submission):
+def _run_rows(submission, online):
     rows = []
     for run in selectors.latest_runs(submission):
         try:
@@ -58,7 +58,10 @@ def _run_rows(submission):
         except Exception:  # the page still renders when Redis is away
             position = None
         rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
-                     "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run)})
+                     "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
+                     # it waits for an agent rather than being judged elsewhere
+                     "no_agent_online": run.status in (RunStatus.QUEUED, RunStatus.WAITING)
+                     and not online.get(run.gpu_type_id)})
     return rows
 
 
@@ -66,9 +69,11 @@ def _submission_context(request, submission_id):
     submission = selectors.submission_with_runs(submission_id)
     if submission is None:
         raise Http404("no such submission")
+    online = fleet_status.workers_online()
     return {
         "submission": submission,
-        "run_rows": _run_rows(submission),
+        "hardware": selectors.submission_hardware(submission, online),
+        "run_rows": _run_rows(submission, online),
         "can_see_code": selectors.can_see_code(request.user, submission),
         "live": selectors.has_unfinished_runs(submission),
     }
@@ -115,4 +120,5 @@ def submit(request):
             messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
                              % {"id": submission.pk, "issue": issue.code})
             return redirect("submission_detail", submission_id=submission.pk)
-    return render(request, "submissions/submit.html", {"form": form}, status=status)
+    return render(request, "submissions/submit.html",
+                  {"form": form, "seasons_hardware": selectors.open_seasons_hardware(contestant)}, status=status)

@@ -6,7 +6,7 @@ from django.utils.translation import gettext as _
 
 from submissions.bundles import Bundle
 from submissions.models import Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
-from submissions.services import abuse, accounts, judging, standings
+from submissions.services import abuse, accounts, hardware, judging, standings
 
 
 class SubmissionRefused(ValueError):
@@ -52,13 +52,18 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
 
 @transaction.atomic
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
-    """Store the bundle, fingerprint and flag it, fan out one run per GPU type, enqueue them after commit."""
+    """Store the bundle, fingerprint and flag it, fan out one run per GPU type that can judge it
+    (services/hardware.py), enqueue them after commit."""
     if issue.author_id != contestant.pk:
         raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": issue.season.code})
     if not accounts.has_current_agreement(contestant):
         raise SubmissionRefused(accounts.agreement_missing_message())
+    try:  # which GPU types judge it, before anything is stored
+        plan = hardware.check_judgeable(issue.season, bundle.files)
+    except hardware.NoHardwareForBundle as exc:
+        raise SubmissionRefused(str(exc))
     # Serialize one contestant's concurrent submissions so the rate limit counts them all.
     Contestant.objects.select_for_update().filter(pk=contestant.pk).first()
     try:
@@ -78,6 +83,6 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
     )
     abuse.fingerprint_submission(submission, bundle.files)
     abuse.check_on_submit(submission)
-    judging.create_runs(submission)
+    judging.create_runs(submission, gpu_types=plan.judged)
     standings.refresh_for(issue.season, contestant, actor=contestant.user)
     return submission
