@@ -9,7 +9,7 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from submissions.bundles import build_bundle, cuda_markers
+from submissions.bundles import build_bundle
 from submissions.models import GpuType, Season, Submission
 from submissions.services import accounts, rejudging, submitting
 from submissions.services.accounts import create_api_token
@@ -52,6 +52,8 @@ def cpu_agent_online(client, db):
 
 
 def test_the_readmes_cuda_example_says_it_needs_cuda_and_the_cpu_example_does_not():
+    from submissions.bundles import cuda_markers
+
     assert cuda_markers({k: v.decode() for k, v in example_files("001-example").items()}) == [
         "cudacode_ori.py: cuda_sources", "example_cudacode.py: cuda_sources"]
     assert cuda_markers({k: v.decode() for k, v in example_files("relu-cpu").items()}) == []
