@@ -1,25 +1,37 @@
 """Leaderboard latency with a big season: 10,000 contestants and 200,000 submissions.
 
-    python bench/leaderboard_bench.py [--contestants 10000] [--submissions 200000] [--requests 60]
+    python bench/leaderboard_bench.py [--contestants 10000] [--submissions 200000] [--requests 80]
+                                      [--clients 8] [--database-url URL] [--reuse] [--out FILE]
 
-Fills a separate database (default: SQLite at var/bench.sqlite3; DATABASE_URL overrides), materializes
-standings the way the site does (the season's ranking rule), then times the first page of the season
-leaderboard, its JSON twin and the home page through Django's full request stack, and prints medians.
+Fills a separate database (default: SQLite at var/bench.sqlite3; --database-url overrides; PostgreSQL
+is flushed first), materializes standings the way the site does (the season's ranking rule), then
+runs the site as scripts/platform.sh does (gunicorn with deploy/gunicorn.conf.py, ALLOWED_HOSTS as it
+sets it) and times leaderboard pages from the first to the last, the table fragment the page polls,
+the JSON API at its first and last offset and the home page, with --clients concurrent clients;
+prints p50, p99 and the worst per page.
 """
 import argparse
+import json
 import os
 import random
 import statistics
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.gunicorn_site import GunicornSite  # noqa: E402
+
+PLATFORM_ALLOWED_HOSTS = "localhost,127.0.0.1,[::1]"  # what scripts/platform.sh exports
+PAGE_SIZE = 50  # leaderboard.views.PAGE_SIZE
+
 
 def setup_django(database_url):
-    os.environ.setdefault("DATABASE_URL", database_url)
+    os.environ["DATABASE_URL"] = database_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings"
     import django
 
@@ -93,50 +105,140 @@ def rerank_after_review(season):
     return elapsed
 
 
-def time_get(client, path, n):
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        response = client.get(path)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, (path, response.status_code)
-    return statistics.median(samples), max(samples)
+def is_filled(n_contestants):
+    from submissions.models import Season, Standing
+
+    season = Season.objects.filter(code="S1").first()
+    return season if season and Standing.objects.filter(season=season).count() == n_contestants else None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contestants", type=int, default=10_000)
-    parser.add_argument("--submissions", type=int, default=200_000)
-    parser.add_argument("--requests", type=int, default=60)
-    parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench.sqlite3'}")
-    args = parser.parse_args()
-    (ROOT / "var").mkdir(exist_ok=True)
-    if args.database_url.startswith("sqlite:///"):
-        Path(args.database_url[len("sqlite:///"):]).unlink(missing_ok=True)
-    setup_django(args.database_url)
-
+def fill(args):
     from django.core.management import call_command
     from django.db import connection
-    from django.test import Client
 
     if connection.vendor == "postgresql":
         call_command("flush", "--noinput", verbosity=0)
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
     season, rerank_s = populate(args.contestants, args.submissions)
-    with connection.cursor() as cursor:  # fresh statistics, as autovacuum would give a live database
-        cursor.execute("ANALYZE")
-    print(f"database: {connection.vendor}; filled {args.contestants} contestants, {args.submissions} submissions "
+    analyze()
+    print(f"filled {args.contestants} contestants, {args.submissions} submissions "
           f"in {time.perf_counter() - started:.1f} s; ranking all standings took {rerank_s * 1000:.0f} ms")
     print(f"one review moves a contestant to the top: re-ranking took {rerank_after_review(season):.0f} ms")
-    client = Client()
-    client.get("/seasons/S1/leaderboard/")  # warm caches and template loading
-    for label, path in (("leaderboard page 1", "/seasons/S1/leaderboard/"),
-                        ("leaderboard page 100", "/seasons/S1/leaderboard/?page=100"),
-                        ("leaderboard JSON", "/api/v1/seasons/S1/leaderboard"),
-                        ("home", "/")):
-        median, worst = time_get(client, path, args.requests)
-        print(f"{label:22s} median {median:7.2f} ms   max {worst:7.2f} ms   ({args.requests} requests)")
+    return season
+
+
+def analyze():
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # fresh statistics, as autovacuum would give a live database
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
+
+
+def percentile(values, fraction):
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))]
+
+
+def pages_to_time(n_contestants):
+    last = max(1, -(-n_contestants // PAGE_SIZE))
+    pages = sorted({1, 2, last // 4, last // 2, 3 * last // 4, last - 1, last} - {0})
+    paths = [(f"leaderboard page {p}", f"/seasons/S1/leaderboard/?page={p}") for p in pages]
+    paths.append((f"fragment page {last}", f"/seasons/S1/leaderboard/?page={last}&fragment=1"))
+    paths += [("JSON offset 0", "/api/v1/seasons/S1/leaderboard"),
+              (f"JSON offset {(last - 1) * PAGE_SIZE}", f"/api/v1/seasons/S1/leaderboard?offset={(last - 1) * PAGE_SIZE}"),
+              ("home", "/")]
+    return paths
+
+
+def time_over_http(site_url, paths, requests_per_path, clients):
+    """`clients` threads, each with its own keep-alive connection, send the paths' requests in a
+    shuffled order; returns {label: [ms, ...]}. Every answer must be 200."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    host = urlsplit(site_url)
+    work = [(label, path) for label, path in paths for _ in range(requests_per_path)]
+    random.Random(11).shuffle(work)
+    shares = [work[i::clients] for i in range(clients)]
+    samples = {label: [] for label, _ in paths}
+    lock = threading.Lock()
+
+    def client(share):
+        connection = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
+        for label, path in share:
+            started = time.perf_counter()
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status != 200:
+                raise AssertionError(f"{path}: HTTP {response.status}")
+            with lock:
+                samples[label].append(elapsed)
+        connection.close()
+
+    with ThreadPoolExecutor(clients) as pool:
+        for future in [pool.submit(client, share) for share in shares]:
+            future.result()
+    return samples
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contestants", type=int, default=10_000)
+    parser.add_argument("--submissions", type=int, default=200_000)
+    parser.add_argument("--requests", type=int, default=80, help="requests per page timed")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench.sqlite3'}")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the database when it already holds a season of --contestants standings")
+    parser.add_argument("--out", default=None, help="write the figures here as JSON")
+    args = parser.parse_args()
+    (ROOT / "var").mkdir(exist_ok=True)
+    setup_django(args.database_url)
+    from django.db import connection
+
+    if args.reuse:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)  # a database filled before the latest index gets it
+    season = is_filled(args.contestants) if args.reuse else None
+    if season is None:
+        connection.close()
+        if args.database_url.startswith("sqlite:///"):
+            Path(args.database_url[len("sqlite:///"):]).unlink(missing_ok=True)
+        season = fill(args)
+    else:
+        analyze()
+        print(f"reusing the filled database ({args.contestants} standings)")
+    vendor = connection.vendor
+    connection.close()
+    # The site as scripts/platform.sh runs it: its gunicorn config and its ALLOWED_HOSTS.
+    env = dict(os.environ, DATABASE_URL=args.database_url, ALLOWED_HOSTS=PLATFORM_ALLOWED_HOSTS,
+               GUNICORN_ACCESS_LOG="/dev/null")
+    site = GunicornSite(ROOT / "var" / "leaderboard-bench-site.log", env=env)
+    site.start()
+    try:
+        paths = pages_to_time(args.contestants)
+        time_over_http(site.url, paths, 2, args.clients)  # warm every worker's caches and templates
+        samples = time_over_http(site.url, paths, args.requests, args.clients)
+    finally:
+        site.stop()
+    print(f"database: {vendor}; {args.clients} clients through gunicorn ({args.requests} requests a page, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    figures = {}
+    for label, _ in paths:
+        values = samples[label]
+        figures[label] = {"p50": round(statistics.median(values), 1), "p99": round(percentile(values, 0.99), 1),
+                          "max": round(max(values), 1)}
+        print(f"{label:24s} p50 {figures[label]['p50']:7.1f} ms   p99 {figures[label]['p99']:7.1f} ms   "
+              f"max {figures[label]['max']:7.1f} ms")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"database": vendor, "contestants": args.contestants,
+                                              "clients": args.clients, "requests": args.requests,
+                                              "load_average": os.getloadavg(), "figures": figures}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,3 +11,11 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 errorlog = "-"
 # Upload bodies are read fully before Django sees them; keep them bounded like the bundle limits.
 limit_request_field_size = 16384
+# gunicorn >= 25.1 opens a control socket for `gunicornc` at $XDG_RUNTIME_DIR/gunicorn.ctl or
+# ~/.gunicorn/gunicorn.ctl: one path for every gunicorn of the user, so a second instance takes over
+# the first's socket and stopping either deletes it. Off unless this instance is given its own path.
+# (Older gunicorns ignore both names.)
+if os.environ.get("GUNICORN_CONTROL_SOCKET"):
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
+else:
+    control_socket_disable = True

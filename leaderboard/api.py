@@ -208,7 +208,7 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
-    rows = selectors.gpu_standings_query(season, gpu_type)[offset:offset + limit]
+    rows = selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit)
     return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                            geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]
 

@@ -29,4 +29,4 @@ class FrozenStanding(models.Model):
     best_speedup = models.FloatField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["freeze", "rank"])]
+        indexes = [models.Index(fields=["freeze", "rank", "contestant"], name="frozen_standing_board_order")]

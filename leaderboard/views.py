@@ -1,5 +1,4 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.views import defaults
@@ -35,7 +34,7 @@ def season_detail(request, code):
 def season_leaderboard(request, code):
     season = get_object_or_404(Season, code=code)
     search = request.GET.get("q", "").strip()
-    paginator = Paginator(selectors.standings_query(season, search, request.user), PAGE_SIZE)
+    paginator = selectors.BoardPaginator(selectors.standings_query(season, search, request.user), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
                "gpu_types": season.gpu_types.order_by("slug"),
@@ -69,7 +68,8 @@ def gpu_leaderboard(request, code, slug):
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")
     search = request.GET.get("q", "").strip()
-    page = Paginator(selectors.gpu_standings_query(season, gpu_type, search), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = selectors.BoardPaginator(selectors.gpu_standings_query(season, gpu_type, search),
+                                    PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "leaderboard/gpu_leaderboard.html", {
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
         "search": search,

@@ -26,6 +26,10 @@ if command -v nvidia-smi >/dev/null && gpu_name="$(nvidia-smi --query-gpu=name -
   gpu_slug="${gpu_slug:-cuda}"
   gpu_args=(--gpu-type "$gpu_slug:$gpu_name")
 fi
+if [ -z "$gpu_slug" ]; then
+  log "no NVIDIA GPU found: this machine judges CPU bundles only (like examples/relu-cpu); a bundle that needs"
+  log "CUDA (like examples/001-example) is refused on season S1, which is then judged on CPU alone"
+fi
 
 log "starting the site on $SITE_URL"
 "$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &

@@ -272,6 +272,16 @@ class RunOut(Schema):
         )
 
 
+class HardwareOut(Schema):
+    """One GPU type of the season: whether it judges this bundle (why not, when not), and how many
+    workers could take its runs now (0: the run waits until an agent for it connects)."""
+    gpu_type: str
+    name: str
+    judged: bool
+    why_not: str
+    workers_online: int
+
+
 class SubmissionOut(Schema):
     id: int
     issue: str
@@ -281,6 +291,8 @@ class SubmissionOut(Schema):
     bundle_sha256: str
     created_at: str
     files: List[str]
+    needs_cuda: List[str]
+    hardware: List[HardwareOut]
     runs: List[RunOut]
     # per GPU type slug, the figure that ranks (ranked_runs): {"speedup", "run", "runs_counted"}
     ranked: dict
@@ -289,7 +301,11 @@ class SubmissionOut(Schema):
     @staticmethod
     def from_submission(request, submission):
         runs = list(submission.runs.all())
+        hardware = selectors.submission_hardware(submission)
         return SubmissionOut(
+            needs_cuda=hardware["cuda_markers"],
+            hardware=[HardwareOut(gpu_type=row["gpu_type"].slug, name=row["gpu_type"].name, judged=row["judged"],
+                                  why_not=row["why_not"], workers_online=row["online"]) for row in hardware["rows"]],
             id=submission.pk, issue=submission.issue.code, season=submission.issue.season.code,
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
@@ -322,8 +338,16 @@ def _issue_out(issue):
                     framework=issue.framework, level=issue.level)
 
 
-@contestant_router.post("/issues", response=answers({201: IssueOut}, 401, 404, 422), url_name="issue_create")
-def create_issue(request, payload: IssueIn):
+def _too_many(response, exc):
+    """429 with Retry-After: a client that honours it waits exactly as long as the message says."""
+    if exc.retry_after_s:
+        response["Retry-After"] = str(exc.retry_after_s)
+    return Status(429, {"detail": str(exc)})
+
+
+@contestant_router.post("/issues", response=answers({201: IssueOut}, 401, 404, 422, 429), url_name="issue_create")
+def create_issue(request, payload: IssueIn, response: HttpResponse):
+    """Open an issue. At most ISSUES_PER_HOUR / ISSUES_PER_DAY per contestant: beyond, 429 with Retry-After."""
     season = Season.objects.filter(code=payload.season).first()
     if season is None:
         return Status(404, {"detail": _("season %(season)s does not exist") % {"season": payload.season}})
@@ -331,16 +355,19 @@ def create_issue(request, payload: IssueIn):
         issue = submitting.open_issue(season, request.auth, title=payload.title, operator=payload.operator,
                                       framework=payload.framework, level=payload.level,
                                       description=payload.description)
+    except submitting.TooManyRequests as exc:
+        return _too_many(response, exc)
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, _issue_out(issue))
 
 
-@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 413, 422),
+@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 413, 422, 429),
                         url_name="submission_create")
-def create_submission(request, issue: Text = Form(...), note: Text = Form(""),
+def create_submission(request, response: HttpResponse, issue: Text = Form(...), note: Text = Form(""),
                       files: List[UploadedFile] = File(None)):
-    """Submit a bundle for one of your issues: several `files`, or one zip in `files`."""
+    """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
+    season's submissions per hour or day: 429 with Retry-After."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
         return Status(404, {"detail": _("issue %(issue)s does not exist") % {"issue": issue}})
@@ -349,6 +376,8 @@ def create_submission(request, issue: Text = Form(...), note: Text = Form(""),
         submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
     except BundleError as exc:
         return Status(400, {"detail": _("bundle refused: %(errors)s") % {"errors": "; ".join(exc.errors)}})
+    except submitting.TooManyRequests as exc:
+        return _too_many(response, exc)
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))

@@ -22,6 +22,36 @@ IGNORED_PARTS = {"__MACOSX", ".DS_Store", "__pycache__", ".git"}
 SAFE_PATH = re.compile(r"^[A-Za-z0-9._\-/ ]+$")
 
 
+# What makes a bundle need a CUDA device. The harness itself moves the model and the inputs to the
+# agent's device, so pure-torch code runs on a CPU agent too; these run only where CUDA (and, for the
+# builds, its toolkit) is: a CPU agent answers them "CUDA_HOME environment variable is not set".
+CUDA_MARKERS = (
+    (re.compile(r"\bcuda_sources\b"), "cuda_sources"),
+    (re.compile(r"\bwith_cuda\s*=\s*True\b"), "with_cuda=True"),
+    (re.compile(r"\b__global__\b"), "__global__"),
+    (re.compile(r"#\s*include\s*[<\"](?:cuda|ATen/cuda/|c10/cuda/|cublas|cudnn|cub/|thrust/|mma\.h)"), "#include <cuda…>"),
+    (re.compile(r"\bCUDAExtension\b"), "CUDAExtension"),
+    (re.compile(r"^\s*(?:import|from)\s+(?:triton|cupy|pycuda|numba\.cuda)\b", re.M), "triton / CuPy / PyCUDA"),
+    (re.compile(r"\.cuda\(\)"), ".cuda()"),
+    (re.compile(r"""\bdevice\s*=\s*["']cuda"""), 'device="cuda"'),
+)
+# The contestant's own self-test runs informatively wherever it can; it does not decide the hardware.
+SELF_TEST_NAME = "run_code.py"
+
+
+def cuda_markers(files: dict[str, str]) -> list[str]:
+    """Why this bundle needs a CUDA device, one "file: marker" per file (the first marker found);
+    empty when it runs on a CPU agent too."""
+    found = []
+    for path in sorted(files):
+        if not path.endswith(".py") or posixpath.basename(path) == SELF_TEST_NAME:
+            continue
+        label = next((label for pattern, label in CUDA_MARKERS if pattern.search(files[path])), None)
+        if label is not None:
+            found.append(f"{path}: {label}")
+    return found
+
+
 class BundleError(ValueError):
     """The bundle is unacceptable; `errors` lists every reason, each readable on its own."""
 

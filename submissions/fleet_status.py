@@ -8,7 +8,7 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from submissions import queueing
-from submissions.models import AgentWorker, GpuType, Run, RunStatus, Verdict
+from submissions.models import Agent, AgentWorker, GpuType, Run, RunStatus, Verdict
 
 SILENT, DRAINING, JUDGING, IDLE = "silent", "draining", "judging", "idle"
 
@@ -42,6 +42,29 @@ def state_of(worker, judging_run_id, now=None):
     if worker.draining:
         return DRAINING
     return JUDGING if judging_run_id else IDLE
+
+
+def workers_online(now=None):
+    """How many workers could start a run of each GPU type now, {gpu_type_id: count}: workers that sent
+    a heartbeat within FLEET_WORKER_SILENT_SECONDS and are not draining, of active agents, counted for
+    the GPU types their agent is granted. An agent granted the CPU type and GPU types too (the demo's
+    one agent) splits by what each worker reports: one without a GPU serves the CPU type, one with a
+    GPU the others. Two queries, whatever the fleet's size."""
+    now = now or timezone.now()
+    fresh = now - timedelta(seconds=settings.FLEET_WORKER_SILENT_SECONDS)
+    grants = {}
+    for agent_id, gpu_type_id, slug in Agent.gpu_types.through.objects.filter(agent__is_active=True).values_list(
+            "agent_id", "gputype_id", "gputype__slug"):
+        grants.setdefault(agent_id, []).append((gpu_type_id, GpuType(slug=slug).is_cpu))
+    counts = {}
+    for agent_id, gpu_uuid in AgentWorker.objects.filter(
+            last_heartbeat_at__gte=fresh, draining=False, agent__is_active=True).values_list("agent_id", "gpu_uuid"):
+        types = grants.get(agent_id, [])
+        if len({is_cpu for _, is_cpu in types}) == 2:
+            types = [(pk, is_cpu) for pk, is_cpu in types if is_cpu == (not gpu_uuid)]
+        for gpu_type_id, _ in types:
+            counts[gpu_type_id] = counts.get(gpu_type_id, 0) + 1
+    return counts
 
 
 def short_uuid(uuid):

@@ -25,6 +25,9 @@ def new_token() -> str:
 # Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
 # fresh one. The agent derives the same name (profiler_agent/service/queues.py); a test keeps both equal.
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
+# The GPU type of CPU-only agents (`gpu.cpu`, `profiler_agent work --device cpu`): it judges bundles
+# that need no CUDA device only (services/hardware.py).
+CPU_GPU_TYPE_SLUG = "cpu"
 
 
 class GpuType(models.Model):
@@ -45,6 +48,11 @@ class GpuType(models.Model):
     @property
     def rejudge_queue_name(self):
         return f"{self.queue_name}{REJUDGE_QUEUE_SUFFIX}"
+
+    @property
+    def is_cpu(self):
+        """Judged by CPU-only agents: no CUDA device there."""
+        return self.slug == CPU_GPU_TYPE_SLUG
 
 
 class RankingRule(models.TextChoices):
@@ -482,7 +490,9 @@ class Standing(models.Model):
     class Meta:
         ordering = ["rank", "contestant_id"]
         constraints = [models.UniqueConstraint(fields=["season", "contestant"], name="one_standing_per_season")]
-        indexes = [models.Index(fields=["season", "rank"])]
+        # The leaderboard's order within a season, ties included: a page at any depth reads the index
+        # in order, with no sort of the whole season (leaderboard/selectors.py).
+        indexes = [models.Index(fields=["season", "rank", "contestant"], name="standing_board_order")]
 
     def __str__(self):
         return f"{self.season.code} #{self.rank} {self.contestant}"
@@ -503,7 +513,7 @@ class GpuStanding(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["season", "gpu_type", "contestant"],
                                                name="one_gpu_standing_per_season")]
-        indexes = [models.Index(fields=["season", "gpu_type", "rank"])]
+        indexes = [models.Index(fields=["season", "gpu_type", "rank", "contestant"], name="gpu_standing_board_order")]
 
     def __str__(self):
         return f"{self.season.code}/{self.gpu_type.slug} #{self.rank} {self.contestant}"

@@ -1,8 +1,9 @@
 """Read-side queries of the contest domain."""
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
-from submissions import ranked_runs
-from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Submission, Verdict
+from submissions import fleet_status, ranked_runs
+from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
+from submissions.services import hardware
 
 
 def submission_with_runs(submission_id):
@@ -159,3 +160,35 @@ def issue_history(issue):
         submission.gpu_rows = [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in latest_runs(submission)]
         submission.best_speedup = max((f.speedup for f in ranked.values()), default=None)
     return list(reversed(submissions))
+
+
+def judging_hardware(season, files=None, online=None):
+    """What the pages say before and while judging, per GPU type of the season: whether it judges this
+    bundle (files: path -> text; None: a bundle that runs anywhere) and why not, and how many workers
+    could take its runs now (`online`: fleet_status.workers_online(), when the caller has it)."""
+    online = fleet_status.workers_online() if online is None else online
+    plan = hardware.plan_for(season, files or {})
+    rows = ([{"gpu_type": g, "judged": True, "why_not": "", "online": online.get(g.pk, 0)} for g in plan.judged]
+            + [{"gpu_type": g, "judged": False, "why_not": why, "online": online.get(g.pk, 0)}
+               for g, why in plan.skipped])
+    return sorted(rows, key=lambda row: row["gpu_type"].slug)
+
+
+def open_seasons_hardware(contestant):
+    """For the submit page: each open season the contestant can submit to, with its GPU types, the
+    workers online for each, and whether it judges CPU bundles only (a CUDA bundle is refused there)."""
+    online = fleet_status.workers_online()
+    seasons = Season.objects.filter(is_open=True).prefetch_related("gpu_types").order_by("code")
+    result = []
+    for season in seasons:
+        rows = judging_hardware(season, online=online)
+        result.append({"season": season, "rows": rows,
+                       "cpu_only": bool(rows) and all(row["gpu_type"].is_cpu for row in rows)})
+    return result
+
+
+def submission_hardware(submission, online=None):
+    """For the submission page: the season's GPU types with this bundle's plan and the workers online."""
+    files = {f.path: f.content for f in submission.files.all()}
+    rows = judging_hardware(submission.issue.season, files, online=online)
+    return {"rows": rows, "cuda_markers": hardware.plan_for(submission.issue.season, files).cuda_markers}

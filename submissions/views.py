@@ -7,10 +7,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from submissions import ranked_runs, selectors, timing_flags
+from submissions import fleet_status, ranked_runs, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
-from submissions.models import Issue
+from submissions.models import Issue, RunStatus
 from submissions.services import accounts, scheduling, submitting
 
 
@@ -30,6 +30,7 @@ def issue_list(request):
 def open_issue(request):
     contestant = accounts.contestant_for(request.user)
     form = IssueForm(request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -38,11 +39,12 @@ def open_issue(request):
                                           description=data["description"])
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
+            status = 429 if isinstance(exc, submitting.TooManyRequests) else 200
         else:
             messages.success(request, _("Issue %(issue)s opened: submit the folder %(folder)s/.")
                              % {"issue": issue.code, "folder": f"{issue.season.code}/{issue.code}"})
             return redirect("issue_detail", code=issue.code)
-    return render(request, "submissions/issue_new.html", {"form": form})
+    return render(request, "submissions/issue_new.html", {"form": form}, status=status)
 
 
 def issue_detail(request, code):
@@ -55,7 +57,7 @@ def issue_detail(request, code):
     })
 
 
-def _run_rows(submission):
+def _run_rows(submission, online):
     ranked = ranked_runs.by_gpu_type(submission.runs.all())
     rows = []
     now = timezone.now()
@@ -67,7 +69,10 @@ def _run_rows(submission):
         rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
                      "elapsed_s": selectors.run_elapsed_s(run, now),
                      "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
-                     "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result)})
+                     "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result),
+                     # it waits for an agent rather than being judged elsewhere
+                     "no_agent_online": run.status in (RunStatus.QUEUED, RunStatus.WAITING)
+                     and not online.get(run.gpu_type_id)})
     return rows
 
 
@@ -75,9 +80,11 @@ def _submission_context(request, submission_id):
     submission = selectors.submission_with_runs(submission_id)
     if submission is None:
         raise Http404("no such submission")
+    online = fleet_status.workers_online()
     return {
         "submission": submission,
-        "run_rows": _run_rows(submission),
+        "hardware": selectors.submission_hardware(submission, online),
+        "run_rows": _run_rows(submission, online),
         "can_see_code": selectors.can_see_code(request.user, submission),
         "live": selectors.has_unfinished_runs(submission),
     }
@@ -107,6 +114,7 @@ def submit(request):
                                        season__is_open=True).first()
     form = SubmitForm(request.POST or None, request.FILES or None, contestant=contestant,
                       initial={"issue": preselected} if preselected else None)
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
             bundle = bundle_from_uploads(form.cleaned_data["files"])
@@ -122,9 +130,11 @@ def submit(request):
                 form.add_error("files", error)
         except submitting.SubmissionRefused as exc:
             form.add_error(None, str(exc))
+            status = 429 if isinstance(exc, submitting.TooManyRequests) else 200
         else:
             # "judging": the page's script removes it once every run has its verdict
             messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
                              % {"id": submission.pk, "issue": issue.code}, extra_tags="judging")
             return redirect("submission_detail", submission_id=submission.pk)
-    return render(request, "submissions/submit.html", {"form": form})
+    return render(request, "submissions/submit.html",
+                  {"form": form, "seasons_hardware": selectors.open_seasons_hardware(contestant)}, status=status)

@@ -4,7 +4,7 @@
 - near_copy: the candidate is a near-copy of another contestant's candidate (token shingles).
 - no_improvement: once judged, the speedup is not better than the same contestant's earlier
   accepted submission of the same operator.
-Rate limits per contestant are checked here too, before a submission is stored.
+Rate limits per contestant are checked here too, before a submission or an issue is stored.
 """
 from datetime import timedelta
 
@@ -15,12 +15,17 @@ from django.utils.translation import ngettext
 
 from submissions import fingerprints, ranked_runs
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import FlagKind, ReviewDecision, Submission, SubmissionFlag
+from submissions.models import FlagKind, Issue, ReviewDecision, Submission, SubmissionFlag
 from submissions.services import audit
 
 
 class RateLimited(ValueError):
-    """Too many submissions in a window; the message says when the next one is possible."""
+    """Too many submissions (or issues) in a window; the message says when the next one is possible,
+    `retry_after_s` in how many seconds."""
+
+    def __init__(self, message, retry_after_s=None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def _limits(season):
@@ -43,18 +48,45 @@ def _refused_in_day(limit):
                     "try again after %(when)s", limit)
 
 
-def check_rate_limit(contestant, season, now=None):
-    now = now or timezone.now()
-    for window, limit, message in _limits(season):
+def _check_windows(recent, now, limits, fill):
+    """Raise RateLimited when `recent` (rows with created_at) holds `limit` rows within a window."""
+    for window, limit, message in limits:
         if not limit:
             continue
-        recent = Submission.objects.filter(contestant=contestant, issue__season=season, created_at__gte=now - window)
-        if recent.count() >= limit:
-            oldest = recent.order_by("created_at").values_list("created_at", flat=True)[recent.count() - limit]
+        in_window = recent.filter(created_at__gte=now - window)
+        count = in_window.count()
+        if count >= limit:
+            oldest = in_window.order_by("created_at").values_list("created_at", flat=True)[count - limit]
             # In the reader's date format, with the zone named (the site's TIME_ZONE).
             retry = timezone.localtime(oldest + window)
             when = f"{formats.date_format(retry, 'DATETIME_FORMAT')} {retry.tzname()}"
-            raise RateLimited(message(limit) % {"count": limit, "season": season.code, "when": when})
+            raise RateLimited(message(limit) % dict(fill, count=limit, when=when),
+                              retry_after_s=max(1, int((oldest + window - now).total_seconds()) + 1))
+
+
+def check_rate_limit(contestant, season, now=None):
+    now = now or timezone.now()
+    _check_windows(Submission.objects.filter(contestant=contestant, issue__season=season), now, _limits(season),
+                   {"season": season.code})
+
+
+def _issues_opened_in_hour(limit):
+    return ngettext("you opened %(count)s issue in the last hour, the limit; try again after %(when)s",
+                    "you opened %(count)s issues in the last hour, the limit; try again after %(when)s", limit)
+
+
+def _issues_opened_in_day(limit):
+    return ngettext("you opened %(count)s issue in the last day, the limit; try again after %(when)s",
+                    "you opened %(count)s issues in the last day, the limit; try again after %(when)s", limit)
+
+
+def check_issue_rate_limit(contestant, now=None):
+    """At most ISSUES_PER_HOUR and ISSUES_PER_DAY issues opened by one contestant (0: no limit). The
+    caller holds the contestant's row lock, so concurrent requests are all counted."""
+    now = now or timezone.now()
+    limits = ((timedelta(hours=1), settings.ISSUES_PER_HOUR, _issues_opened_in_hour),
+              (timedelta(days=1), settings.ISSUES_PER_DAY, _issues_opened_in_day))
+    _check_windows(Issue.objects.filter(author=contestant), now, limits, {})
 
 
 def fingerprint_submission(submission, files):

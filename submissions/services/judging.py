@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from submissions import queueing, timing_flags
 from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
-from submissions.services import abuse, audit, pr_comments, scheduling, standings
+from submissions.services import abuse, audit, hardware, pr_comments, scheduling, standings
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,14 @@ class JobSecretMismatch(AgentRefused):
     """The job secret is not the one of the run's current attempt."""
 
 
-def create_runs(submission, rejudge=None):
-    """One run per GPU type of the submission's season, each enqueued after the commit or kept waiting
-    behind the contestant's earlier runs (scheduling.admit)."""
+def create_runs(submission, rejudge=None, gpu_types=None):
+    """One run per GPU type of the submission's season that can judge it (hardware.plan_for: never a
+    CUDA bundle on the CPU type), each enqueued after the commit or kept waiting behind the contestant's
+    earlier runs (scheduling.admit). `gpu_types`: the plan's, when the caller has it already."""
+    if gpu_types is None:
+        gpu_types = hardware.plan_for(submission.issue.season, hardware.stored_files(submission)).judged
     runs = []
-    for gpu_type in submission.issue.season.gpu_types.order_by("slug"):
+    for gpu_type in gpu_types:
         run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge)
         scheduling.admit(run, submission.contestant_id)
         runs.append(run)

@@ -6,11 +6,19 @@ from django.utils.translation import gettext as _
 
 from submissions.bundles import Bundle
 from submissions.models import Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
-from submissions.services import abuse, accounts, judging, standings
+from submissions.services import abuse, accounts, hardware, judging, standings
 
 
 class SubmissionRefused(ValueError):
     """The submission cannot be accepted (closed season, someone else's issue, ...)."""
+
+
+class TooManyRequests(SubmissionRefused):
+    """A rate limit: the message says when to try again, `retry_after_s` in how many seconds (HTTP 429)."""
+
+    def __init__(self, message, retry_after_s=None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
@@ -23,33 +31,45 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
                                 % {"framework": framework, "known": ", ".join(Framework.values)})
     if level is not None and level not in (1, 2, 3, 4):
         raise SubmissionRefused(_("the claimed level must be 1, 2, 3 or 4, not %(level)s") % {"level": level})
-    for _attempt in range(10):
+    with transaction.atomic():
+        # Serialize one contestant's concurrent requests so the rate limit counts them all.
+        Contestant.objects.select_for_update().filter(pk=author.pk).first()
         try:
-            with transaction.atomic():
-                return Issue.objects.create(
-                    season=season, code=new_issue_code(), title=title.strip(), operator=operator,
-                    framework=framework, level=level, description=description, author=author,
-                )
-        except IntegrityError:
-            continue  # a code collision: draw another
+            abuse.check_issue_rate_limit(author)
+        except abuse.RateLimited as exc:
+            raise TooManyRequests(str(exc), exc.retry_after_s)
+        for _attempt in range(10):
+            try:
+                with transaction.atomic():
+                    return Issue.objects.create(
+                        season=season, code=new_issue_code(), title=title.strip(), operator=operator,
+                        framework=framework, level=level, description=description, author=author,
+                    )
+            except IntegrityError:
+                continue  # a code collision: draw another
     raise RuntimeError("could not draw a free issue code")
 
 
 @transaction.atomic
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
-    """Store the bundle, fingerprint and flag it, fan out one run per GPU type, enqueue them after commit."""
+    """Store the bundle, fingerprint and flag it, fan out one run per GPU type that can judge it
+    (services/hardware.py), enqueue them after commit."""
     if issue.author_id != contestant.pk:
         raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": issue.season.code})
     if not accounts.has_current_agreement(contestant):
         raise SubmissionRefused(accounts.agreement_missing_message())
+    try:  # which GPU types judge it, before anything is stored
+        plan = hardware.check_judgeable(issue.season, bundle.files)
+    except hardware.NoHardwareForBundle as exc:
+        raise SubmissionRefused(str(exc))
     # Serialize one contestant's concurrent submissions so the rate limit counts them all.
     Contestant.objects.select_for_update().filter(pk=contestant.pk).first()
     try:
         abuse.check_rate_limit(contestant, issue.season)
     except abuse.RateLimited as exc:
-        raise SubmissionRefused(str(exc))
+        raise TooManyRequests(str(exc), exc.retry_after_s)
     submission = Submission.objects.create(
         issue=issue, contestant=contestant, source=source, pr_url=pr_url, pr_commit=pr_commit,
         bundle_sha256=bundle.sha256, note=note,
@@ -63,6 +83,6 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
     )
     abuse.fingerprint_submission(submission, bundle.files)
     abuse.check_on_submit(submission)
-    judging.create_runs(submission)
+    judging.create_runs(submission, gpu_types=plan.judged)
     standings.refresh_for(issue.season, contestant, actor=contestant.user)
     return submission

@@ -49,6 +49,10 @@ class Command(BaseCommand):
             "description": "Build a weighted benchmark dataset of operators from PyTorch, Paddle, TF, JAX, MMCV and Transformers.",
         })
         season.gpu_types.add(*types)
+        judged_on = ", ".join(t.name + (" (CPU bundles only)" if t.is_cpu else "") for t in season.gpu_types.order_by("slug"))
+        self.stdout.write(f"season S1 is judged on: {judged_on}"
+                          + ("; a bundle that needs CUDA is refused there" if all(t.is_cpu for t in season.gpu_types.all())
+                             else ""))
         organizer = user_contestant("organizer", "Organizer", "GPU CodeForces", is_staff=True)
         alice = user_contestant("alice", "Alice", "Tsinghua University")
         bob = user_contestant("bob", "Bob", "Zhejiang University")
