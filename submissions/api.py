@@ -272,7 +272,7 @@ class RunOut(Schema):
         )
 
 
-class HardwareOut(Schema):
+class JudgingHardwareOut(Schema):
     """One GPU type of the season: whether it judges this bundle (why not, when not), and how many
     workers could take its runs now (0: the run waits until an agent for it connects)."""
     gpu_type: str
@@ -292,7 +292,7 @@ class SubmissionOut(Schema):
     created_at: str
     files: List[str]
     needs_cuda: List[str]
-    hardware: List[HardwareOut]
+    hardware: List[JudgingHardwareOut]
     runs: List[RunOut]
     # per GPU type slug, the figure that ranks (ranked_runs): {"speedup", "run", "runs_counted"}
     ranked: dict
@@ -304,7 +304,7 @@ class SubmissionOut(Schema):
         hardware = selectors.submission_hardware(submission)
         return SubmissionOut(
             needs_cuda=hardware["cuda_markers"],
-            hardware=[HardwareOut(gpu_type=row["gpu_type"].slug, name=row["gpu_type"].name, judged=row["judged"],
+            hardware=[JudgingHardwareOut(gpu_type=row["gpu_type"].slug, name=row["gpu_type"].name, judged=row["judged"],
                                   why_not=row["why_not"], workers_online=row["online"]) for row in hardware["rows"]],
             id=submission.pk, issue=submission.issue.code, season=submission.issue.season.code,
             contestant=submission.contestant.display_name, source=submission.source,

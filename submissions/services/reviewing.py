@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _, ngettext
 
 from submissions import rubrics, selectors
 from submissions.models import FlagKind, Review, ReviewDecision, Verdict
-from submissions.services import audit, standings
+from submissions.services import audit, hardware, standings
 
 
 class ReviewRefused(ValueError):
@@ -56,11 +56,12 @@ class Blocker:
 
 
 def acceptance_blockers(submission):
-    """What makes accepting the submission need an override, in display order: each GPU type of its season
-    whose latest run (the verdict shown) did not pass, then each kind of abuse flag on it."""
+    """What makes accepting the submission need an override, in display order: each GPU type that judges
+    it (hardware.plan_for: a CUDA bundle is not judged on the CPU type) whose latest run (the verdict
+    shown) did not pass, then each kind of abuse flag on it."""
     latest = {run.gpu_type_id: run for run in selectors.latest_runs(submission)}
-    blockers = [Blocker(gpu=gpu, run=latest.get(gpu.pk))
-                for gpu in submission.issue.season.gpu_types.order_by("slug")
+    judged = hardware.plan_for(submission.issue.season, hardware.stored_files(submission)).judged
+    blockers = [Blocker(gpu=gpu, run=latest.get(gpu.pk)) for gpu in judged
                 if latest.get(gpu.pk) is None or latest[gpu.pk].verdict != Verdict.PASSED]
     counts = Counter(submission.abuse_flags.values_list("kind", flat=True))
     blockers += [Blocker(flag_kind=kind, count=counts[kind]) for kind in sorted(counts)]

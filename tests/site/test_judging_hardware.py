@@ -138,3 +138,21 @@ def test_the_submit_page_says_which_hardware_judges_each_open_season(client, cpu
             "CuPy) is refused.") in section
     zh = text(client.get("/submit/", headers=ZH))
     assert "赛季 S1 仅在 CPU 上评测" in zh and "CPU: 1 个工作进程在线" in zh
+
+
+def test_a_cuda_bundle_passed_on_every_gpu_type_that_judges_it_is_accepted_without_override(
+        mixed_season, alice, organizer, django_capture_on_commit_callbacks):
+    """Its missing CPU run is no failure: the CPU type never judges a CUDA bundle."""
+    from submissions.services import reviewing
+    from tests.site.judging_helpers import passed_result, report_all
+
+    h100 = GpuType.objects.get(slug="h100")
+    agent, _ = accounts.create_agent("h100-host", [h100])
+    issue = submitting.open_issue(mixed_season, alice, title="ReLU")
+    with django_capture_on_commit_callbacks(execute=True):
+        cuda = submitting.create_submission(alice, issue, build_bundle(example_files("001-example")))
+    assert reviewing.acceptance_blockers(cuda)[0].gpu == h100  # not judged yet on the type that judges it
+    report_all(cuda, agent, passed_result())
+    assert reviewing.acceptance_blockers(cuda) == []
+    review = reviewing.review_submission(cuda, organizer.user, "accepted", reason="fast and correct")
+    assert review.acceptance_override == ""
