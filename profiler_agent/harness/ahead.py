@@ -53,6 +53,10 @@ class StartedAhead:
             raise self._error
         return self._outcome
 
+    def waiting(self) -> bool:
+        """Still waiting for its settings: neither sent, cancelled, nor ended on its own."""
+        return not self._done and not self._input.given() and self._thread.is_alive()
+
     def cancel(self) -> None:
         """Not needed after all: it ends without its settings. Safe to call more than once."""
         if not self._done:

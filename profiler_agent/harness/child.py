@@ -1,10 +1,11 @@
 """The judged process: loads a bundle, runs the correctness trials (the candidate's outputs go to the
 exchange folder, where profiler_agent.correctness.verify decides the verdict), times both models.
 
-The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.harness.child` in a fresh session.
-Settings that submission code must not see (the seed) arrive on stdin and are read before any
-submission code loads; the report leaves over the pipe named by --result-fd, never over stdout,
-which belongs to the submission's own prints.
+The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.harness.child` in a fresh session,
+usually before its job is known (profiler_agent.harness.slots): it imports torch and makes its CUDA
+context, then waits. Settings that submission code must not see (the seed), and the job's file
+names, arrive on stdin and are read before any submission code loads; the report leaves over the
+pipe named by --result-fd, never over stdout, which belongs to the submission's own prints.
 """
 
 from profiler_agent.measure import timing  # first: binds the clock before submission code can patch it
@@ -19,7 +20,7 @@ from pathlib import Path
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
 from profiler_agent.service.sizes import format_size
 from profiler_agent.harness.builds import BuildWatch, fd_output_to
-from profiler_agent.harness.wire import read_settings, send_phase_compiled, send_report, send_stage
+from profiler_agent.harness.wire import file_name, read_settings, send_phase_compiled, send_report, send_stage, take_job
 
 
 def mapped_bytes() -> int:
@@ -72,9 +73,7 @@ def new_report(kind: str) -> dict:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m profiler_agent.harness.child")
-    parser.add_argument("--bundle", required=True, help="the bundle copy to judge (also the cwd)")
-    parser.add_argument("--reference", required=True, help="file name of the reference in the bundle")
-    parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
+    parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--compile-log", required=True, help="where output printed while importing the candidate goes")
     parser.add_argument("--outputs", required=True, help="where the candidate's outputs go, for the verifier")
@@ -93,16 +92,15 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     from profiler_agent.correctness.trials import check_correctness, make_inputs
 
     kind = args.device
-    if kind == "cuda":
-        torch.cuda.set_device(0)
     device = torch.device(kind)
+    reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
     report["device"] = device_info.describe_device(kind)
 
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     send_stage(args.result_fd, "load_reference")
     with submission_code("load_reference"):
-        api = loading.reference_api(bundle / args.reference)
+        api = loading.reference_api(bundle / reference_name)
     # which peak applies is the reference's choice: read before the candidate could change it
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
 
@@ -116,13 +114,13 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     try:
         # load_inline builds here, so the time to import the candidate is its compile time
         with fd_output_to(args.compile_log), submission_code("load_candidate"):
-            cand_module = loading.import_file(bundle / args.candidate, "candidate")
+            cand_module = loading.import_file(bundle / candidate_name, "candidate")
     finally:
         report["durations_s"]["compile"] = timing.now_s() - started
     builds.imported = True
     send_phase_compiled(args.result_fd)  # the parent switches to the run's time and memory limits
     with submission_code("load_candidate"):
-        ModelNew = loading.attribute(cand_module, "ModelNew", args.candidate)
+        ModelNew = loading.attribute(cand_module, "ModelNew", candidate_name)
 
     limit = settings.get("memory_limit_bytes")
     if limit and kind == "cpu":
@@ -172,11 +170,27 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         phase("kernel_census", census)
 
 
+def get_ready(device: str) -> None:
+    """What every judging needs and no submission code touches, done before the job is known: torch
+    imported, the CUDA context made (seconds each; profiler_agent.harness.slots)."""
+    import torch
+
+    import profiler_agent.harness.loading  # noqa: F401
+    import profiler_agent.measure.models  # noqa: F401
+    import profiler_agent.correctness.trials  # noqa: F401
+
+    if device == "cuda":
+        torch.cuda.set_device(0)
+        torch.cuda.synchronize()  # the context is made by the first call that needs one
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
-    settings = read_settings()
     report = new_report(args.device)
     try:
+        get_ready(args.device)
+        settings = read_settings()  # may come much later: this process is started ahead of its job
+        take_job(settings)
         judge(args, settings, report)
     except SubmissionFailure as failure:
         report["error"] = describe_error("submission", failure.stage, failure.exc)

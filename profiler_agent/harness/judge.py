@@ -7,7 +7,6 @@ import json
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
-from profiler_agent.harness import ahead, reasons, trusted
+from profiler_agent.harness import ahead, reasons, slots, trusted
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -32,6 +31,7 @@ COMPILE_MEMORY_FLOOR = 4 * 1024**3  # a build needs room: its default memory lim
 DEFAULT_TRIALS = 3
 # Far beyond what tuning one kernel usually buys; an organizer takes a look, the verdict stands.
 SUSPICIOUS_SPEEDUP = 20.0
+WARM_NOTE = "[profiler_agent] judged by processes started before this job arrived (harness.slots)\n"
 # The judged child's stages (sandbox.phases.STAGE_WORDS) as the judging stages a contestant sees
 # (schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
 JUDGING_STAGE_OF_CHILD = {
@@ -65,6 +65,9 @@ class JudgeOptions:
     ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.measure.ncu)
     # called with each judging stage (schema.JUDGING_STAGES) as it begins: the service tells the site
     progress: Callable[[str], None] | None = None
+    # after the judging, start the next one's processes (harness.slots.WarmPool): for agents that
+    # judge job after job; the next judging with the same limits skips their imports
+    keep_warm: bool = False
 
     def tell(self, stage: str | None) -> None:
         """Report a stage; a failing listener never stops the judging."""
@@ -109,45 +112,22 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
     return workdir, home, tmp
 
 
-def verifier_scratch(scratch: Path) -> Path:
-    # a sibling: the judged process owned everything under `scratch`
-    return scratch.with_name(scratch.name + "-verify")
-
-
-def start_verifier(bundle: Bundle, options: JudgeOptions, scratch: Path, sources: dict[str, bytes]) -> ahead.StartedAhead:
-    """The verifier of the candidate judged in `scratch`, started ahead of its turn."""
-    return trusted.start_trusted("profiler_agent.correctness.verify", bundle, options, verifier_scratch(scratch),
-                                 sources, scratch / "exchange")
-
-
 def judge_candidate(
-    bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path, scratch: Path,
-    sources: dict[str, bytes], verifier: ahead.StartedAhead | None = None, census_in_child: bool = True,
+    bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path,
+    sources: dict[str, bytes], judged: slots.JudgedAhead, verifier: trusted.TrustedAhead, census_in_child: bool = True,
 ) -> CandidateJudgement:
-    """Judge one candidate; `verifier` (start_verifier) is used or cancelled, and started here when None.
+    """Judge one candidate in the processes started for it (slots.start_pair), each used or cancelled.
     `census_in_child` False: the kernel census is taken from ncu's record instead (measure.confirm)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
-        ahead.cancel_all(verifier)
+        ahead.cancel_all(judged, verifier)
         return failure_from_cache(failed_before)
-    scratch.mkdir(parents=True)
-    workdir, home, tmp = _fresh_dirs(scratch, bundle)
-    outputs = scratch / "exchange"
-    outputs.mkdir()
-    user = privileges.sandbox_user()
+    shutil.copytree(bundle.root, judged.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
+    user = judged.user
     builds = build_cache.reachable_cache_dir(cache_dir, user)
     extensions = builds / key[:16]  # build_cache.extensions_dir
-    compile_log = scratch / "compile.log"
-    command = [
-        sys.executable, "-m", "profiler_agent.harness.child",
-        "--bundle", str(workdir),
-        "--reference", bundle.reference.name,
-        "--candidate", candidate.name,
-        "--device", options.device,
-        "--compile-log", str(compile_log),
-        "--outputs", str(outputs),
-    ]
+    compile_log = judged.compile_log
     settings = {
         "seed": seed,
         "trials": options.trials,
@@ -158,23 +138,12 @@ def judge_candidate(
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,
     }
+    job = {"reference": bundle.reference.name, "candidate": candidate.name, "extensions_dir": str(extensions)}
+    judged.stages.listener = lambda stage: options.tell(JUDGING_STAGE_OF_CHILD.get(stage))
     with build_cache.exclusive(extensions):
-        privileges.hand_over(scratch, user)
+        privileges.hand_over(judged.scratch, user)
         privileges.hand_over(extensions, user)
-        run = run_sandboxed(
-            command,
-            cwd=workdir,
-            env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
-            timeout_s=options.timeout_s,
-            logs_dir=scratch / "logs",
-            stdin_data=json.dumps(settings).encode(),
-            result_pipe=True,
-            user=user,
-            compile_timeout_s=options.compile_timeout_s,
-            limits=Limits(memory_bytes=options.memory_limit_bytes,
-                          compile_memory_bytes=options.compile_memory_limit()),
-            on_stage=lambda stage: options.tell(JUDGING_STAGE_OF_CHILD.get(stage)),
-        )
+        run = judged.process.finish(json.dumps({**settings, **job}).encode())
     report = trusted.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
@@ -194,7 +163,7 @@ def judge_candidate(
         # the judged process's own comparison ran beside submission code: decide it again here
         options.tell("checking")
         started = time.monotonic()
-        status = verify_outputs(verifier or start_verifier(bundle, options, scratch, sources), settings, report)
+        status = verify_outputs(verifier, bundle, sources, settings, report)
         report.setdefault("durations_s", {})["verify"] = time.monotonic() - started
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
@@ -219,10 +188,11 @@ def failure_from_cache(record: dict) -> CandidateJudgement:
                               note.lstrip("\n"), f"{reason} (from the build cache)")
 
 
-def verify_outputs(verifier: ahead.StartedAhead, settings: dict, report: dict) -> str:
-    """Run the trusted verifier (start_verifier) on the candidate's outputs; its verdict replaces the
+def verify_outputs(verifier: trusted.TrustedAhead, bundle: Bundle, sources: dict[str, bytes], settings: dict,
+                   report: dict) -> str:
+    """Run the trusted verifier (slots.start_verifier) on the candidate's outputs; its verdict replaces the
     judged process's correctness and nondeterminism findings. Returns the status."""
-    run, verdict = trusted.finish_trusted(verifier, settings)
+    run, verdict = trusted.finish_trusted(verifier, settings, bundle, sources)
     flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
     if verdict is None or not isinstance(verdict.get("correctness"), dict):
         report["error"] = {"origin": "harness", "stage": "verify", "type": "VerifierFailed",
@@ -373,36 +343,37 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31 - 1024)
     cache_dir = Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()
     result = schema.empty_result()
-    with tempfile.TemporaryDirectory(prefix="profiler-agent-", ignore_cleanup_errors=True) as tmp:
-        scratch = Path(tmp)
-        privileges.traversable(scratch)  # the sandbox user reaches its own folders inside
-        sources = snapshot_sources(bundle)
-        # started ahead, the one that ends last first (profiler_agent.harness.ahead)
-        confirming = confirm.start_ahead(bundle, options, cache_dir, scratch / "confirm", sources)
-        verifier = start_verifier(bundle, options, scratch / "candidate", sources)
-        try:
-            main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, scratch / "candidate", sources,
-                                   verifier, census_in_child=not (confirming and confirming.profiles()))
-            reported_device = (main.report or {}).get("device") or {}
-            if set(reported_device) == set(result["device"]):
-                result["device"] = reported_device
-            else:
-                result["device"] = device_info.describe_device_without_torch(options.device)
-            fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
-            # the times came from a process that ran submission code: bounded here from outside it
-            if result["status"] == "passed" and options.device == "cuda":
-                options.tell("profiling")
-            confirm_started = time.monotonic()
-            confirm.add_to_result(result, bundle, options, cache_dir, scratch / "confirm", sources, confirming)
-            result["durations_s"]["confirm"] = time.monotonic() - confirm_started
-        finally:  # whatever was not needed (or an error cut short) ends here
-            ahead.cancel_all(verifier, *(confirming.processes() if confirming else ()))
+    sources = snapshot_sources(bundle)
+    # every process of the judging, started ahead (harness.slots), taken from the pool when one waits
+    slot = slots.POOL.take(options, cache_dir) if options.keep_warm else slots.start_slot(options, cache_dir)
+    try:
+        confirming = slot.confirming
+        main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, sources, slot.judged,
+                               slot.verifier, census_in_child=not (confirming and confirming.profiles()))
+        reported_device = (main.report or {}).get("device") or {}
+        if set(reported_device) == set(result["device"]):
+            result["device"] = reported_device
+        else:
+            result["device"] = device_info.describe_device_without_torch(options.device)
+        fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
+        if slot.warm:
+            result["logs"]["stderr"] += WARM_NOTE
+        # the times came from a process that ran submission code: bounded here from outside it
+        if result["status"] == "passed" and options.device == "cuda":
+            options.tell("profiling")
+        confirm_started = time.monotonic()
+        confirm.add_to_result(result, bundle, options, cache_dir, slot.root / "confirm", sources, confirming)
+        result["durations_s"]["confirm"] = time.monotonic() - confirm_started
+        ahead.cancel_all(*slot.processes())  # whatever was not needed ends before anything else starts
+
+        scratch = slot.root
         if options.ncu:
             options.tell("profiling")
             ncu_run.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 
         if bundle.llm_variant is not None:
-            llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, scratch / "llm", sources)
+            judged, verifier = slots.start_pair(options, cache_dir, scratch / "llm")
+            llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, sources, judged, verifier)
             variant = schema.empty_variant()
             fill_judged_parts(variant, llm, result["device"], options.timeout_s, options.suspicious_speedup)
             result["variants"][LLM_VARIANT_NAME.removesuffix(".py")] = variant
@@ -410,6 +381,10 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         if bundle.self_test is not None:
             options.tell("self_test")
             result["self_test"] = run_self_test(bundle, options, cache_dir, scratch / "self-test")
+    finally:  # whatever was not needed (or an error cut short) ends here, with its scratch folder
+        slot.close()
+    if options.keep_warm:
+        slots.POOL.refill(options, cache_dir)  # for the next judging, started when this one's processes are gone
     result["durations_s"]["total"] = time.monotonic() - started
     schema.validate_result(result)
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent.harness import ahead
@@ -15,7 +16,7 @@ from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 
 
 def write_sources(directory: Path, sources: dict[str, bytes]) -> None:
-    directory.mkdir(parents=True)
+    directory.mkdir(parents=True, exist_ok=True)
     for name, data in sources.items():
         (directory / name).write_bytes(data)
 
@@ -31,23 +32,32 @@ def parse_report(data: bytes | None) -> dict | None:
     return report if isinstance(report, dict) else None
 
 
-def start_trusted(module: str, bundle, options, scratch: Path, sources: dict[str, bytes],
-                  outputs: Path) -> ahead.StartedAhead:
-    """`python -m module --reference ... --outputs ... --device ...` on a pristine copy of the
-    reference, started ahead of its turn (profiler_agent.harness.ahead): `finish_trusted` sends its
-    settings and reads its report."""
-    pristine = scratch / "reference"
-    write_sources(pristine, sources)
-    home, tmp = scratch / "home", scratch / "tmp"
-    home.mkdir()
-    tmp.mkdir()
+@dataclass
+class TrustedAhead:
+    """A trusted process started ahead of its turn and of its job: its reference comes with
+    `finish_trusted`, written into `pristine` (its cwd) just before its settings."""
+    process: ahead.StartedAhead
+    pristine: Path
+    user: object
+
+    def cancel(self) -> None:
+        self.process.cancel()
+
+
+def start_trusted(module: str, options, scratch: Path, outputs: Path) -> TrustedAhead:
+    """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
+    (profiler_agent.harness.ahead): `finish_trusted` writes the reference, sends the settings and
+    reads the report."""
+    pristine, home, tmp = scratch / "reference", scratch / "home", scratch / "tmp"
+    for folder in (pristine, home, tmp):
+        folder.mkdir(parents=True)
     user = privileges.sandbox_user()
     privileges.hand_over(scratch, user)
     command = [sys.executable, "-m", module,
-               "--reference", str(pristine / bundle.reference.name),
+               "--reference-dir", str(pristine),
                "--outputs", str(outputs),
                "--device", options.device]
-    return ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+    return TrustedAhead(ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,
         env=child_env(home, tmp, None),
@@ -59,15 +69,13 @@ def start_trusted(module: str, bundle, options, scratch: Path, sources: dict[str
         # trusted code, but it holds the reference's and the candidate's outputs: the looser limit
         limits=Limits(memory_bytes=options.compile_memory_limit()),
         on_started=on_started,
-    ))
+    )), pristine, user)
 
 
-def finish_trusted(process: ahead.StartedAhead, settings: dict) -> tuple[SandboxRun, dict | None]:
-    run = process.finish(json.dumps(settings).encode())
+def finish_trusted(trusted: TrustedAhead, settings: dict, bundle, sources: dict[str, bytes]) -> tuple[SandboxRun, dict | None]:
+    """The bundle's reference as it was before any submission code ran (`sources`) written fresh,
+    then the settings sent; the run and its report (None when it gave none)."""
+    write_sources(trusted.pristine, sources)
+    privileges.hand_over(trusted.pristine, trusted.user)
+    run = trusted.process.finish(json.dumps({**settings, "reference": bundle.reference.name}).encode())
     return run, parse_report(run.report)
-
-
-def run_trusted(module: str, bundle, options, scratch: Path, sources: dict[str, bytes], outputs: Path,
-                settings: dict) -> tuple[SandboxRun, dict | None]:
-    """start_trusted and finish_trusted at once: the run and its report (None when it gave none)."""
-    return finish_trusted(start_trusted(module, bundle, options, scratch, sources, outputs), settings)

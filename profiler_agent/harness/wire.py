@@ -28,6 +28,27 @@ def read_settings() -> dict:
     return settings
 
 
+def file_name(settings: dict, key: str) -> str:
+    """A bundle file's name from the settings (processes are started before the job they judge is
+    known, so the names come with the settings): a plain name, never a path."""
+    name = settings.get(key)
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"settings[{key!r}] is not a file name: {name!r}")
+    return name
+
+
+def take_job(settings: dict) -> None:
+    """What a process started ahead learns of its job with the settings: the build folder of the
+    candidate (torch reads TORCH_EXTENSIONS_DIR when it builds), and that its folders were filled
+    since it started (the import system's cached listings are stale)."""
+    import importlib
+
+    extensions = settings.get("extensions_dir")
+    if isinstance(extensions, str) and extensions:
+        os.environ["TORCH_EXTENSIONS_DIR"] = extensions
+    importlib.invalidate_caches()
+
+
 def finite(value):
     """JSON has no NaN or inf: unmeasurable numbers become null."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -144,7 +144,7 @@ def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
 class Started:
     """The confirmation's two processes, started ahead of their turn (profiler_agent.harness.ahead):
     the trusted check first (it ends last), then the profiler."""
-    check: ahead.StartedAhead
+    check: trusted.TrustedAhead
     profiler: ncu_run.ProfilerAhead | ncu_run.ProfilerRun
     outputs: Path
 
@@ -152,35 +152,35 @@ class Started:
         """Whether ncu is there to record the candidate's kernels (and so the census)."""
         return isinstance(self.profiler, ncu_run.ProfilerAhead)
 
-    def processes(self) -> tuple[ahead.StartedAhead, ...]:
+    def processes(self) -> tuple:
         profiler = (self.profiler.process,) if isinstance(self.profiler, ncu_run.ProfilerAhead) else ()
         return (self.check, *profiler)
 
 
-def start_processes(bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Started:
+def start_processes(options, cache_dir: Path, scratch: Path) -> Started:
+    """Both processes, started before the job they confirm is known (its bundle comes at their turn)."""
     scratch.mkdir(parents=True)
     profile_scratch = scratch / "profile"
     outputs = profile_scratch / "exchange"
-    check = trusted.start_trusted("profiler_agent.measure.confirm_check", bundle, options, scratch / "check",
-                                  sources, outputs)
+    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs)
     try:
-        profiler = ncu_run.start_profiler(bundle, bundle.candidate, options.device, options.ncu_timeout_s, cache_dir,
-                                      profile_scratch, PROFILE, outputs=outputs,
-                                      # ncu itself shares the cgroup: the looser (build) limit
-                                      limits=Limits(memory_bytes=options.compile_memory_limit()))
+        profiler = ncu_run.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
+                                          profile_scratch, PROFILE, outputs=outputs,
+                                          # ncu itself shares the cgroup: the looser (build) limit
+                                          limits=Limits(memory_bytes=options.compile_memory_limit()))
     except BaseException:
         check.cancel()
         raise
     return Started(check, profiler, outputs)
 
 
-def start_ahead(bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Started | None:
+def start_ahead(options, cache_dir: Path, scratch: Path) -> Started | None:
     """On CUDA, the confirmation's processes started before the judged process, so their imports
     overlap its run; None elsewhere (a CPU time is not confirmed, and a CPU host's cores are the
     judged process's)."""
     if options.device != "cuda":
         return None
-    return start_processes(bundle, options, cache_dir, scratch, sources)
+    return start_processes(options, cache_dir, scratch)
 
 
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:
@@ -195,15 +195,15 @@ def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) 
             "triton_cache": str(profiler.home / ".triton" / "cache")}
 
 
-def run_check(check: ahead.StartedAhead, options, seed: int, verify_outputs: bool, synchronized: bool,
-              census: dict | None = None) -> dict:
+def run_check(check: trusted.TrustedAhead, bundle, sources: dict[str, bytes], options, seed: int,
+              verify_outputs: bool, synchronized: bool, census: dict | None = None) -> dict:
     """The trusted checking process: the profiled calls' outputs verified (when `verify_outputs`),
     the kernel census taken (when `census`), the reference timed. Its report, or an error when it
     gave none."""
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
                 "verify": verify_outputs, "census": census,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
-    run, report = trusted.finish_trusted(check, settings)
+    run, report = trusted.finish_trusted(check, settings, bundle, sources)
     if not isinstance(report, dict):
         return {"error": {"message": f"the checking process ended (exit {run.exit_code}, timed out: "
                                      f"{run.timed_out}) without a report:\n{run.stderr[-2000:]}"}}
@@ -225,9 +225,9 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     timing = result["timing"]
     reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
     seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
-    started = started or start_processes(bundle, options, cache_dir, scratch, sources)
+    started = started or start_processes(options, cache_dir, scratch)
     try:
-        profiled = ncu_run.finish_profiler(started.profiler, seed)
+        profiled = ncu_run.finish_profiler(started.profiler, seed, bundle, bundle.candidate)
     except BaseException:
         started.check.cancel()
         raise
@@ -237,7 +237,7 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
             record = kernel_record(profiled.output, CONFIRM_CALLS, PROFILE.candidate_cap)
         except ncu.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
-    check = run_check(started.check, options, seed, profiled.output is not None,
+    check = run_check(started.check, bundle, sources, options, seed, profiled.output is not None,
                       synchronized="unsynchronized_work" in result["flags"],
                       census=census_settings(record, started.profiler,
                                              loaded_native="no_custom_kernel" not in result["flags"]))

@@ -19,12 +19,13 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, guarded, submission_code
-from profiler_agent.harness.wire import read_settings, send_report, started_ahead
+from profiler_agent.harness.wire import file_name, read_settings, send_report, started_ahead, take_job
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.confirm_check")
-    parser.add_argument("--reference", required=True, help="the reference file (pristine copy)")
+    parser.add_argument("--reference-dir", required=True,
+                        help="the folder the reference's pristine copy is written into (its name comes with the settings)")
     parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--result-fd", type=int, required=True)
@@ -41,7 +42,7 @@ def time_reference(args, settings: dict) -> float:
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.cuda.set_device(0)
-    reference_file = Path(args.reference).resolve()
+    reference_file = Path(args.reference_dir).resolve() / file_name(settings, "reference")
     if str(reference_file.parent) not in sys.path:
         sys.path.insert(0, str(reference_file.parent))
     seed = settings["seed"]
@@ -99,6 +100,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     started_ahead()
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
+    take_job(settings)
     report = {"verdict": None, "reference_ms": None, "error": None}
     try:
         check(args, settings, report)

@@ -63,29 +63,25 @@ class ProfilerRun:
 
 
 def start_profiler(
-    bundle, candidate: Path, device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
+    device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
     outputs: Path | None = None, executable: str | None = None, limits=None,
 ) -> "ProfilerAhead | ProfilerRun":
-    """Start the candidate under ncu in the sandbox (profiler_agent.measure.ncu_target), ahead of its
-    turn: it waits for its seed (`finish_profiler`). A ProfilerRun at once when ncu is missing."""
+    """Start ncu on profiler_agent.measure.ncu_target in the sandbox, ahead of its turn and of its job:
+    `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing."""
     executable = executable or shutil.which("ncu")
     if executable is None:
         return ProfilerRun(None, note("not found on PATH; nothing profiled"))
     scratch.mkdir(parents=True)
     workdir, home, tmp = scratch / "bundle", scratch / "home", scratch / "tmp"
-    shutil.copytree(bundle.root, workdir)  # submission code may write to its cwd
-    home.mkdir()
-    tmp.mkdir()
+    for folder in (workdir, home, tmp):
+        folder.mkdir()
     if outputs is not None:
         outputs.mkdir(parents=True)
     user = privileges.sandbox_user()
-    extensions = build_cache.extensions_dir(build_cache.reachable_cache_dir(cache_dir, user), candidate, device)
     log_file = scratch / "ncu-output.csv"
     target = [
         sys.executable, "-m", "profiler_agent.measure.ncu_target",
         "--bundle", str(workdir),
-        "--reference", bundle.reference.name,
-        "--candidate", candidate.name,
         "--device", device,
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
@@ -96,7 +92,7 @@ def start_profiler(
         ncu_command(executable, log_file, target, profile.calls, profile),
         cwd=workdir,
         # the judged process's precompiled header too: the same build flags find the same build
-        env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
+        env=child_env(home, tmp, None, build_cache.pch_root(cache_dir)),
         timeout_s=timeout_s,
         logs_dir=scratch / "logs",
         # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process
@@ -105,7 +101,7 @@ def start_profiler(
         limits=limits or Limits(),
         on_started=on_started,
     ))
-    return ProfilerAhead(process, executable, log_file, extensions, user, timeout_s, workdir, home)
+    return ProfilerAhead(process, executable, log_file, user, timeout_s, workdir, home, cache_dir, device)
 
 
 @dataclass
@@ -113,21 +109,29 @@ class ProfilerAhead:
     process: ahead.StartedAhead
     executable: str
     log_file: Path
-    extensions: Path
     user: object
     timeout_s: float
     workdir: Path  # the profiled process's copy of the bundle
     home: Path  # its home (the JIT caches of Triton or CuPy kernels it built)
+    cache_dir: Path
+    device: str
+    extensions: Path | None = None  # the candidate's build folder, known once the job is (finish_profiler)
 
 
-def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int) -> ProfilerRun:
-    """Send the seed to a profiler started ahead and read what ncu recorded."""
+def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path) -> ProfilerRun:
+    """Give a profiler started ahead its job (the bundle, the candidate) and its seed; read what ncu recorded."""
     if isinstance(started, ProfilerRun):
         return started
+    shutil.copytree(bundle.root, started.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
+    started.extensions = build_cache.extensions_dir(
+        build_cache.reachable_cache_dir(started.cache_dir, started.user), candidate, started.device)
+    settings = {"seed": seed, "reference": bundle.reference.name, "candidate": candidate.name,
+                "extensions_dir": str(started.extensions)}
     # the build folder is the candidate's: held from the seed to the end, as the judged process held it
     with build_cache.exclusive(started.extensions):
+        privileges.hand_over(started.workdir, started.user)
         privileges.hand_over(started.extensions, started.user)
-        run = started.process.finish(json.dumps({"seed": seed}).encode())
+        run = started.process.finish(json.dumps(settings).encode())
     return interpret_run(run, started.log_file, started.timeout_s, started.executable)
 
 
@@ -154,9 +158,13 @@ def run_profiler(
 ) -> ProfilerRun:
     """Run the candidate under ncu in the sandbox, `profile.calls` calls on inputs from `seed`, each
     call's output saved to `outputs` when given (start_profiler and finish_profiler at once)."""
-    started = start_profiler(bundle, candidate, device, timeout_s, cache_dir, scratch, profile, outputs,
-                             executable, limits)
-    return finish_profiler(started, seed)
+    started = start_profiler(device, timeout_s, cache_dir, scratch, profile, outputs, executable, limits)
+    try:
+        return finish_profiler(started, seed, bundle, candidate)
+    except BaseException:
+        if isinstance(started, ProfilerAhead):
+            started.process.cancel()
+        raise
 
 
 def profile_candidate(

@@ -21,15 +21,13 @@ import os
 import sys
 from pathlib import Path
 
-from profiler_agent.harness.wire import read_settings
+from profiler_agent.harness.wire import file_name, read_settings, take_job
 from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.ncu_target")
-    parser.add_argument("--bundle", required=True, help="the bundle copy (also the cwd)")
-    parser.add_argument("--reference", required=True, help="file name of the reference in the bundle")
-    parser.add_argument("--candidate", required=True, help="file name of the candidate in the bundle")
+    parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
     parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
@@ -42,9 +40,12 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import torch  # first: this process is started ahead of its turn (profiler_agent.harness.ahead)
 
-    seed = read_settings().get("seed")  # before any submission code loads; stdin is closed after
+    settings = read_settings()  # before any submission code loads; stdin is closed after
+    seed = settings.get("seed")
     if not isinstance(seed, int):
         sys.exit("[profiler_agent] ncu_target: no seed on stdin")
+    take_job(settings)
+    reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
 
     from profiler_agent.bundles import pch, slim_header
     from profiler_agent.correctness import exchange
@@ -63,11 +64,11 @@ def main(argv=None) -> None:
     device = torch.device(args.device)
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
-    api = loading.reference_api(bundle / args.reference)
+    api = loading.reference_api(bundle / reference_name)
     pch.install(os.environ.get(pch.PCH_DIR_ENV))  # as the judged process built it: the same build is found
     slim_header.install()
-    module = loading.import_file(bundle / args.candidate, "candidate")
-    model_class = loading.attribute(module, "ModelNew", args.candidate)
+    module = loading.import_file(bundle / candidate_name, "candidate")
+    model_class = loading.attribute(module, "ModelNew", candidate_name)
     model = loading.build_model(model_class, api.get_init_inputs, seed, device)
     with torch.no_grad():
         # warm-up, outside the ranges: lazy initialization is not the candidate's cost

@@ -57,6 +57,10 @@ class PendingInput:
     def cancel(self) -> None:
         self._ready.set()
 
+    def given(self) -> bool:
+        """Sent or cancelled."""
+        return self._ready.is_set()
+
     def wait(self, proc: subprocess.Popen) -> bytes | None:
         """The input, or None when cancelled or when the process ended while waiting."""
         while not self._ready.wait(0.05):

@@ -1,0 +1,208 @@
+"""The processes of one judging, started before its job is known, and the pool that keeps a set ready.
+
+A judging runs the judged process, the verifier and, on CUDA, the confirmation's profiler and check.
+Each spends seconds importing torch, the judged one making its CUDA context too, before it does any
+work (about 5 s of a 13 s warm judging on the H100 host). A Slot starts all of them in a fresh
+scratch folder with command lines that name no job: the job (the bundle copied in, its file names,
+the candidate's build folder, the secret seed) reaches each with its settings, at its turn.
+
+`judge_bundle` always judges in a slot, started at once or taken from the WarmPool: an agent that
+judges job after job (`work --keep-warm`, the benches) refills it when a judging ends, so the next
+job finds its processes imported and waiting. Waiting, they do nothing on the CPU or the GPU and
+hold no job's data; a slot whose limits differ from the next job's, or with a process that ended
+while waiting, is thrown away and a fresh one started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from profiler_agent.bundles import build_cache
+from profiler_agent.harness import ahead, trusted
+from profiler_agent.measure import confirm
+from profiler_agent.sandbox import privileges
+from profiler_agent.sandbox.child_env import child_env
+from profiler_agent.sandbox.process import Limits, run_sandboxed
+
+
+class StageRelay:
+    """The judged process's stage messages, passed to whichever judging it turned out to serve."""
+
+    def __init__(self) -> None:
+        self.listener: Callable[[str], None] | None = None
+
+    def __call__(self, stage: str) -> None:
+        if self.listener is not None:
+            self.listener(stage)
+
+
+@dataclass
+class JudgedAhead:
+    """The judged process (profiler_agent.harness.child), started before its job: its scratch
+    holds bundle/ (its cwd, empty until the job comes), home/, tmp/, exchange/ and logs/."""
+    process: ahead.StartedAhead
+    scratch: Path
+    user: object
+    stages: StageRelay
+
+    @property
+    def workdir(self) -> Path:
+        return self.scratch / "bundle"
+
+    @property
+    def outputs(self) -> Path:
+        return self.scratch / "exchange"
+
+    @property
+    def compile_log(self) -> Path:
+        return self.scratch / "compile.log"
+
+    def cancel(self) -> None:
+        self.process.cancel()
+
+
+def start_judged(options, cache_dir: Path, scratch: Path) -> JudgedAhead:
+    scratch.mkdir(parents=True)
+    for name in ("bundle", "home", "tmp", "exchange"):
+        (scratch / name).mkdir()
+    user = privileges.sandbox_user()
+    privileges.hand_over(scratch, user)
+    stages = StageRelay()
+    command = [
+        sys.executable, "-m", "profiler_agent.harness.child",
+        "--bundle", str(scratch / "bundle"),
+        "--device", options.device,
+        "--compile-log", str(scratch / "compile.log"),
+        "--outputs", str(scratch / "exchange"),
+    ]
+    process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+        command,
+        cwd=scratch / "bundle",
+        # the build folder is the candidate's, named with the settings (wire.take_job)
+        env=child_env(scratch / "home", scratch / "tmp", None, build_cache.pch_root(cache_dir)),
+        timeout_s=options.timeout_s,
+        logs_dir=scratch / "logs",
+        stdin_data=pending,
+        result_pipe=True,
+        user=user,
+        compile_timeout_s=options.compile_timeout_s,
+        limits=Limits(memory_bytes=options.memory_limit_bytes, compile_memory_bytes=options.compile_memory_limit()),
+        on_started=on_started,
+        on_stage=stages,
+    ))
+    return JudgedAhead(process, scratch, user, stages)
+
+
+def verifier_scratch(scratch: Path) -> Path:
+    # a sibling: the judged process owns everything under `scratch`
+    return scratch.with_name(scratch.name + "-verify")
+
+
+def start_verifier(options, scratch: Path) -> trusted.TrustedAhead:
+    """The verifier of the candidate judged in `scratch` (start_judged)."""
+    return trusted.start_trusted("profiler_agent.correctness.verify", options, verifier_scratch(scratch),
+                                 scratch / "exchange")
+
+
+def start_pair(options, cache_dir: Path, scratch: Path) -> tuple[JudgedAhead, trusted.TrustedAhead]:
+    """A judged process and its verifier, the verifier first (it ends last: harness.ahead)."""
+    verifier = start_verifier(options, scratch)
+    try:
+        return start_judged(options, cache_dir, scratch), verifier
+    except BaseException:
+        verifier.cancel()
+        raise
+
+
+def slot_key(options, cache_dir: Path) -> tuple:
+    """What a slot's processes were started with: a job with other values needs other processes."""
+    return (options.device, options.timeout_s, options.compile_timeout_s, options.memory_limit_bytes,
+            options.compile_memory_limit(), options.ncu_timeout_s, str(cache_dir), shutil.which("ncu"))
+
+
+@dataclass
+class Slot:
+    root: Path
+    key: tuple
+    judged: JudgedAhead
+    verifier: trusted.TrustedAhead
+    confirming: confirm.Started | None
+    warm: bool = False  # taken from the pool: started before its job arrived
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def candidate_scratch(self) -> Path:
+        return self.judged.scratch
+
+    def processes(self) -> tuple:
+        return (self.judged, self.verifier, *(self.confirming.processes() if self.confirming else ()))
+
+    def waiting(self) -> bool:
+        """Every process still waits for its settings (none ended, none was used)."""
+        return all(getattr(p, "process", p).waiting() for p in self.processes())
+
+    def close(self) -> None:
+        """Whatever was not used ends; the scratch folder goes."""
+        if self._closed:
+            return
+        self._closed = True
+        ahead.cancel_all(*self.processes())
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_slot(options, cache_dir: Path) -> Slot:
+    """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
+    then the verifier, then the judged process (the one that ends last first: harness.ahead)."""
+    root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
+    privileges.traversable(root)  # the sandbox user reaches its own folders inside
+    confirming = None
+    try:
+        confirming = confirm.start_ahead(options, cache_dir, root / "confirm")
+        judged, verifier = start_pair(options, cache_dir, root / "candidate")
+    except BaseException:
+        ahead.cancel_all(*(confirming.processes() if confirming else ()))
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return Slot(root, slot_key(options, cache_dir), judged, verifier, confirming)
+
+
+class WarmPool:
+    """At most one slot, started after a judging for the next one."""
+
+    def __init__(self) -> None:
+        self._slot: Slot | None = None
+        self._lock = threading.Lock()
+
+    def take(self, options, cache_dir: Path) -> Slot:
+        """The waiting slot when it fits this judging, else a fresh one."""
+        with self._lock:
+            slot, self._slot = self._slot, None
+        if slot is not None and slot.key == slot_key(options, cache_dir) and slot.waiting():
+            slot.warm = True
+            return slot
+        if slot is not None:
+            slot.close()
+        return start_slot(options, cache_dir)
+
+    def refill(self, options, cache_dir: Path) -> None:
+        self.drop()
+        slot = start_slot(options, cache_dir)
+        with self._lock:
+            self._slot = slot
+
+    def drop(self) -> None:
+        with self._lock:
+            slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.close()
+
+
+POOL = WarmPool()
+atexit.register(POOL.drop)
