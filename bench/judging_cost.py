@@ -1,101 +1,119 @@
-"""Where a judging's wall time goes: each process the agent starts, and what a bare process costs.
+"""What a judging costs, as an agent judging job after job pays it: the median wall time of a warm
+judging (the build cached, the processes started before the job: harness.slots), the cost per
+stage, and what a bare process costs.
 
-    python bench/judging_cost.py [--bundle bench/bundles/lb-matmul-relu] [--judgings 3]
+    python bench/judging_cost.py                       # every bundle of bench/bundles + examples/001-example
+    python bench/judging_cost.py --bundle bench/bundles/lb-matmul-relu --rounds 3 --no-keep-warm
 
-Judges the bundle `--judgings` times (the first builds it, the rest are warm, as a rejudge or a
-second submission of the same sources) and prints, per judging, the wall seconds of every process
-the agent started (the judged child, the verifier / trusted checks, ncu's run) beside the result's
-own durations_s. Then the floor those processes stand on: a bare `python -c "import torch"`, the
-same with CUDA initialized, and that under ncu with nothing profiled.
+(1) Every bundle is built first, all at once (`profiler_agent judge --run-timeout 1`: the judging is
+cut short right after its build, which stays in the cache). (2) In this one process, as the worker
+runs jobs, each bundle is judged `--rounds` times in turn with the same options, `--keep-warm` as
+`work --keep-warm` does; a line per judging: status, wall, whether its processes were waiting, and
+durations_s. (3) The median wall time of the judgings whose processes were waiting (with
+--no-keep-warm: of all but each bundle's first), the median of each stage, and the bare costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
-PROCESS_WALLS: list[tuple[str, float]] = []
-
-
-def _label(command: list[str]) -> str:
-    if "-m" in command:
-        module = command[command.index("-m") + 1]
-        return ("ncu:" if "ncu" in Path(command[0]).name else "") + module.rsplit(".", 1)[-1]
-    return Path(command[0]).name
+STAGES = ("compile", "correctness", "timing", "verify", "confirm")
 
 
-def instrument() -> None:
-    """Wrap run_sandboxed where the harness imported it, to record each process's wall time."""
-    from profiler_agent.harness import judge, trusted
-    from profiler_agent.measure import ncu_run
-
-    for module in (judge, trusted, ncu_run):
-        original = module.run_sandboxed
-
-        def timed(command, *args, _original=original, **kwargs):
-            started = time.monotonic()
-            try:
-                return _original(command, *args, **kwargs)
-            finally:
-                PROCESS_WALLS.append((_label(command), time.monotonic() - started))
-
-        module.run_sandboxed = timed
+def default_bundles() -> list[Path]:
+    bundles = sorted(p for p in (REPO / "bench" / "bundles").iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [*bundles, REPO / "examples" / "001-example"]
 
 
-def bare_costs() -> list[tuple[str, float]]:
+def prebuild(bundles: list[Path], device: str, cache: Path) -> None:
+    """Every build at once: a judging cut short one second after its build."""
+    def build(bundle: Path) -> tuple[str, float]:
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "profiler_agent", "judge", str(bundle), "--device", device,
+                        "--cache-dir", str(cache), "--run-timeout", "1"], cwd=REPO, capture_output=True, check=False)
+        return bundle.name, time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=len(bundles)) as pool:
+        for name, seconds in pool.map(build, bundles):
+            print(f"  built {name}: {seconds:.1f} s", flush=True)
+
+
+def bare_costs(device: str) -> list[tuple[str, float]]:
     rows = []
-    probes = {
-        "python + import torch": "import torch",
-        "python + import torch + CUDA context": "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()",
-    }
+    probes = {"python + import torch": "import torch"}
+    if device == "cuda":
+        probes["python + import torch + CUDA context"] = "import torch; torch.cuda.synchronize()"
     for name, code in probes.items():
         started = time.monotonic()
         subprocess.run([sys.executable, "-c", code], check=False, capture_output=True)
         rows.append((name, time.monotonic() - started))
     ncu = shutil.which("ncu")
-    if ncu:
+    if ncu and device == "cuda":
         started = time.monotonic()
         subprocess.run([ncu, "--nvtx", "--nvtx-include", "nothing/", "--csv", sys.executable, "-c",
                         probes["python + import torch + CUDA context"]], check=False, capture_output=True)
         rows.append(("the same under ncu, nothing profiled", time.monotonic() - started))
-        started = time.monotonic()
-        subprocess.run([ncu, "--version"], check=False, capture_output=True)
-        rows.append(("ncu --version", time.monotonic() - started))
     return rows
+
+
+def median_or_none(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bundle", default=str(REPO / "bench" / "bundles" / "lb-matmul-relu"))
-    parser.add_argument("--judgings", type=int, default=3)
+    parser.add_argument("--bundle", action="append", type=Path, help="repeatable (default: every bench bundle)")
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--cache-dir", type=Path, help="default: a fresh one")
+    parser.add_argument("--no-prebuild", action="store_true")
     args = parser.parse_args()
-    instrument()
-    from profiler_agent.bundles.bundle import locate_bundle
-    from profiler_agent.harness.judge import JudgeOptions, judge_bundle
+    from profiler_agent.bundles.bundle import open_bundle
+    from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle
 
-    bundle = locate_bundle(Path(args.bundle))
-    for judging in range(args.judgings):
-        PROCESS_WALLS.clear()
+    bundles = args.bundle or default_bundles()
+    cache = args.cache_dir or Path(tempfile.mkdtemp(prefix="judging-cost-"))
+    if not args.no_prebuild:
         started = time.monotonic()
-        result = judge_bundle(bundle, JudgeOptions(device=args.device))
-        wall = time.monotonic() - started
-        durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
-        confirmation = (result["timing"] or {}).get("confirmation") or {}
-        print(f"judging {judging + 1}: {result['status']} flags {result['flags']} wall {wall:.1f} s; "
-              f"confirmed {confirmation.get('confirmed')}; durations_s {durations}")
-        # processes started ahead overlap the judged one: each wall runs from its start to its end
-        print("   processes (start to end, overlapping): "
-              + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in PROCESS_WALLS), flush=True)
+        print(f"building {len(bundles)} bundles at once", flush=True)
+        prebuild(bundles, args.device, cache)
+        print(f"built in {time.monotonic() - started:.1f} s", flush=True)
+    options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
+    measured: list[float] = []
+    stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    for round_ in range(args.rounds):
+        for bundle_path in bundles:
+            with tempfile.TemporaryDirectory(prefix="judging-cost-bundle-") as tmp:
+                bundle = open_bundle(bundle_path, Path(tmp))
+                started = time.monotonic()
+                result = judge_bundle(bundle, options)
+                wall = time.monotonic() - started
+            warm = WARM_NOTE in result["logs"]["stderr"]
+            counted = warm if args.keep_warm else round_ > 0
+            durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
+            print(f"{bundle_path.name} (round {round_ + 1}): {result['status']} wall {wall:.1f} s, "
+                  f"processes waiting: {'yes' if warm else 'no'}; durations_s {durations}", flush=True)
+            if counted:
+                measured.append(wall)
+                for stage in STAGES:
+                    if isinstance(result["durations_s"].get(stage), (int, float)):
+                        stages[stage].append(result["durations_s"][stage])
+    print(f"\nmedian wall of {len(measured)} warm judgings: {median_or_none(measured)} s "
+          f"(min {min(measured, default=0):.1f}, max {max(measured, default=0):.1f}); per stage (median s): "
+          + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
     print("\nbare processes:")
-    for name, seconds in bare_costs():
+    for name, seconds in bare_costs(args.device):
         print(f"   {name}: {seconds:.1f} s")
 
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from profiler_agent.service.config import ncu_from_env, ncu_timeout_from_env
+from profiler_agent.service.config import keep_warm_from_env, ncu_from_env, ncu_timeout_from_env
 from profiler_agent.service.sizes import parse_size
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -118,6 +118,10 @@ def _add_worker_options(parser: argparse.ArgumentParser) -> None:
                         "default: PROFILER_AGENT_NCU=1)")
     parser.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
                         help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
+    parser.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=keep_warm_from_env(),
+                        help="start the next judging's processes as soon as one ends, so a job skips their imports "
+                        "(seconds each); jobs run in the worker process, not a fork per job (default: "
+                        "PROFILER_AGENT_KEEP_WARM=1)")
 
 
 def _default_device() -> str:
@@ -200,6 +204,7 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         memory_limit_bytes=args.memory_limit,
         compile_memory_limit_bytes=args.compile_memory_limit,
         ncu=args.ncu,
+        keep_warm=args.keep_warm,
         ncu_timeout_s=args.ncu_timeout or ncu_timeout_from_env(),
         gpu=gpu if device != "cpu" else None,
     )

@@ -55,7 +55,7 @@ class StartedAhead:
 
     def waiting(self) -> bool:
         """Still waiting for its settings: neither sent, cancelled, nor ended on its own."""
-        return not self._done and not self._input.given() and self._thread.is_alive()
+        return not self._done and not self._input.given() and self._thread.is_alive() and self._input.alive()
 
     def cancel(self) -> None:
         """Not needed after all: it ends without its settings. Safe to call more than once."""

@@ -144,6 +144,9 @@ def judge_candidate(
         privileges.hand_over(judged.scratch, user)
         privileges.hand_over(extensions, user)
         run = judged.process.finish(json.dumps({**settings, **job}).encode())
+    if run.ended_waiting:
+        ahead.cancel_all(verifier)
+        return ended_before_its_job(run)
     report = trusted.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
@@ -173,6 +176,16 @@ def judge_candidate(
                             options.compile_memory_limit())
     reason = reasons.explain(status, run, report, compile_text, limits)
     return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report), reason)
+
+
+def ended_before_its_job(run: SandboxRun) -> CandidateJudgement:
+    """The judged process, started ahead, ended before its settings came (killed from outside, say):
+    nothing of the submission ran in it. The agent's fault: internal_error, which the site judges again."""
+    message = (f"the judged process ended (exit code {run.exit_code}) while it waited for its job, before any "
+               "submission code ran: not the submission's doing")
+    report = {"error": {"origin": "harness", "stage": "start", "type": "EndedWhileWaiting", "message": message},
+              "flags": [], "durations_s": {}}
+    return CandidateJudgement("internal_error", report, run, "", reason=message)
 
 
 def failure_from_cache(record: dict) -> CandidateJudgement:

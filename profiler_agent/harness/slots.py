@@ -105,15 +105,15 @@ def verifier_scratch(scratch: Path) -> Path:
     return scratch.with_name(scratch.name + "-verify")
 
 
-def start_verifier(options, scratch: Path) -> trusted.TrustedAhead:
+def start_verifier(options, scratch: Path, make_context: bool = False) -> trusted.TrustedAhead:
     """The verifier of the candidate judged in `scratch` (start_judged)."""
     return trusted.start_trusted("profiler_agent.correctness.verify", options, verifier_scratch(scratch),
-                                 scratch / "exchange")
+                                 scratch / "exchange", make_context)
 
 
-def start_pair(options, cache_dir: Path, scratch: Path) -> tuple[JudgedAhead, trusted.TrustedAhead]:
+def start_pair(options, cache_dir: Path, scratch: Path, make_context: bool = False) -> tuple[JudgedAhead, trusted.TrustedAhead]:
     """A judged process and its verifier, the verifier first (it ends last: harness.ahead)."""
-    verifier = start_verifier(options, scratch)
+    verifier = start_verifier(options, scratch, make_context)
     try:
         return start_judged(options, cache_dir, scratch), verifier
     except BaseException:
@@ -157,15 +157,18 @@ class Slot:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_slot(options, cache_dir: Path) -> Slot:
+def start_slot(options, cache_dir: Path, idle: bool = False) -> Slot:
     """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
-    then the verifier, then the judged process (the one that ends last first: harness.ahead)."""
+    then the verifier, then the judged process (the one that ends last first: harness.ahead).
+    `idle`: no judging runs now (the pool's refill), so the trusted processes make their CUDA
+    contexts before they wait too; the judged process always does, it runs first."""
     root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
     privileges.traversable(root)  # the sandbox user reaches its own folders inside
     confirming = None
     try:
-        confirming = confirm.start_ahead(options, cache_dir, root / "confirm")
-        judged, verifier = start_pair(options, cache_dir, root / "candidate")
+        make_context = idle and options.device == "cuda"
+        confirming = confirm.start_ahead(options, cache_dir, root / "confirm", make_context)
+        judged, verifier = start_pair(options, cache_dir, root / "candidate", make_context)
     except BaseException:
         ahead.cancel_all(*(confirming.processes() if confirming else ()))
         shutil.rmtree(root, ignore_errors=True)
@@ -193,7 +196,7 @@ class WarmPool:
 
     def refill(self, options, cache_dir: Path) -> None:
         self.drop()
-        slot = start_slot(options, cache_dir)
+        slot = start_slot(options, cache_dir, idle=True)
         with self._lock:
             self._slot = slot
 

@@ -49,13 +49,20 @@ class PendingInput:
     def __init__(self) -> None:
         self._ready = threading.Event()
         self._data: bytes | None = None
+        self._proc: subprocess.Popen | None = None
+        self.cancelled = False
 
     def send(self, data: bytes) -> None:
         self._data = data
         self._ready.set()
 
     def cancel(self) -> None:
+        self.cancelled = True
         self._ready.set()
+
+    def alive(self) -> bool:
+        """Its process has not ended (True before it exists)."""
+        return self._proc is None or self._proc.poll() is None
 
     def given(self) -> bool:
         """Sent or cancelled."""
@@ -63,10 +70,11 @@ class PendingInput:
 
     def wait(self, proc: subprocess.Popen) -> bytes | None:
         """The input, or None when cancelled or when the process ended while waiting."""
+        self._proc = proc
         while not self._ready.wait(0.05):
             if proc.poll() is not None:
                 return None
-        return self._data
+        return self._data if proc.poll() is None else None
 
 
 def _uid_tasks(uid: int) -> int:
@@ -123,6 +131,7 @@ class SandboxRun:
     memory_exceeded: MemoryExceeded | None = None  # the watchdog killed it (no cgroup)
     ended_in: str | None = None  # where it was when it ended, in words ("while ... (run phase)")
     cancelled: bool = False  # started ahead of its turn, then not needed (PendingInput.cancel)
+    ended_waiting: bool = False  # started ahead of its turn, it ended before its input came (not its job's doing)
 
 
 def kill_session(pid: int) -> None:
@@ -255,10 +264,11 @@ def run_sandboxed(
     report = None
     timed_out = False
     watchdog = None
-    cancelled = False
+    cancelled = ended_waiting = False
     if isinstance(stdin_data, PendingInput):
-        stdin_data = stdin_data.wait(proc)
+        pending, stdin_data = stdin_data, stdin_data.wait(proc)
         cancelled = stdin_data is None
+        ended_waiting = cancelled and not pending.cancelled
         started = time.monotonic()  # its limits count from here
         clock = Clock(started, timeout_s, compile_timeout_s, limits.memory_bytes,
                       limits.compile_memory_bytes if phased else limits.memory_bytes)
@@ -317,4 +327,5 @@ def run_sandboxed(
         memory_exceeded=exceeded,
         ended_in=clock.phase_words(),
         cancelled=cancelled,
+        ended_waiting=ended_waiting,
     )

@@ -27,6 +27,7 @@ MEMORY_LIMIT_ENV = "PROFILER_AGENT_MEMORY_LIMIT"
 COMPILE_MEMORY_LIMIT_ENV = "PROFILER_AGENT_COMPILE_MEMORY_LIMIT"
 NCU_ENV = "PROFILER_AGENT_NCU"  # 1: profile passed candidates with Nsight Compute (as --ncu)
 NCU_TIMEOUT_ENV = "PROFILER_AGENT_NCU_TIMEOUT"
+KEEP_WARM_ENV = "PROFILER_AGENT_KEEP_WARM"  # 1: as --keep-warm
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class AgentConfig:
     compile_memory_limit_bytes: int | None = None
     ncu: bool = False
     ncu_timeout_s: float | None = None
+    # start the next judging's processes when one ends (harness.slots); jobs then run in the worker
+    # process itself, where those processes wait, not in a work-horse forked per job
+    keep_warm: bool = False
     gpu: HostGpu | None = None  # the GPU this worker is pinned to; None on CPU
 
 
@@ -60,6 +64,10 @@ def default_name() -> str:
 
 def ncu_from_env() -> bool:
     return os.environ.get(NCU_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def keep_warm_from_env() -> bool:
+    return os.environ.get(KEEP_WARM_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def ncu_timeout_from_env() -> float | None:
@@ -112,6 +120,7 @@ def from_env() -> AgentConfig:
         compile_memory_limit_bytes=_size_from_env(COMPILE_MEMORY_LIMIT_ENV),
         ncu=ncu_from_env(),
         ncu_timeout_s=ncu_timeout_from_env(),
+        keep_warm=keep_warm_from_env(),
     )
 
 

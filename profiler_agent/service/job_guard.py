@@ -30,6 +30,8 @@ from typing import Any
 from rq import Queue, Worker
 from rq.exceptions import DeserializationError, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.defaults import DEFAULT_WORKER_TTL
+from rq.worker import WorkerStatus
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
@@ -150,8 +152,9 @@ class JudgeWorker(LivenessMixin, Worker):
         """The run being judged (LivenessMixin.judging), for the fleet's heartbeat report."""
         return (self.judging or {}).get("run_id")
 
-    def __init__(self, queues, *args, gate: job_gate.JobGate | None = None, **kwargs):
+    def __init__(self, queues, *args, gate: job_gate.JobGate | None = None, in_process: bool = False, **kwargs):
         self.gate = gate or job_gate.current()
+        self.in_process = in_process  # no work-horse: the job runs here, as in RQ's SimpleWorker
         # Queue objects built elsewhere (rq's CLI) carry their own job class and serializer, which the
         # registry clean-ups would use: rebuild them from their names with ours.
         listed = list(queues) if isinstance(queues, (list, tuple)) else [queues]
@@ -170,7 +173,24 @@ class JudgeWorker(LivenessMixin, Worker):
         if reason is not None:
             self.refuse(job, queue, reason)
             return
-        self.judge_with_name(job, lambda: super(JudgeWorker, self).execute_job(job, queue))
+        if self.in_process:
+            self.judge_with_name(job, lambda: self._execute_here(job, queue))
+        else:
+            self.judge_with_name(job, lambda: super(JudgeWorker, self).execute_job(job, queue))
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        """In process no one refreshes the job's heartbeat while it runs: it lasts the job's whole
+        time limit (as in RQ's SimpleWorker)."""
+        if not self.in_process:
+            return super().get_heartbeat_ttl(job, working_time)
+        return int(job.timeout) + 60 if job.timeout and job.timeout > 0 else DEFAULT_WORKER_TTL
+
+    def _execute_here(self, job: Job, queue: Queue) -> None:
+        """RQ's SimpleWorker.execute_job: the job runs in this process (the processes a judging
+        started for the next one wait here: harness.slots), its time limit by SIGALRM."""
+        execution = self.prepare_execution(job)
+        self.perform_job(job, queue, execution)
+        self.set_state(WorkerStatus.IDLE)
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
         """RQ's dequeue, taken in slices of DEQUEUE_SLICE_S, and not at all while the gate is closed.

@@ -72,6 +72,7 @@ def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptio
     if config.compile_timeout_s:
         judged.compile_timeout_s = config.compile_timeout_s
     judged.ncu = config.ncu
+    judged.keep_warm = config.keep_warm
     if config.ncu_timeout_s:
         judged.ncu_timeout_s = config.ncu_timeout_s
     # the site's timeout_s is the run timeout; run_timeout_s is its newer name and wins

@@ -3,7 +3,8 @@
 The worker is a JudgeWorker (job_guard): JSON payloads only, the judge function only.
 
 The worker never initializes CUDA (it asks NVML about devices), so RQ may fork a work-horse per
-job; judging itself happens in a spawned child (profiler_agent.harness.child).
+job; judging itself happens in a spawned child (profiler_agent.harness.child). With --keep-warm the
+jobs run in the worker process itself, where the next job's processes wait (harness.slots).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def run_worker(
     agent_config.install(config)  # the forked work-horses inherit it
     gate = job_gate.JobGate()
     job_gate.install(gate)  # shared with the work-horses: a refused start closes it
-    worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name, gate=gate)
+    worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name, gate=gate,
+                         in_process=config.keep_warm)
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
     # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
     # 5 s, which RQ's blocking dequeue would exceed

@@ -184,3 +184,25 @@ def test_job_paths_are_joined_to_the_site_address(site_address, url, joined):
 def test_an_absolute_url_off_the_agents_own_site_is_refused(url):
     with pytest.raises(ForeignUrl):
         site_url("http://site:8000/contest", url)
+
+
+def test_a_warm_worker_judges_job_after_job_with_processes_started_before_each(site, queue, build_cache):
+    """--keep-warm: jobs run in the worker process, where the next judging's processes wait."""
+    from profiler_agent.harness.judge import WARM_NOTE
+
+    site.bundles = {"relu-cpu.zip": zipped("relu-cpu"), "relu-cpu-wrong.zip": zipped("relu-cpu-wrong")}
+    for run_id, bundle in (("1", "relu-cpu.zip"), ("2", "relu-cpu-wrong.zip"), ("3", "relu-cpu.zip")):
+        enqueue(queue, site, run_id, bundle)
+    completed = subprocess.run(
+        [sys.executable, "-m", "profiler_agent", "work", "--site", site.url, "--token", TOKEN,
+         "--queue", queue.name, "--redis", REDIS_URL, "--name", f"warm-{uuid.uuid4().hex[:6]}", "--device", "cpu",
+         "--burst", "--keep-warm", "--cache-dir", str(build_cache)],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    results = {run_id: request["json"] for run_id, request in site.posts("/result").items()}
+    assert [results[i]["status"] for i in ("1", "2", "3")] == ["passed", "wrong_answer", "passed"]
+    # a work-horse forked per job could not find processes a previous job's horse started
+    assert [WARM_NOTE in results[i]["logs"]["stderr"] for i in ("1", "2", "3")] == [False, True, True]
+    stages = [r["json"]["stage"] for r in site.requests if r["path"] == "/runs/3/progress"]
+    assert stages[0] == "compiling" and "timing" in stages, stages  # the waiting process reports to its job

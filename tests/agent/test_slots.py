@@ -1,0 +1,123 @@
+"""The processes of a judging started before its job (harness.slots): real sandboxed processes on CPU."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from profiler_agent.bundles.bundle import open_bundle
+from profiler_agent.harness import slots
+from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle, judge_candidate, snapshot_sources
+from profiler_agent.harness.wire import file_name
+from tests.agent.conftest import EXAMPLES
+
+
+@pytest.fixture
+def pool():
+    yield slots.POOL
+    slots.POOL.drop()
+
+
+def judged_at(bundle: Path, tmp_path: Path, options: JudgeOptions) -> dict:
+    folder = tmp_path / f"opened-{bundle.name}-{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    return judge_bundle(open_bundle(bundle, folder), options)
+
+
+def judged(bundle_name: str, tmp_path: Path, options: JudgeOptions) -> dict:
+    return judged_at(EXAMPLES / bundle_name, tmp_path, options)
+
+
+def waiting_children(module: str) -> list[int]:
+    """This process's children running `python -m module` (sandboxed: their own sessions)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and module.encode() in command:
+            found.append(int(entry))
+    return found
+
+
+def test_job_after_job_each_judging_finds_its_processes_waiting(pool, build_cache, tmp_path):
+    options = JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True)
+    first = judged("relu-cpu", tmp_path, options)
+    assert first["status"] == "passed" and WARM_NOTE not in first["logs"]["stderr"]
+
+    # between jobs: the next judging's processes wait, knowing nothing of it (no bundle in their folders)
+    waiting = pool._slot
+    assert waiting is not None and waiting.waiting()
+    assert list(waiting.judged.workdir.iterdir()) == []
+    assert list(waiting.verifier.pristine.iterdir()) == []
+    assert len(waiting_children("profiler_agent.harness.child")) == 1
+
+    wrong = judged("relu-cpu-wrong", tmp_path, options)
+    assert wrong["status"] == "wrong_answer" and WARM_NOTE in wrong["logs"]["stderr"]
+    assert wrong["reason"].startswith("trial 0: output 0:")
+    again = judged("relu-cpu", tmp_path, options)
+    assert again["status"] == "passed" and WARM_NOTE in again["logs"]["stderr"]
+    assert again["timing"]["speedup"] > 0 and again["correctness"]["trials"] >= 3
+    assert not waiting.root.exists()  # a used slot's scratch folder is gone
+
+
+def test_a_slot_started_with_other_limits_is_not_used(pool, build_cache, tmp_path):
+    judged("relu-cpu", tmp_path, JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True))
+    stale = pool._slot
+    other = judged("relu-cpu", tmp_path, JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True,
+                                                      compile_timeout_s=300.0))
+    assert other["status"] == "passed" and WARM_NOTE not in other["logs"]["stderr"]
+    assert not stale.root.exists() and not stale.waiting()
+
+
+def kill_waiting_judged_process(slot: slots.Slot) -> None:
+    (child,) = waiting_children("profiler_agent.harness.child")
+    os.kill(child, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while slot.judged.process.waiting() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_slot_whose_process_died_while_waiting_is_replaced(pool, build_cache, tmp_path):
+    options = JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True)
+    judged("relu-cpu", tmp_path, options)
+    kill_waiting_judged_process(pool._slot)
+    assert not pool._slot.waiting()
+    result = judged("relu-cpu", tmp_path, options)
+    assert result["status"] == "passed" and WARM_NOTE not in result["logs"]["stderr"]
+
+
+def test_a_judged_process_that_ended_before_its_job_came_is_the_agents_fault(build_cache, tmp_path):
+    """Ended after the pool looked and before its settings were sent: no verdict on the submission."""
+    options = JudgeOptions(device="cpu", cache_dir=build_cache)
+    slot = slots.start_slot(options, build_cache)
+    try:
+        kill_waiting_judged_process(slot)
+        bundle = open_bundle(EXAMPLES / "relu-cpu", tmp_path / "opened")
+        judgement = judge_candidate(bundle, bundle.candidate, options, 7, build_cache, snapshot_sources(bundle),
+                                    slot.judged, slot.verifier)
+    finally:
+        slot.close()
+    assert judgement.status == "internal_error"
+    assert "before any submission code ran" in judgement.reason
+
+
+def test_without_keep_warm_nothing_is_left_waiting(pool, build_cache, tmp_path):
+    result = judged("relu-cpu", tmp_path, JudgeOptions(device="cpu", cache_dir=build_cache))
+    assert result["status"] == "passed"
+    assert pool._slot is None and waiting_children("profiler_agent.harness.child") == []
+
+
+@pytest.mark.parametrize("name", ["../torchcode.py", "/etc/passwd", "", ".", None, 3])
+def test_a_file_name_in_the_settings_is_a_plain_name(name):
+    with pytest.raises(ValueError):
+        file_name({"candidate": name}, "candidate")
+    assert file_name({"candidate": "cudacode.py"}, "candidate") == "cudacode.py"
