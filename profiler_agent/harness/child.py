@@ -2,8 +2,7 @@
 exchange folder, where profiler_agent.correctness.verify decides the verdict), times both models.
 
 The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.harness.child` in a fresh session,
-usually before its job is known (profiler_agent.harness.slots): it imports torch and makes its CUDA
-context, then waits. Settings that submission code must not see (the seed), and the job's file
+usually before its job is known (profiler_agent.harness.slots): it imports torch, then waits. Settings that submission code must not see (the seed), and the job's file
 names, arrive on stdin and are read before any submission code loads; the report leaves over the
 pipe named by --result-fd, never over stdout, which belongs to the submission's own prints.
 """
@@ -92,6 +91,8 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     from profiler_agent.correctness.trials import check_correctness, make_inputs
 
     kind = args.device
+    if kind == "cuda":
+        torch.cuda.set_device(0)
     device = torch.device(kind)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
     report["device"] = device_info.describe_device(kind)
@@ -170,25 +171,22 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         phase("kernel_census", census)
 
 
-def get_ready(device: str) -> None:
-    """What every judging needs and no submission code touches, done before the job is known: torch
-    imported, the CUDA context made (seconds each; profiler_agent.harness.slots)."""
-    import torch
+def get_ready() -> None:
+    """What every judging needs and no submission code touches, done before the job is known:
+    torch and the harness imported (seconds; profiler_agent.harness.slots). No CUDA context yet: this
+    process may be started beside another judging's work on the GPU."""
+    import torch  # noqa: F401
 
     import profiler_agent.harness.loading  # noqa: F401
     import profiler_agent.measure.models  # noqa: F401
     import profiler_agent.correctness.trials  # noqa: F401
-
-    if device == "cuda":
-        torch.cuda.set_device(0)
-        torch.cuda.synchronize()  # the context is made by the first call that needs one
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     report = new_report(args.device)
     try:
-        get_ready(args.device)
+        get_ready()
         settings = read_settings()  # may come much later: this process is started ahead of its job
         take_job(settings)
         judge(args, settings, report)

@@ -7,10 +7,12 @@ scratch folder with command lines that name no job: the job (the bundle copied i
 the candidate's build folder, the secret seed) reaches each with its settings, at its turn.
 
 `judge_bundle` always judges in a slot, started at once or taken from the WarmPool: an agent that
-judges job after job (`work --keep-warm`, the benches) refills it when a judging ends, so the next
-job finds its processes imported and waiting. Waiting, they do nothing on the CPU or the GPU and
-hold no job's data; a slot whose limits differ from the next job's, or with a process that ended
-while waiting, is thrown away and a fresh one started.
+judges job after job (`work --keep-warm`, the benches) refills it as soon as a judging's judged
+process has ended, so the next slot imports while that judging is verified and confirmed, and a job
+that follows at once finds its processes ready. They make no CUDA context before their turn (the
+GPU may be confirming the previous judging), and waiting they do nothing and hold no job's data. A
+slot whose limits differ from the next job's, or with a process that ended while waiting, is thrown
+away and a fresh one started; a run's sweep spares them (sandbox.process.live_runs).
 """
 
 from __future__ import annotations
@@ -105,15 +107,15 @@ def verifier_scratch(scratch: Path) -> Path:
     return scratch.with_name(scratch.name + "-verify")
 
 
-def start_verifier(options, scratch: Path, make_context: bool = False) -> trusted.TrustedAhead:
+def start_verifier(options, scratch: Path) -> trusted.TrustedAhead:
     """The verifier of the candidate judged in `scratch` (start_judged)."""
     return trusted.start_trusted("profiler_agent.correctness.verify", options, verifier_scratch(scratch),
-                                 scratch / "exchange", make_context)
+                                 scratch / "exchange")
 
 
-def start_pair(options, cache_dir: Path, scratch: Path, make_context: bool = False) -> tuple[JudgedAhead, trusted.TrustedAhead]:
+def start_pair(options, cache_dir: Path, scratch: Path) -> tuple[JudgedAhead, trusted.TrustedAhead]:
     """A judged process and its verifier, the verifier first (it ends last: harness.ahead)."""
-    verifier = start_verifier(options, scratch, make_context)
+    verifier = start_verifier(options, scratch)
     try:
         return start_judged(options, cache_dir, scratch), verifier
     except BaseException:
@@ -157,18 +159,15 @@ class Slot:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_slot(options, cache_dir: Path, idle: bool = False) -> Slot:
+def start_slot(options, cache_dir: Path) -> Slot:
     """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
-    then the verifier, then the judged process (the one that ends last first: harness.ahead).
-    `idle`: no judging runs now (the pool's refill), so the trusted processes make their CUDA
-    contexts before they wait too; the judged process always does, it runs first."""
+    then the verifier, then the judged process (the one that ends last first: harness.ahead)."""
     root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
     privileges.traversable(root)  # the sandbox user reaches its own folders inside
     confirming = None
     try:
-        make_context = idle and options.device == "cuda"
-        confirming = confirm.start_ahead(options, cache_dir, root / "confirm", make_context)
-        judged, verifier = start_pair(options, cache_dir, root / "candidate", make_context)
+        confirming = confirm.start_ahead(options, cache_dir, root / "confirm")
+        judged, verifier = start_pair(options, cache_dir, root / "candidate")
     except BaseException:
         ahead.cancel_all(*(confirming.processes() if confirming else ()))
         shutil.rmtree(root, ignore_errors=True)
@@ -177,7 +176,7 @@ def start_slot(options, cache_dir: Path, idle: bool = False) -> Slot:
 
 
 class WarmPool:
-    """At most one slot, started after a judging for the next one."""
+    """At most one slot, started during a judging for the next one."""
 
     def __init__(self) -> None:
         self._slot: Slot | None = None
@@ -196,7 +195,7 @@ class WarmPool:
 
     def refill(self, options, cache_dir: Path) -> None:
         self.drop()
-        slot = start_slot(options, cache_dir, idle=True)
+        slot = start_slot(options, cache_dir)
         with self._lock:
             self._slot = slot
 

@@ -44,7 +44,7 @@ class TrustedAhead:
         self.process.cancel()
 
 
-def start_trusted(module: str, options, scratch: Path, outputs: Path, make_context: bool = False) -> TrustedAhead:
+def start_trusted(module: str, options, scratch: Path, outputs: Path) -> TrustedAhead:
     """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
     (profiler_agent.harness.ahead): `finish_trusted` writes the reference, sends the settings and
     reads the report."""
@@ -56,7 +56,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, make_conte
     command = [sys.executable, "-m", module,
                "--reference-dir", str(pristine),
                "--outputs", str(outputs),
-               "--device", options.device, *(["--make-context"] if make_context else [])]
+               "--device", options.device]
     return TrustedAhead(ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,

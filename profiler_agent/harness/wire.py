@@ -9,24 +9,15 @@ import os
 import sys
 
 
-def started_ahead(make_context: bool = False) -> None:
+def started_ahead() -> None:
     """A trusted process may wait for its settings while the judged process runs as the same uid:
     non-dumpable, no process of that uid can trace it or read its memory; torch imported before the
-    wait, so the wait is what it saves (profiler_agent.harness.ahead). `make_context`: its CUDA
-    context too, for a process started while the GPU is idle (between jobs); one started beside a
-    judging makes it only at its turn, never beside the timing."""
+    wait, so the wait is what it saves (profiler_agent.harness.ahead). No CUDA context before its
+    turn: it may be started beside another judging's work on the GPU (harness.slots)."""
     from profiler_agent.sandbox.privileges import make_undumpable
 
     make_undumpable()
-    import torch
-
-    if make_context:
-        make_cuda_context(torch)
-
-
-def make_cuda_context(torch) -> None:
-    torch.cuda.set_device(0)
-    torch.cuda.synchronize()  # the context is made by the first call that needs one
+    import torch  # noqa: F401
 
 
 def read_settings() -> dict:

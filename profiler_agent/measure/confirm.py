@@ -157,33 +157,30 @@ class Started:
         return (self.check, *profiler)
 
 
-def start_processes(options, cache_dir: Path, scratch: Path, make_context: bool = False) -> Started:
-    """Both processes, started before the job they confirm is known (its bundle comes at their turn);
-    `make_context`: their CUDA contexts too (the GPU is idle: wire.started_ahead)."""
+def start_processes(options, cache_dir: Path, scratch: Path) -> Started:
+    """Both processes, started before the job they confirm is known (its bundle comes at their turn)."""
     scratch.mkdir(parents=True)
     profile_scratch = scratch / "profile"
     outputs = profile_scratch / "exchange"
-    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs,
-                                  make_context)
+    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs)
     try:
         profiler = ncu_run.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
                                           profile_scratch, PROFILE, outputs=outputs,
                                           # ncu itself shares the cgroup: the looser (build) limit
-                                          limits=Limits(memory_bytes=options.compile_memory_limit()),
-                                          make_context=make_context)
+                                          limits=Limits(memory_bytes=options.compile_memory_limit()))
     except BaseException:
         check.cancel()
         raise
     return Started(check, profiler, outputs)
 
 
-def start_ahead(options, cache_dir: Path, scratch: Path, make_context: bool = False) -> Started | None:
+def start_ahead(options, cache_dir: Path, scratch: Path) -> Started | None:
     """On CUDA, the confirmation's processes started before the judged process, so their imports
     overlap its run; None elsewhere (a CPU time is not confirmed, and a CPU host's cores are the
     judged process's)."""
     if options.device != "cuda":
         return None
-    return start_processes(options, cache_dir, scratch, make_context)
+    return start_processes(options, cache_dir, scratch)
 
 
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:

@@ -29,8 +29,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--result-fd", type=int, required=True)
-    parser.add_argument("--make-context", action="store_true",
-                        help="make the CUDA context before waiting (started while the GPU is idle: harness.slots)")
     return parser.parse_args(argv)
 
 
@@ -100,7 +98,7 @@ def take_census(census: dict, report: dict) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    started_ahead(make_context=args.make_context and args.device == "cuda")
+    started_ahead()
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
     take_job(settings)
     report = {"verdict": None, "reference_ms": None, "error": None}

@@ -64,7 +64,7 @@ class ProfilerRun:
 
 def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
-    outputs: Path | None = None, executable: str | None = None, limits=None, make_context: bool = False,
+    outputs: Path | None = None, executable: str | None = None, limits=None,
 ) -> "ProfilerAhead | ProfilerRun":
     """Start ncu on profiler_agent.measure.ncu_target in the sandbox, ahead of its turn and of its job:
     `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing."""
@@ -86,7 +86,6 @@ def start_profiler(
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
         *(["--reference-call"] if profile.reference_call else []),
-        *(["--make-context"] if make_context else []),
     ]
     privileges.hand_over(scratch, user)
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(

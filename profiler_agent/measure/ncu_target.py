@@ -33,19 +33,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
     parser.add_argument("--reference-call", action="store_true",
                         help="then one reference call, for the kernel census (REFERENCE_RANGE)")
-    parser.add_argument("--make-context", action="store_true",
-                        help="make the CUDA context before waiting (started while the GPU is idle: harness.slots)")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     import torch  # first: this process is started ahead of its turn (profiler_agent.harness.ahead)
-
-    if args.make_context and args.device == "cuda":
-        from profiler_agent.harness.wire import make_cuda_context
-
-        make_cuda_context(torch)
 
     settings = read_settings()  # before any submission code loads; stdin is closed after
     seed = settings.get("seed")

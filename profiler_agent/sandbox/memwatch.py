@@ -85,8 +85,10 @@ class MemoryWatchdog:
     force (None: unlimited now) and the phase in words; over the limit, the tree is killed and
     `exceeded` says by how much."""
 
-    def __init__(self, root: int, spared: set[int], limit_and_phase, interval_s: float = SAMPLE_INTERVAL_S):
-        self.root, self.spared, self.limit_and_phase, self.interval_s = root, set(spared), limit_and_phase, interval_s
+    def __init__(self, root: int, spared, limit_and_phase, interval_s: float = SAMPLE_INTERVAL_S):
+        # spared: a set, or a callable giving the set now (the agent's other runs come and go)
+        self.root, self.limit_and_phase, self.interval_s = root, limit_and_phase, interval_s
+        self.spared = spared if callable(spared) else (lambda fixed=frozenset(spared): fixed)
         self.exceeded: MemoryExceeded | None = None
         self.peak_bytes = 0
         self._stop = threading.Event()
@@ -103,7 +105,7 @@ class MemoryWatchdog:
     def _watch(self) -> None:
         while not self._stop.is_set():
             limit, phase = self.limit_and_phase()
-            resident, pids = tree_resident_bytes(self.root, self.spared)
+            resident, pids = tree_resident_bytes(self.root, set(self.spared()))
             self.peak_bytes = max(self.peak_bytes, resident)
             if limit and resident > limit:
                 self.exceeded = MemoryExceeded(limit, resident, phase)

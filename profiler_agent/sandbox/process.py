@@ -24,6 +24,16 @@ from profiler_agent.sandbox.logcap import read_capped
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
+# The processes run_sandboxed started that are still running: a run's sweep spares them, so a run
+# may start while another is under way (the next judging's processes: harness.slots).
+_live_runs: set[int] = set()
+_live_runs_lock = threading.Lock()
+
+
+def live_runs() -> set[int]:
+    with _live_runs_lock:
+        return set(_live_runs)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -259,6 +269,8 @@ def run_sandboxed(
         finally:
             if write_fd is not None:
                 os.close(write_fd)  # the child holds the only write end now, so EOF means it is done
+    with _live_runs_lock:
+        _live_runs.add(proc.pid)
     if on_started is not None:
         on_started()
     report = None
@@ -274,7 +286,8 @@ def run_sandboxed(
                       limits.compile_memory_bytes if phased else limits.memory_bytes)
     if judged_cgroup is None and (limits.memory_bytes or limits.compile_memory_bytes):
         # no memory controller: the parent watches the tree's resident memory itself
-        watchdog = MemoryWatchdog(proc.pid, spared, lambda: (clock.memory_limit(), clock.phase_words())).start()
+        watchdog = MemoryWatchdog(proc.pid, lambda: spared | live_runs(),
+                                  lambda: (clock.memory_limit(), clock.phase_words())).start()
     try:
         try:
             proc.stdin.write(stdin_data or b"")
@@ -299,7 +312,10 @@ def run_sandboxed(
         if judged_cgroup is not None:
             judged_cgroup.kill()  # everything in it, escaped sessions included
         exit_code = proc.wait()
-        swept = reaper.sweep(proc.pid, marker, spared)  # the net where no cgroup could be made
+        with _live_runs_lock:
+            _live_runs.discard(proc.pid)
+        # the net where no cgroup could be made; the agent's other runs, started before or after, are spared
+        swept = reaper.sweep(proc.pid, marker, spared | live_runs())
         oom_kills, peak = 0, None
         if judged_cgroup is not None:
             oom_kills, peak = judged_cgroup.oom_kills(), judged_cgroup.memory_peak()
