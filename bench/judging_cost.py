@@ -8,7 +8,7 @@ stage, and what a bare process costs.
 (1) Every bundle is built first, all at once (`profiler_agent judge --run-timeout 1`: the judging is
 cut short right after its build, which stays in the cache). (2) In this one process, as the worker
 runs jobs, each bundle is judged `--rounds` times in turn with the same options, `--keep-warm` as
-`work --keep-warm` does; a line per judging: status, wall, whether its processes were waiting, and
+`work --keep-warm` does, `--gap` seconds apart (0: back to back, a full queue); a line per judging: status, wall, whether its processes were waiting, and
 durations_s. (3) The median wall time of the judgings whose processes were waiting (with
 --no-keep-warm: of all but each bundle's first), the median of each stage, and the bare costs.
 """
@@ -78,6 +78,8 @@ def main() -> None:
     parser.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--cache-dir", type=Path, help="default: a fresh one")
     parser.add_argument("--no-prebuild", action="store_true")
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds between judgings, not counted (an agent whose queue is not full)")
     args = parser.parse_args()
     from profiler_agent.bundles.bundle import open_bundle
     from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle
@@ -94,6 +96,7 @@ def main() -> None:
     stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for round_ in range(args.rounds):
         for bundle_path in bundles:
+            time.sleep(args.gap)
             with tempfile.TemporaryDirectory(prefix="judging-cost-bundle-") as tmp:
                 bundle = open_bundle(bundle_path, Path(tmp))
                 started = time.monotonic()

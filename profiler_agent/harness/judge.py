@@ -115,11 +115,9 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path,
     sources: dict[str, bytes], judged: slots.JudgedAhead, verifier: trusted.TrustedAhead, census_in_child: bool = True,
-    on_judged: Callable[[], None] | None = None,
 ) -> CandidateJudgement:
     """Judge one candidate in the processes started for it (slots.start_pair), each used or cancelled.
-    `census_in_child` False: the kernel census is taken from ncu's record instead (measure.confirm).
-    `on_judged` is called once the judged process has ended, before its outputs are verified."""
+    `census_in_child` False: the kernel census is taken from ncu's record instead (measure.confirm)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
@@ -146,8 +144,6 @@ def judge_candidate(
         privileges.hand_over(judged.scratch, user)
         privileges.hand_over(extensions, user)
         run = judged.process.finish(json.dumps({**settings, **job}).encode())
-    if on_judged is not None:
-        on_judged()
     if run.ended_waiting:
         ahead.cancel_all(verifier)
         return ended_before_its_job(run)
@@ -363,20 +359,10 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     sources = snapshot_sources(bundle)
     # every process of the judging, started ahead (harness.slots), taken from the pool when one waits
     slot = slots.POOL.take(options, cache_dir) if options.keep_warm else slots.start_slot(options, cache_dir)
-    refilled = []
-
-    def start_next() -> None:
-        """The next judging's processes, started once this one's timing is over: they import while
-        this one is verified and confirmed (harness.slots)."""
-        if options.keep_warm and not refilled:
-            refilled.append(True)
-            slots.POOL.refill(options, cache_dir)
-
     try:
         confirming = slot.confirming
         main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, sources, slot.judged,
-                               slot.verifier, census_in_child=not (confirming and confirming.profiles()),
-                               on_judged=start_next)
+                               slot.verifier, census_in_child=not (confirming and confirming.profiles()))
         reported_device = (main.report or {}).get("device") or {}
         if set(reported_device) == set(result["device"]):
             result["device"] = reported_device
@@ -410,7 +396,10 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
             result["self_test"] = run_self_test(bundle, options, cache_dir, scratch / "self-test")
     finally:  # whatever was not needed (or an error cut short) ends here, with its scratch folder
         slot.close()
-    start_next()  # where no judged process ran (a failed build from the cache)
+    if options.keep_warm:
+        # the next judging's, started once this one's processes are gone: started beside its
+        # verification instead, their imports slowed it as much as they saved (docs/measurement.md)
+        slots.POOL.refill(options, cache_dir)
     result["durations_s"]["total"] = time.monotonic() - started
     schema.validate_result(result)
     return result

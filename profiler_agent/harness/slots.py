@@ -7,12 +7,12 @@ scratch folder with command lines that name no job: the job (the bundle copied i
 the candidate's build folder, the secret seed) reaches each with its settings, at its turn.
 
 `judge_bundle` always judges in a slot, started at once or taken from the WarmPool: an agent that
-judges job after job (`work --keep-warm`, the benches) refills it as soon as a judging's judged
-process has ended, so the next slot imports while that judging is verified and confirmed, and a job
-that follows at once finds its processes ready. They make no CUDA context before their turn (the
-GPU may be confirming the previous judging), and waiting they do nothing and hold no job's data. A
-slot whose limits differ from the next job's, or with a process that ended while waiting, is thrown
-away and a fresh one started; a run's sweep spares them (sandbox.process.live_runs).
+judges job after job (`work --keep-warm`, the benches) refills it when a judging ends, so a job
+that comes a few seconds later finds its processes imported and waiting (one that comes at once
+waits for the rest of their imports). They make no CUDA context before their turn, and waiting
+they do nothing and hold no job's data. A slot whose limits differ from the next job's, or with a
+process that ended while waiting, is thrown away and a fresh one started; a run's sweep spares them
+(sandbox.process.live_runs).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def start_slot(options, cache_dir: Path) -> Slot:
 
 
 class WarmPool:
-    """At most one slot, started during a judging for the next one."""
+    """At most one slot, started after a judging for the next one."""
 
     def __init__(self) -> None:
         self._slot: Slot | None = None
