@@ -84,3 +84,14 @@ def test_password_reset_by_mail(client, db):
     assert done.status_code == 302
     assert client.login(username="carol", password="Another-pass-77")
     assert "invalid or was already used" in client.get(link, follow=True).content.decode()
+
+
+def test_a_token_name_longer_than_its_column_is_refused_with_a_message(client, alice):
+    """The walk of issue 12: a 500-character name was stored on SQLite and a server error on PostgreSQL."""
+    client.force_login(alice.user)
+    response = client.post("/account/tokens/", {"name": "n" * 500}, follow=True)
+    assert response.status_code == 200
+    assert "A token&#x27;s name has at most 100 characters; this one has 500." in response.content.decode()
+    assert not alice.api_tokens.exists()
+    client.post("/account/tokens/", {"name": "n" * 100})
+    assert alice.api_tokens.get().name == "n" * 100
