@@ -6,7 +6,7 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from submissions.models import Contestant, Framework, Issue, Season
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Season
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -152,6 +152,7 @@ class IssueForm(forms.Form):
     level = forms.TypedChoiceField(choices=LEVEL_CHOICES, coerce=int, empty_value=None, required=False,
                                    label=_("Claimed level"))
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, label=_("Description"),
+                                  max_length=ISSUE_DESCRIPTION_MAX_CHARS,
                                   help_text=_("Expected result, how to verify it, background"))
 
 

@@ -57,6 +57,8 @@ def test_a_cookie_holding_a_nul_is_ignored(client, season, alice):
 @pytest.mark.parametrize("field, value, problem", [
     ("title", "x" * 201, "title: String should have at most 200 characters"),
     ("operator", "y" * 201, "operator: String should have at most 200 characters"),
+    # unbounded before the walk of issue 12, which opened an issue of 3 MB
+    ("description", "d" * 20_001, "description: String should have at most 20000 characters"),
     ("title", "Re\x00LU", "title: must not contain the NUL character"),
     ("description", "\x00", "description: must not contain the NUL character"),
     ("season", "S\x001", "season: must not contain the NUL character"),
@@ -70,7 +72,8 @@ def test_an_issue_field_the_database_cannot_hold_is_a_422_naming_it(client, seas
     assert response.status_code == 422, response.content
     assert problem in response.json()["detail"]
     assert not alice.issues.exists()
-    longest = {"season": "S1", "title": "t" * 200, "operator": "o" * 200, "framework": "jax", "level": 4}
+    longest = {"season": "S1", "title": "t" * 200, "operator": "o" * 200, "framework": "jax", "level": 4,
+               "description": "d" * 20_000}
     assert client.post("/api/v1/issues", longest, content_type="application/json", headers=bearer(token)).status_code == 201
 
 
