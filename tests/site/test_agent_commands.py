@@ -12,7 +12,10 @@ from submissions.services import accounts, agent_redis
 
 
 @pytest.fixture
-def name(db):
+def name(db, settings):
+    # ACL users are server-wide and agents stay in database 0: these tests make users and queue nothing,
+    # so they run on database 0 of the tests' Redis whichever database REDIS_URL names.
+    settings.REDIS_URL = settings.REDIS_URL.rsplit("/", 1)[0] + "/0"
     agent_name = f"cmd-{uuid.uuid4().hex[:8]}"
     yield agent_name
     agent_redis.delete(agent_name)
