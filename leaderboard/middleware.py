@@ -8,6 +8,7 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import render
 from django.utils import translation
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext as _
@@ -123,3 +124,44 @@ class RefuseNulMiddleware:
         if request.path_info.startswith("/api/"):
             return JsonResponse({"detail": message}, status=400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+class ErrorAnswersMiddleware:
+    """Error answers Django or django-ninja make without a body of ours: under /api/ each becomes JSON
+    with a `detail` (an unknown address was the HTML 404 page, a wrong method the text "Method not
+    allowed"); on the site a 405 (`GET /accounts/logout/`) was a blank page and now wears the layout.
+    Last of the middleware: the user and the CSRF token are known when it renders."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code < 400 or response.streaming:
+            return response
+        if request.path_info.startswith("/api/"):
+            if response.get("Content-Type", "").startswith("application/json"):
+                return response
+            replaced = JsonResponse({"detail": self.api_detail(request, response)}, status=response.status_code)
+        elif response.status_code == 405 and not response.content:
+            allowed = [m.strip() for m in response.get("Allow", "").split(",") if m.strip() not in ("", "OPTIONS", "HEAD")]
+            replaced = render(request, "405.html", status=405, context={
+                "request_path": request.path, "method": request.method, "allowed": ", ".join(allowed)})
+        else:
+            return response
+        if response.has_header("Allow"):
+            replaced["Allow"] = response["Allow"]
+        return replaced
+
+    @staticmethod
+    def api_detail(request, response):
+        status = response.status_code
+        if status == 404:
+            return _("there is no API call at %(path)s; the API's calls are listed at /api/v1/docs") % {
+                "path": request.path}
+        if status == 405:
+            return _("%(method)s is not allowed on %(path)s; allowed: %(allowed)s") % {
+                "method": request.method, "path": request.path, "allowed": response.get("Allow", "")}
+        if status >= 500:
+            return _("server error; the organizers can find it in the site's log")
+        return response.reason_phrase

@@ -57,11 +57,12 @@ ensure_redis() {
 }
 
 # TERM everything started here, give it 15 s to finish, then KILL what is left (a worker busy
-# in a blocking Redis read may not notice TERM at once).
+# in a blocking Redis read may not notice TERM at once). A process already gone (gunicorn quits on
+# Ctrl-C's SIGINT itself) must not end this under set -e: the sweeper ignores SIGINT and needs TERM.
 stop_started() {
   local pid left
   for pid in "${STARTED_PIDS[@]:-}"; do
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; }
   done
   for _ in $(seq 30); do
     left=""

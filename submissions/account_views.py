@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from submissions.forms import ProfileForm, RegisterForm
+from submissions.models import ApiToken
 from submissions.services import accounts
 
 
@@ -66,7 +67,13 @@ def agreement(request):
 @require_POST
 def create_token(request):
     contestant = accounts.contestant_for(request.user)
-    token, raw = accounts.create_api_token(contestant, name=request.POST.get("name", "").strip() or "default")
+    name = request.POST.get("name", "").strip() or "default"
+    longest = ApiToken._meta.get_field("name").max_length
+    if len(name) > longest:  # PostgreSQL would refuse it with a server error
+        messages.error(request, _("A token's name has at most %(count)s characters; this one has %(length)s.")
+                       % {"count": longest, "length": len(name)})
+        return redirect("account")
+    token, raw = accounts.create_api_token(contestant, name=name)
     messages.success(request, _("Your new API token (shown only once): %(token)s") % {"token": raw})
     return redirect("account")
 

@@ -14,7 +14,7 @@ from submissions import ranked_runs, selectors
 from submissions.api_auth import AgentAuth, ContestantTokenAuth
 from submissions.api_fields import Text, column_length, replace_nul
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
-from submissions.models import Framework, Issue, Run, RunStage, Season, Submission
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Framework, Issue, Run, RunStage, Season, Submission
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.services import fleet, judging, pr_intake, recovery, submitting
@@ -321,7 +321,7 @@ class IssueIn(Schema):
     operator: Text = Field("", max_length=column_length(Issue, "operator"))
     framework: Literal[tuple(Framework.values)] = Framework.PYTORCH.value
     level: Optional[Literal[1, 2, 3, 4]] = Field(None, description="The level claimed (seed 000's rubric)")
-    description: Text = ""
+    description: Text = Field("", max_length=ISSUE_DESCRIPTION_MAX_CHARS)
 
 
 class IssueOut(Schema):

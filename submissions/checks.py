@@ -17,6 +17,19 @@ def redis_location(url):
 
 
 @register()
+def agents_queues_in_database_zero(app_configs=None, **kwargs):
+    database = redis_location(settings.REDIS_URL)[2]
+    if database != 0:
+        return [Warning(
+            f"REDIS_URL names database {database}; agents' Redis users reach database 0 only",
+            hint="An agent host's Redis user may not SELECT another database (it would reach the site's own "
+                 "queue), so it waits in database 0 while the site puts its jobs in REDIS_URL's: use database 0 "
+                 "for REDIS_URL (manage.py agent_redis_user refuses to make users until then).",
+            id="submissions.W002")]
+    return []
+
+
+@register()
 def site_queue_apart_from_agents(app_configs=None, **kwargs):
     if redis_location(settings.SITE_REDIS_URL) == redis_location(settings.REDIS_URL):
         return [Warning(

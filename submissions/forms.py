@@ -1,4 +1,6 @@
 """Forms of the contestant pages."""
+import unicodedata
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -6,7 +8,7 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from submissions.models import Contestant, Framework, Issue, Season
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Season
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -63,6 +65,32 @@ class SubmitForm(forms.Form):
         return data
 
 
+# Control characters and the invisible ones that reorder or hide text (U+202E turns "Carol evil" into
+# "Carol live" on the leaderboard; U+200B makes a second "Alice").
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs"}
+
+
+def refuse_hidden_characters(value):
+    hidden = next((c for c in value if unicodedata.category(c) in HIDDEN_CATEGORIES), None)
+    if hidden is not None:
+        raise forms.ValidationError(_("Invisible or text-direction characters are not allowed here (found U+%(code)s).")
+                                    % {"code": f"{ord(hidden):04X}"}, code="hidden_character")
+    return value
+
+
+def refuse_a_name_shown_for_another(name, contestant=None):
+    """A display name is how the leaderboard tells contestants apart: none may take another's (their
+    display name or user name, whatever the case)."""
+    others = Contestant.objects.exclude(pk=getattr(contestant, "pk", None))
+    other = (others.filter(display_name__iexact=name).first()
+             or others.filter(user__username__iexact=name).select_related("user").first())
+    if other is not None:
+        shown = other.display_name if other.display_name.lower() == name.lower() else other.user.username
+        raise forms.ValidationError(_("Another contestant is shown as “%(name)s”; pick a name of your own.")
+                                    % {"name": shown}, code="name_taken")
+    return name
+
+
 class RegisterForm(UserCreationForm):
     display_name = forms.CharField(max_length=100, required=False, label=_("Display name"),
                                    help_text=_("Shown on the leaderboard"))
@@ -75,6 +103,22 @@ class RegisterForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
         fields = ("username", "email")
+
+    def clean_display_name(self):
+        return refuse_hidden_characters(self.cleaned_data["display_name"].strip())
+
+    def clean_affiliation(self):
+        return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
+
+    def clean(self):
+        data = super().clean()
+        shown = data.get("display_name") or data.get("username")
+        if shown and "display_name" not in self.errors and "username" not in self.errors:
+            try:
+                refuse_a_name_shown_for_another(shown)
+            except forms.ValidationError as exc:
+                self.add_error("display_name" if data.get("display_name") else "username", exc)
+        return data
 
 
 class ThrottledLoginMixin:
@@ -123,7 +167,10 @@ class ProfileForm(forms.ModelForm):
         name = self.cleaned_data["display_name"].strip()
         if not name:
             raise forms.ValidationError(_("The display name must not be empty."))
-        return name
+        return refuse_a_name_shown_for_another(refuse_hidden_characters(name), self.instance)
+
+    def clean_affiliation(self):
+        return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
 
 
 class PullRequestForm(forms.Form):
@@ -152,6 +199,7 @@ class IssueForm(forms.Form):
     level = forms.TypedChoiceField(choices=LEVEL_CHOICES, coerce=int, empty_value=None, required=False,
                                    label=_("Claimed level"))
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, label=_("Description"),
+                                  max_length=ISSUE_DESCRIPTION_MAX_CHARS,
                                   help_text=_("Expected result, how to verify it, background"))
 
 

@@ -166,6 +166,11 @@ class Framework(models.TextChoices):
     OTHER = "other", _("Other")
 
 
+# An issue's description is a few paragraphs; the column has no limit of its own (the walk of issue 12
+# opened one of 3 MB through the API, shown whole to every visitor of the issue).
+ISSUE_DESCRIPTION_MAX_CHARS = 20_000
+
+
 class Issue(models.Model):
     """A 赛题: one operator a contestant optimizes; submissions are bound to it by its code."""
 

@@ -5,6 +5,7 @@ and turns an organizer's points into (base score, bonus). Like `ranking.py`, it 
 only: a submission with its files and its latest runs.
 """
 import ast
+import math
 from dataclasses import dataclass
 
 from django.utils.translation import gettext, gettext_lazy as _
@@ -118,7 +119,7 @@ class Rubric:
         raise NotImplementedError
 
     def clean_points(self, raw):
-        """Every item's points as floats (missing ones are 0), or RubricPointsError."""
+        """Every item's points as floats from 0 to the item's points (missing ones are 0), or RubricPointsError."""
         keys = {i.key for i in self.items}
         unknown = sorted(set(raw) - keys)
         if unknown:
@@ -126,13 +127,18 @@ class Rubric:
                                     % {"unknown": ", ".join(unknown), "items": ", ".join(sorted(keys))})
         points = {}
         for item in self.items:
-            value = raw.get(item.key, 0)
+            given = raw.get(item.key, 0)
             try:
-                value = float(value if value not in ("", None) else 0)
+                value = float(given if given not in ("", None) else 0)
             except (TypeError, ValueError):
-                raise RubricPointsError(gettext("%(item)s: %(value)r is not a number") % {"item": item.label, "value": value})
+                value = math.nan
+            if not math.isfinite(value):  # "nan" and "inf" pass float(); the database cannot store them
+                raise RubricPointsError(gettext("%(item)s: %(value)r is not a number") % {"item": item.label, "value": given})
             if value < 0:
                 raise RubricPointsError(gettext("%(item)s: points must not be negative") % {"item": item.label})
+            if value > item.points:
+                raise RubricPointsError(gettext("%(item)s: %(value)s points are more than the item's %(max)s")
+                                        % {"item": item.label, "value": f"{value:g}", "max": f"{item.points:g}"})
             points[item.key] = value
         return points
 
@@ -199,6 +205,10 @@ class KernelContestRubric(Rubric):
             if str(level) not in {"1", "2", "3", "4"}:
                 raise RubricConfigError(gettext("'level_points' has level %(level)r; levels are 1-4") % {"level": level})
             self.level_points[int(level)] = _number(value, f"'level_points.{level}'")
+            if self.level_points[int(level)] > self.item("level").points:
+                raise RubricConfigError(gettext("'level_points.%(level)s' (%(value)s) is above the level item's "
+                                                "%(max)s points; raise 'points.level' too")
+                                        % {"level": level, "value": f"{value:g}", "max": f"{self.item('level').points:g}"})
         self.clear_speedup = _number(config.get("clear_speedup_at_least", 1.3), "'clear_speedup_at_least'")
 
     def default_items(self):

@@ -79,6 +79,13 @@ def server_version(connection):
     return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
 
 
+def agents_database():
+    """The database number (or name) of REDIS_URL, where the site puts the agents' jobs."""
+    from submissions.checks import redis_location
+
+    return redis_location(settings.REDIS_URL)[2]
+
+
 def agent_url(username, password):
     """The URL an agent host is given: the agents' Redis as agents reach it, database 0."""
     base = urlsplit(settings.AGENT_REDIS_URL or settings.REDIS_URL)
@@ -92,6 +99,13 @@ def create_or_rotate(agent_name, connection=None):
     """Make (or give a new password to) the agent's ACL user; returns the Redis URL to hand over.
     A rotation disconnects the user's open connections: the old password stops working at once."""
     username = username_for(agent_name)
+    database = agents_database()
+    if database != 0:
+        # The user may not SELECT (it would reach the site's queue): an agent given this URL would wait
+        # in database 0 while the site puts its jobs in REDIS_URL's database.
+        raise AgentRedisError(f"REDIS_URL names database {database}, but an agent's Redis user stays in database 0: "
+                              f"the site's jobs would never reach it. Use database 0 of a server for REDIS_URL "
+                              f"(the site's own queue takes database 1: SITE_REDIS_URL)")
     connection = connection or admin_connection()
     if server_version(connection) < ACL_MIN_VERSION:
         raise AclUnsupported("this Redis has no ACL users (it is older than 6)")

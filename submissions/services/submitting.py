@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from submissions.bundles import Bundle
-from submissions.models import Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 
@@ -29,6 +29,9 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
     if framework not in Framework.values:
         raise SubmissionRefused(_("unknown framework '%(framework)s'; one of %(known)s")
                                 % {"framework": framework, "known": ", ".join(Framework.values)})
+    if len(description) > ISSUE_DESCRIPTION_MAX_CHARS:
+        raise SubmissionRefused(_("an issue's description has at most %(count)s characters; this one has %(length)s")
+                                % {"count": ISSUE_DESCRIPTION_MAX_CHARS, "length": len(description)})
     if level is not None and level not in (1, 2, 3, 4):
         raise SubmissionRefused(_("the claimed level must be 1, 2, 3 or 4, not %(level)s") % {"level": level})
     with transaction.atomic():

@@ -18,6 +18,24 @@ def chromium_path():
     raise RuntimeError("Chromium is not installed: `apt-get install chromium` (.ci/run does it)")
 
 
+# Whether Chromium has a font for Chinese: without one every character is the same empty box (the walk
+# of issue 12 took its Chinese screenshots on such a machine). Two characters and an unassigned code
+# point are drawn; with a font, each differs.
+DRAWS_CHINESE = """() => {
+  const canvas = document.createElement('canvas'); canvas.width = canvas.height = 48;
+  const g = canvas.getContext('2d');
+  const pixels = text => { g.clearRect(0, 0, 48, 48); g.font = '40px sans-serif'; g.fillText(text, 2, 40);
+                           return g.getImageData(0, 0, 48, 48).data.join(','); };
+  const pai = pixels('排');
+  return pai !== pixels('行') && pai !== pixels('\\u0378');
+}"""
+CJK_FONT_HINT = "Chromium has no font for Chinese: install one (apt-get install fonts-wqy-microhei; .ci/run does)"
+
+
+def draws_chinese(page):
+    return page.evaluate(DRAWS_CHINESE)
+
+
 @pytest.fixture
 def page(request):
     """A fresh Chromium page; a test parametrized with `language` gets that browser locale."""

@@ -207,3 +207,22 @@ def test_the_language_switch_works_without_javascript(live_server, page, every_p
         plain.locator("header form.lang button", has_text="English").click()
     assert "Leaderboard" in plain.locator("h1").inner_text()
     context.close()
+
+
+@pytest.mark.parametrize("language, home, title, takes", [
+    ("en-US", "Home", "Not a page to open", "takes POST from a button or form of the site, not GET"),
+    ("zh-CN", "首页", "不是可以打开的页面", "只接受网站按钮或表单发来的 POST 请求，不接受 GET"),
+])
+def test_an_address_that_takes_only_post_opened_as_a_page_wears_the_site_layout(
+        live_server, page, language, home, title, takes):
+    """The walk of issue 12: opening /accounts/logout/ (or another button's address) gave a blank page."""
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
+    contestant = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    log_in_browser(page, live_server, contestant.user)
+    for path in ("/accounts/logout/", "/account/tokens/"):
+        response = page.goto(f"{live_server.url}{path}")
+        assert_in_site_layout(page, response, 405, title, home)
+        assert path in page.locator("main").inner_text() and takes in page.locator("main").inner_text()
+        assert response.headers["allow"].startswith("POST")
+    assert "alice" in page.locator("header").inner_text()  # still signed in: nothing was done
+    assert [e for e in page.console_errors if "status of 405" not in e] == []

@@ -9,7 +9,7 @@ import pytest
 
 from submissions.models import GpuType, Season
 from submissions.services import accounts
-from tests.browser.conftest import ARTIFACTS, ROOT
+from tests.browser.conftest import ARTIFACTS, CJK_FONT_HINT, ROOT, draws_chinese
 from tests.judged_data import accepted_sample
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,6 +20,7 @@ def shoot(page, name):
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     if os.environ.get("SAVE_DOC_SCREENSHOTS"):
+        assert draws_chinese(page), CJK_FONT_HINT  # never a screenshot of boxes into docs/
         DOCS.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, DOCS / path.name)
 
@@ -63,6 +64,13 @@ def test_visitor_browses_the_leaderboard(live_server, page, season_with_results,
     page.click("text=Bob")
     assert "Bob" in page.locator("h1").inner_text() and "5.20×" in page.content()
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize("language", ["zh-CN"])
+def test_chromium_draws_the_chinese_pages_in_chinese_characters(live_server, page, language):
+    page.goto(f"{live_server.url}/")
+    assert "首页" in page.locator("header").inner_text()
+    assert draws_chinese(page), CJK_FONT_HINT
 
 
 def test_language_switch_in_the_page(live_server, page, season_with_results):

@@ -133,3 +133,32 @@ def test_an_issue_page_offers_submitting_to_it_and_names_run_states(live_server,
     assert page.get_by_role("link", name=words["submit_here"]).count() == 0
     assert page.locator("#submit-to-issue-note").count() == 1
     assert page.console_errors == []
+
+
+ABOVE_MAX = {"en-US": "CUDA execution time measured: 1e+308 points are more than the item's 5",
+             "zh-CN": "CUDA 执行时间评估：1e+308 分超过了该项的上限 5 分"}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_points_above_an_items_max_are_refused_in_the_browser_and_by_the_site(live_server, page, contest, language):
+    """The walk of issue 12 accepted 1e308 points (with an override reason): 1e+308 on the leaderboard."""
+    words, flagged = WORDS[language], contest["flagged"]
+    log_in(page, live_server.url, "organizer", "pw-organizer-1")
+    review_page = f"{live_server.url}/organizer/submissions/{flagged.pk}/"
+    page.goto(review_page)
+    points = page.locator("input[name=points_execution_time]")
+    points.fill("1e308")
+    page.get_by_label(words["accept"], exact=True).check()
+    page.fill("textarea[name=reason]", "fine")
+    page.fill("textarea[name=override_reason]", "organizer's call")
+    page.fill("textarea[name=acceptance_override]", "a copy on purpose")
+    page.get_by_role("button", name=words["record"]).click()
+    assert points.evaluate("e => e.validity.rangeOverflow")  # Chromium keeps the form: the field's max
+    assert page.url == review_page and not Review.objects.exists()
+
+    page.locator("form.rubric").evaluate("f => f.noValidate = true")  # a client that skips the check
+    page.get_by_role("button", name=words["record"]).click()
+    page.wait_for_load_state()
+    assert ABOVE_MAX[language] in page.locator("#review-error").inner_text()
+    assert not Review.objects.exists()
+    assert [e for e in page.console_errors if "status of 400" not in e] == []

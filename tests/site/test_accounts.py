@@ -84,3 +84,29 @@ def test_password_reset_by_mail(client, db):
     assert done.status_code == 302
     assert client.login(username="carol", password="Another-pass-77")
     assert "invalid or was already used" in client.get(link, follow=True).content.decode()
+
+
+def test_a_token_name_longer_than_its_column_is_refused_with_a_message(client, alice):
+    """The walk of issue 12: a 500-character name was stored on SQLite and a server error on PostgreSQL."""
+    client.force_login(alice.user)
+    response = client.post("/account/tokens/", {"name": "n" * 500}, follow=True)
+    assert response.status_code == 200
+    assert "A token&#x27;s name has at most 100 characters; this one has 500." in response.content.decode()
+    assert not alice.api_tokens.exists()
+    client.post("/account/tokens/", {"name": "n" * 100})
+    assert alice.api_tokens.get().name == "n" * 100
+
+
+def test_the_profile_keeps_a_name_of_ones_own_without_hidden_characters(client, alice, bob):
+    client.force_login(bob.user)
+    fields = {"display_name": "Bob", "affiliation": "", "gitee_handle": "", "gitlink_handle": "", "github_handle": ""}
+    for display_name, affiliation, problem in [
+            ("alice", "", "Another contestant is shown as “Alice”"),
+            ("Bob\u202e", "", "found U+202E"), ("Bob", "ZJU\u2066", "found U+2066")]:
+        response = client.post("/account/", dict(fields, display_name=display_name, affiliation=affiliation))
+        assert response.status_code == 200 and problem in response.content.decode(), display_name
+    bob.refresh_from_db()
+    assert (bob.display_name, bob.affiliation) == ("Bob", "")  # nothing saved
+    assert client.post("/account/", dict(fields, display_name="BOB", affiliation="浙江大学")).status_code == 302
+    bob.refresh_from_db()
+    assert (bob.display_name, bob.affiliation) == ("BOB", "浙江大学")  # his own name, another case

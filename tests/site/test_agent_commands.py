@@ -4,15 +4,18 @@ import uuid
 
 import pytest
 import redis
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from submissions.checks import site_queue_apart_from_agents
+from submissions.checks import agents_queues_in_database_zero, site_queue_apart_from_agents
 from submissions.models import Agent
 from submissions.services import accounts, agent_redis
 
 
 @pytest.fixture
-def name(db):
+def name(db, settings):
+    # ACL users are server-wide and agents stay in database 0: these tests make users and queue nothing,
+    # so they run on database 0 of the tests' Redis whichever database REDIS_URL names.
+    settings.REDIS_URL = settings.REDIS_URL.rsplit("/", 1)[0] + "/0"
     agent_name = f"cmd-{uuid.uuid4().hex[:8]}"
     yield agent_name
     agent_redis.delete(agent_name)
@@ -66,3 +69,16 @@ def test_the_system_check_warns_when_the_site_queue_shares_the_agents_database(s
     assert warning.id == "submissions.W001"
     settings.SITE_REDIS_URL = "redis://127.0.0.1:6379/1"
     assert site_queue_apart_from_agents() == []
+
+
+def test_agents_redis_users_are_refused_while_redis_url_names_another_database(name, settings):
+    """The walk of issue 12: with REDIS_URL=redis://host/5 the site queued its jobs in database 5 and handed
+    agents a user confined to database 0, where they waited for ever."""
+    server = settings.REDIS_URL.rsplit("/", 1)[0]
+    settings.REDIS_URL = f"{server}/5"
+    with pytest.raises(CommandError, match="REDIS_URL names database 5, but an agent's Redis user stays in database 0"):
+        run("agent_redis_user", name)
+    assert [w.id for w in agents_queues_in_database_zero()] == ["submissions.W002"]
+    settings.REDIS_URL = f"{server}/0"
+    assert agents_queues_in_database_zero() == []
+    assert run("agent_redis_user", name, "--quiet").strip().endswith("/0")

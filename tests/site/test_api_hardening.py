@@ -57,6 +57,8 @@ def test_a_cookie_holding_a_nul_is_ignored(client, season, alice):
 @pytest.mark.parametrize("field, value, problem", [
     ("title", "x" * 201, "title: String should have at most 200 characters"),
     ("operator", "y" * 201, "operator: String should have at most 200 characters"),
+    # unbounded before the walk of issue 12, which opened an issue of 3 MB
+    ("description", "d" * 20_001, "description: String should have at most 20000 characters"),
     ("title", "Re\x00LU", "title: must not contain the NUL character"),
     ("description", "\x00", "description: must not contain the NUL character"),
     ("season", "S\x001", "season: must not contain the NUL character"),
@@ -70,7 +72,8 @@ def test_an_issue_field_the_database_cannot_hold_is_a_422_naming_it(client, seas
     assert response.status_code == 422, response.content
     assert problem in response.json()["detail"]
     assert not alice.issues.exists()
-    longest = {"season": "S1", "title": "t" * 200, "operator": "o" * 200, "framework": "jax", "level": 4}
+    longest = {"season": "S1", "title": "t" * 200, "operator": "o" * 200, "framework": "jax", "level": 4,
+               "description": "d" * 20_000}
     assert client.post("/api/v1/issues", longest, content_type="application/json", headers=bearer(token)).status_code == 201
 
 
@@ -173,3 +176,28 @@ def test_a_results_extra_fields_are_kept(client, queued_run, agent_and_token):
     result = Run.objects.get(pk=run.pk).result
     assert (result["timing"]["candidate"]["batched_ms"], result["timing"]["candidate"]["overhead_pct"]) == (0.41, 12.0)
     assert result["new_measurement"] == {"unit": "W"}
+
+
+@pytest.mark.parametrize("method, path, status, detail", [
+    ("get", "/api/v1/no/such/call", 404, "there is no API call at /api/v1/no/such/call"),
+    ("put", "/api/v1/issues", 405, "PUT is not allowed on /api/v1/issues; allowed: POST"),
+    ("delete", "/api/v1/submissions/1", 405, "DELETE is not allowed on /api/v1/submissions/1; allowed: GET"),
+    ("post", "/api/v1/seasons/S1/leaderboard", 405, "POST is not allowed on /api/v1/seasons/S1/leaderboard"),
+])
+def test_an_unknown_api_address_or_method_is_answered_in_json(client, season, method, path, status, detail):
+    """The walk of issue 12: these answered the HTML 404 page and the text "Method not allowed", while the
+    API promises every error as JSON with a detail."""
+    response = getattr(client, method)(path)
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/json"
+    assert detail in response.json()["detail"]
+    if status == 405:
+        assert response["Allow"]
+
+
+def test_a_server_error_under_the_api_is_answered_in_json(client, settings):
+    settings.ROOT_URLCONF = "tests.browser.failing_urls"
+    client.raise_request_exception = False
+    response = client.get("/api/v1/test-only/server-error/")
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    assert "server error" in response.json()["detail"]

@@ -56,10 +56,11 @@ def test_missing_fields_are_json_422(client, season, alice):
 def test_public_leaderboard_ranks_by_season_rule(client, season, alice, bob, organizer):
     from submissions.bundles import build_bundle
 
-    for contestant, points in ((alice, 5), (bob, 14)):
+    for contestant, points in ((alice, {"execution_time": 5}),
+                               (bob, {"execution_time": 5, "throughput": 4, "bandwidth": 3, "ground_truth": 2})):
         issue = submitting.open_issue(season, contestant, title=f"{contestant} op")
         submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
-        reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": points},
+        reviewing.review_submission(submission, organizer.user, "accepted", rubric=points,
                                     override_reason="scored by hand in this test",
                                     acceptance_override="not judged: the ranking rule alone is tested")
     response = client.get("/api/v1/seasons/S1/leaderboard")

@@ -55,3 +55,21 @@ def test_issue_page_numbers_versions_with_their_speedups(client, season, alice, 
     page = client.get(f"/issues/{issue.code}/").content.decode()
     assert page.index("<td>v2</td>") < page.index("<td>v1</td>")  # newest first
     assert "1.50×" in page and "2.75×" in page
+
+
+def test_an_issue_description_past_its_limit_is_refused_on_the_site_and_by_the_service(client, season, alice):
+    """The walk of issue 12 opened issues of 200 KB (the form) and 3 MB (the API), each shown whole."""
+    client.force_login(alice.user)
+    form = {"season": season.pk, "title": "GELU", "framework": "pytorch"}
+    response = client.post("/issues/new/", dict(form, description="d" * 20_001))
+    assert response.status_code == 200 and not Issue.objects.exists()
+    assert "Ensure this value has at most 20000 characters (it has 20001)." in response.content.decode()
+    assert 'maxlength="20000"' in client.get("/issues/new/").content.decode()
+    try:
+        submitting.open_issue(season, alice, title="GELU", description="d" * 20_001)
+    except submitting.SubmissionRefused as exc:
+        assert "at most 20000 characters; this one has 20001" in str(exc)
+    else:
+        raise AssertionError("a description of 20001 characters was accepted")
+    client.post("/issues/new/", dict(form, description="d" * 20_000))
+    assert len(Issue.objects.get().description) == 20_000

@@ -151,3 +151,28 @@ def test_every_csv_export_shows_formulas_as_text(client, season, organizer, agen
                                                                                               "'\t=1+1")
     assert records["reviews"][0]["reason"] == "'-2+3"
     assert "'+cmd|' /C calc'!A0" in [entry["reason"] for entry in records["audit"]]
+
+
+def test_review_points_must_be_finite_and_at_most_the_items_max(
+        client, season, alice, organizer, agent_and_token, django_capture_on_commit_callbacks):
+    """The walk of issue 12: "nan" or "inf" with an override reason ended in a server error (the database
+    refuses them), and 1e308 put a base score of 1e+308 on the leaderboard."""
+    agent, _ = agent_and_token
+    submission = judged(django_capture_on_commit_callbacks, agent, alice,
+                        submitting.open_issue(season, alice, title="ReLU"), valid_files())
+    client.force_login(organizer.user)
+    form = {"decision": "accepted", "reason": "fine", "override_reason": "organizer's call",
+            "points_execution_time": "5", "points_throughput": "4", "points_bandwidth": "3",
+            "points_ground_truth": "0", "points_llm_prompt": "0"}
+    for given, refusal in [("nan", "CUDA execution time measured: &#x27;nan&#x27; is not a number"),
+                           ("inf", "CUDA execution time measured: &#x27;inf&#x27; is not a number"),
+                           ("-Infinity", "is not a number"),
+                           ("1e308", "CUDA execution time measured: 1e+308 points are more than the item&#x27;s 5"),
+                           ("5.5", "5.5 points are more than the item&#x27;s 5")]:
+        response = client.post(f"/organizer/submissions/{submission.pk}/review/",
+                               dict(form, points_execution_time=given))
+        assert response.status_code == 400, given
+        assert refusal in response.content.decode(), given
+    assert submission.reviews.count() == 0 and not Standing.objects.filter(contestant=alice, base_score__gt=0).exists()
+    assert client.post(f"/organizer/submissions/{submission.pk}/review/", form).status_code == 302
+    assert Standing.objects.get(contestant=alice).base_score == 12

@@ -27,6 +27,8 @@ def test_registry_knows_both_rubrics_and_refuses_bad_configs():
         ("s1_dataset", {"points": {"bandwidth": -1}}, "must not be negative"),
         ("kernel_contest", {"level_points": {"7": 5}}, "levels are 1-4"),
         ("kernel_contest", {"clear_speedup_at_least": "fast"}, "must be a number"),
+        # a level worth more than the level item's maximum: its own prefill would be refused
+        ("kernel_contest", {"level_points": {"4": 80}}, r"'level_points.4' \(80\) is above the level item's 50"),
     ]:
         with pytest.raises(rubrics.RubricConfigError, match=message):
             rubrics.get_rubric(name, config)

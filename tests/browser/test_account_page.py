@@ -1,0 +1,71 @@
+"""In Chromium, in both languages: the account page's token form names its field in the reader's language
+and keeps a name to its column's length (a longer one sent anyway is refused with a message); registering
+refuses a display name another contestant is shown as, or one holding invisible or text-direction characters."""
+import pytest
+
+from submissions.models import Contestant
+from submissions.services import accounts
+from tests.browser.test_every_page import log_in_browser
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORDS = {"en-US": ("token name", "Create a token", "A token's name has at most 100 characters; this one has 150."),
+         "zh-CN": ("令牌名称", "创建令牌", "令牌名称最多 100 个字符；此名称有 150 个。")}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_the_token_form_names_its_field_and_keeps_a_name_to_its_length(live_server, page, language):
+    """The walk of issue 12: the field read "name" on the Chinese page, took any length, and a name past
+    100 characters was a server error on PostgreSQL."""
+    label, create, too_long = WORDS[language]
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    log_in_browser(page, live_server, alice.user)
+    page.goto(f"{live_server.url}/account/")
+    field = page.get_by_label(label)
+    assert field.get_attribute("placeholder") == label
+    field.fill("n" * 150)
+    assert field.input_value() == "n" * 100  # Chromium stops at the column's length
+    page.get_by_role("button", name=create).click()
+    page.wait_for_load_state()
+    assert alice.api_tokens.get().name == "n" * 100
+
+    page.get_by_label(label).evaluate("e => { e.removeAttribute('maxlength'); e.value = 'n'.repeat(150); }")
+    page.get_by_role("button", name=create).click()
+    page.wait_for_load_state()
+    assert too_long in page.locator(".message.error").inner_text()
+    assert alice.api_tokens.count() == 1
+    assert page.console_errors == []
+
+
+REGISTER = {"en-US": ("Register", "Another contestant is shown as “Alice”; pick a name of your own.",
+                      "Invisible or text-direction characters are not allowed here (found U+202E)."),
+            "zh-CN": ("注册", "已有选手显示为“Alice”；请另选一个名称。", "此处不允许不可见字符或改变文字方向的字符（发现 U+202E）。")}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_registering_refuses_another_contestants_name_and_hidden_characters(live_server, page, language):
+    """The walk of issue 12 registered a second "Alice" (as "alice" or "ALICE " too) and "Carol\u202e evil",
+    which the leaderboard shows as "Carol live"."""
+    button, taken, hidden = REGISTER[language]
+    accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+
+    def register(display_name, affiliation=""):
+        page.goto(f"{live_server.url}/accounts/register/")
+        page.fill("input[name=username]", "carol")
+        page.fill("input[name=password1]", "Sup3r-secret-pw")
+        page.fill("input[name=password2]", "Sup3r-secret-pw")
+        page.fill("input[name=display_name]", display_name)
+        page.fill("input[name=affiliation]", affiliation)
+        page.check("input[name=accept_agreement]")
+        page.get_by_role("button", name=button, exact=True).click()
+        page.wait_for_load_state()
+        return page.locator("main .errorlist").all_inner_texts()
+
+    assert taken in register("ALICE ")
+    assert register("alice") != [] and register("Alice") != []
+    assert hidden in register("Carol\u202e evil")
+    assert hidden.replace("202E", "200B") in register("Carol", affiliation="Fudan\u200b")
+    assert not Contestant.objects.filter(user__username="carol").exists()
+    assert register("Carol") == []
+    assert Contestant.objects.get(user__username="carol").display_name == "Carol"
+    assert page.console_errors == []
