@@ -150,11 +150,20 @@ def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
     medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
     log("work outside the event pair (ms): " + ", ".join(f"{n} {outside[n]:.4f}" for n in calls)
         + f" (medians in ms: {timing.outside_readings(timings)})")
-    if not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
+    empty = [n for n in calls if timings.control_ms and timing.pair_held_no_work(medians[n], timings.floor_ms())]
+    if not empty and not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
         return timings, timer, False
     synced = timing.SynchronizedCudaTimer(device, flush_buffer=timer.flush_buffer)
-    log("timed again with the flush waited for and a device-wide synchronize before the end event")
-    return timing.time_interleaved(calls, synced, plan, prepare=advance), synced, True
+    log("timed again with the flush waited for and a device-wide synchronize before the end event"
+        + (f" ({', '.join(empty)}: no more than an empty call between the events)" if empty else ""))
+    again = timing.time_interleaved(calls, synced, plan, prepare=advance)
+    if not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
+        # only an empty pair asked: work found once the device is waited for ran outside it
+        found = [n for n in empty if statistics.median(again.times_ms[n]) > timing.NO_WORK_MS]
+        if not found:
+            log("nothing ran outside the pair: the call does no device work")
+            return timings, timer, False
+    return again, synced, True
 
 
 REPEATED = " (repeated input)"

@@ -239,6 +239,16 @@ def left_work_behind(escaped_ms: float, median_ms: float) -> bool:
     return escaped_ms > max(ESCAPED_SHARE * median_ms, ESCAPED_MIN_MS)
 
 
+# A pair whose median is within this of the empty call's held no kernel: the call's work, if it has
+# any, ran elsewhere (a side stream the end event does not wait for), however small it is.
+NO_WORK_MS = 0.0005
+
+
+def pair_held_no_work(median_ms: float, floor_ms: float) -> bool:
+    """The call's pair read no more than an empty call's (both raw, the floor not subtracted)."""
+    return median_ms - floor_ms < NO_WORK_MS
+
+
 def sample(values: list[float], limit: int = 200) -> list[float]:
     """At most `limit` values spread evenly over the run, in the order they were taken."""
     if len(values) <= limit:

@@ -164,3 +164,11 @@ def test_without_an_empty_call_nothing_is_subtracted():
     timings = timing.time_interleaved({"only": _work(100)}, timing.CpuTimer(), timing.TimingPlan(min_runs=3, max_runs=3))
     assert timings.floor_ms() == 0.0
     assert timings.without_floor().times_ms == timings.times_ms
+
+
+def test_a_pair_that_reads_no_more_than_an_empty_call_held_no_work():
+    floor = 0.0012
+    assert timing.pair_held_no_work(0.0012, floor)  # a side-stream candidate: nothing between its events
+    assert timing.pair_held_no_work(0.0014, floor)
+    assert not timing.pair_held_no_work(0.0019, floor)  # the smallest kernel adds a few hundred ns at least
+    assert not timing.pair_held_no_work(0.0069, floor)  # lb-add-layernorm's candidate (5.7 us kernel)
