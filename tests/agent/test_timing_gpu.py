@@ -88,4 +88,6 @@ def test_work_on_a_side_stream_that_waits_for_nothing_is_timed_at_its_cost(make_
     assert honest["status"] == hiding["status"] == "passed"
     assert "unsynchronized_work" in hiding["flags"] and "unsynchronized_work" not in honest["flags"]
     ratio = hiding["timing"]["candidate"]["median_ms"] / honest["timing"]["candidate"]["median_ms"]
-    assert 0.7 < ratio < 3.0  # the same ReLU: about its cost, plus the host's launch latency
+    # the same ReLU, never counted faster than the honest one; timed with a device-wide synchronize,
+    # whose own latency a call of a few microseconds pays several times over (5.1x on the H100)
+    assert 0.7 < ratio < 10.0
