@@ -150,7 +150,7 @@ def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
     medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
     log("work outside the event pair (ms): " + ", ".join(f"{n} {outside[n]:.4f}" for n in calls)
         + f" (medians in ms: {timing.outside_readings(timings)})")
-    empty = [n for n in calls if timings.control_ms and timing.pair_held_no_work(medians[n], timings.floor_ms())]
+    empty = [n for n in calls if timings.control_ms and timing.pair_held_no_work(medians[n], timings.control_median_ms())]
     if not empty and not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
         return timings, timer, False
     synced = timing.SynchronizedCudaTimer(device, flush_buffer=timer.flush_buffer)
