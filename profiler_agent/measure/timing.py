@@ -204,9 +204,12 @@ class SynchronizedCudaTimer(CudaTimer):
 
 
 # Work outside the event pair counts as escaped above this share of the call, or this many ms
-# (below it, the synchronize's own jitter): a few microseconds hidden elsewhere is not a finding.
+# (below it, the readings' own jitter: honest launch-bound calls showed up to 5.8 us on the judging
+# right after their compile, on the H100). Less hidden than that is left to the timing confirmation,
+# which bounds the reported time from below by the kernels' own record; a pair holding no work at
+# all is caught however small (pair_held_no_work).
 ESCAPED_SHARE = 0.10
-ESCAPED_MIN_MS = 0.005
+ESCAPED_MIN_MS = 0.010
 # An empty event pair reads about a microsecond on a healthy GPU; more is not the timer's own
 FLOOR_CAP_MS = 0.003
 CONTROL = "(empty call)"  # timed each round beside the models: what the timer reads for no work
@@ -280,10 +283,10 @@ class Timings:
     def floor_ms(self) -> float:
         """The event pair's own time: the fastest empty call's reading (0 where none was timed), at
         most FLOOR_CAP_MS (the empty call runs in the judged process, where work left running could
-        lengthen its pair to shrink every net time). The fastest, not the median: a slower reading
-        carries the host's delay before the end event, which a real call's launch overlaps; with the
-        median a one-kernel call's net time fell below its kernel's own (lb-add-layernorm on the H100:
-        5.5 us net against 5.7 us by Nsight Compute), and its speedup rose 5-8%."""
+        lengthen its pair to shrink every net time). The fastest, not the median: every reading holds
+        the pair's own time, a slower one the host's jitter too. Even so it can exceed what a real
+        call pays before its first kernel starts (lb-add-layernorm on the H100: 5.6 us net against a
+        5.86 us kernel; docs/measurement.md)."""
         return min(min(self.control_ms), FLOOR_CAP_MS) if self.control_ms else 0.0
 
     def control_median_ms(self) -> float | None:
