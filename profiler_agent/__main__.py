@@ -224,6 +224,7 @@ def _shared_worker_args(args: argparse.Namespace) -> list[str]:
         if value is not None:
             shared += [option, str(value)]
     shared.append("--ncu" if args.ncu else "--no-ncu")
+    shared.append("--keep-warm" if args.keep_warm else "--no-keep-warm")
     return shared
 
 

@@ -121,3 +121,14 @@ def test_a_file_name_in_the_settings_is_a_plain_name(name):
     with pytest.raises(ValueError):
         file_name({"candidate": name}, "candidate")
     assert file_name({"candidate": "cudacode.py"}, "candidate") == "cudacode.py"
+
+
+def test_the_fleet_hands_keep_warm_to_every_worker():
+    from profiler_agent.__main__ import _shared_worker_args, build_parser
+
+    warm = build_parser().parse_args(["fleet", "--queue", "gpu.h100", "--keep-warm"])
+    cold = build_parser().parse_args(["fleet", "--queue", "gpu.h100"])
+    assert "--keep-warm" in _shared_worker_args(warm)
+    assert "--no-keep-warm" in _shared_worker_args(cold)
+    work = build_parser().parse_args(["work", *_shared_worker_args(warm), "--name", "w"])
+    assert work.keep_warm is True
