@@ -118,6 +118,23 @@ SITE_REDIS_URL = os.environ.get("SITE_REDIS_URL") or _redis_database(REDIS_URL, 
 # as the site does; and the site's connection allowed to manage ACL users there, when not REDIS_URL's.
 AGENT_REDIS_URL = os.environ.get("AGENT_REDIS_URL", "")
 REDIS_ADMIN_URL = os.environ.get("REDIS_ADMIN_URL", "")
+# Rendered boards (leaderboard/board_cache.py). In each process by default: a Redis round trip costs
+# more than it saves when the cores are busy (the page waits for Redis to be scheduled), and the keys
+# name the board's version in the database, so no process serves another's stale rendering. A
+# redis:// URL shares them between the workers instead (use the site's own Redis, never the agents':
+# an agent could write a page there). Kept BOARD_CACHE_SECONDS at most.
+BOARD_CACHE_URL = os.environ.get("BOARD_CACHE_URL", "locmem")
+BOARD_CACHE_SECONDS = env_int("BOARD_CACHE_SECONDS", 600)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "boards": ({"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards",
+                # ~16 KB a page: 200 pages of a 10,000-contestant board in two languages, and then some
+                "OPTIONS": {"MAX_ENTRIES": env_int("BOARD_CACHE_ENTRIES", 2000)}}
+               if BOARD_CACHE_URL == "locmem" else
+               # A stalled Redis must not stall the pages: past these the page is rendered uncached.
+               {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BOARD_CACHE_URL,
+                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}),
+}
 # Jobs go through Redis as JSON only: a pickle found there is never unpickled.
 RQ_SERIALIZER = "rq.serializers.JSONSerializer"
 RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "SERIALIZER": RQ_SERIALIZER}}
