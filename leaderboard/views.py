@@ -1,6 +1,6 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -26,20 +26,21 @@ def home(request):
     return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": Season.objects.all()})
 
 
-def cached_board_page(season, board, query, search, asked, render_rows):
+def cached_board_page(season, parts, query, search, asked, render_part):
     """The pager of `query`'s page `asked` (read as Paginator.get_page reads it: page 1 when it is no
-    number, the last when it is past the end) and the page's rows as `render_rows(rows)` renders them,
-    both from the board cache: a cached page reads no standings at all."""
+    number, the last when it is past the end) and `render_part(page)`, the part of the answer that
+    shows the page (its rows in `page.object_list`), both from the board cache: a cached page reads
+    no standings at all. `parts` name what is rendered, for whom (never who: no personal part)."""
     paginator = selectors.BoardPaginator(query, PAGE_SIZE)
-    paginator.count = board_cache.cached(season, (board, search, "count"), query.count)
+    paginator.count = board_cache.cached(season, (parts[0], search, "count"), query.count)
     try:
         number = paginator.validate_number(asked)
     except PageNotAnInteger:
         number = 1
     except EmptyPage:
         number = paginator.num_pages
-    html = board_cache.cached(season, (board, search, "rows", number),
-                              lambda: render_rows(paginator.page(number).object_list), per_language=True)
+    html = board_cache.cached(season, (*parts, search, "page", number),
+                              lambda: render_part(paginator.page(number)), per_language=True)
     return Page((), number, paginator), mark_safe(html)
 
 
@@ -59,19 +60,25 @@ def season_detail(request, code):
 def season_leaderboard(request, code):
     season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
     search = request.GET.get("q", "").strip()
-    rule = selectors.rule_of(season)
     freeze = selectors.active_freeze(season, request.user)
-    page, table = cached_board_page(
-        season, board_cache.board_of(freeze), selectors.board_query(season, freeze, search), search,
-        request.GET.get("page"),
-        lambda rows: render_to_string("leaderboard/_standings.html", {"rows": rows, "rule": rule}))
-    context = {"season": season, "page": page, "standings_table": table, "rule": rule, "search": search,
-               "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
-               "live_freeze": selectors.active_freeze(season) if request.user.is_staff else None}
-    if request.GET.get("fragment"):
-        # The page polls this to update the table while runs finish and reviews land.
-        return render(request, "leaderboard/_leaderboard_table.html", context)
-    return render(request, "leaderboard/leaderboard.html", context)
+    staff = request.user.is_staff
+    # ?fragment=1: the table alone, which the page polls to follow runs finishing and reviews landing
+    fragment = bool(request.GET.get("fragment"))
+
+    def render_part(page):
+        context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+                   "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
+                   "live_freeze": selectors.active_freeze(season) if staff else None}
+        return render_to_string(
+            "leaderboard/_leaderboard_table.html" if fragment else "leaderboard/_leaderboard_content.html", context)
+
+    # Organizers see a notice over the live board during a freeze: their rendering is their own.
+    _, part = cached_board_page(
+        season, (board_cache.board_of(freeze), "organizers" if staff else "public", "table" if fragment else "page"),
+        selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part)
+    if fragment:
+        return HttpResponse(part)
+    return render(request, "leaderboard/leaderboard.html", {"season": season, "content": part})
 
 
 def hardware_comparison(request, code):
@@ -97,8 +104,9 @@ def gpu_leaderboard(request, code, slug):
         raise Http404("this season is not judged on that GPU type")
     search = request.GET.get("q", "").strip()
     page, table = cached_board_page(
-        season, f"gpu-{gpu_type.pk}", selectors.gpu_standings_query(season, gpu_type, search), search,
-        request.GET.get("page"), lambda rows: render_to_string("leaderboard/_gpu_standings.html", {"rows": rows}))
+        season, (f"gpu-{gpu_type.pk}", "table"), selectors.gpu_standings_query(season, gpu_type, search), search,
+        request.GET.get("page"),
+        lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
         "standings_table": table, "search": search,

@@ -16,6 +16,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from submissions.models import GpuType
+
 from leaderboard import board_cache as board_cache_module
 from submissions.services import accounts, reviewing, seasons, submitting
 from tests.gunicorn_site import free_port
@@ -133,6 +135,30 @@ def test_every_change_to_a_board_shows_at_once_wherever_it_is_cached(
     assert "Alicia" in text(client.get(PAGES["leaderboard"]))  # the snapshot shows today's names
     call_command("freeze_scoreboard", "S1", "--unfreeze")
     assert "frozen" not in text(client.get(PAGES["leaderboard"]))
+
+
+def test_the_boards_links_to_gpu_types_follow_every_change_at_once(client, season, alice, organizer, board_cache):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+
+    def links():
+        page = text(client.get(PAGES["leaderboard"]))
+        return re.findall(r'<a class="tag" href="/seasons/S1/gpus/[^/]+/">([^<]+)</a>', page)
+
+    assert links() == ["MetaX C500", "CPU"]
+    cpu, c500 = GpuType.objects.get(slug="cpu"), GpuType.objects.get(slug="c500")
+    cpu.name = "x86 CPU"
+    cpu.save()
+    assert links() == ["MetaX C500", "x86 CPU"]
+    season.gpu_types.remove(c500)
+    assert links() == ["x86 CPU"]
+    c500.seasons.add(season)  # from the GPU type's side
+    assert links() == ["MetaX C500", "x86 CPU"]
+    c500.seasons.clear()
+    assert links() == ["x86 CPU"]
+    season.gpu_types.add(GpuType.objects.create(slug="h100", name="H100"))
+    assert links() == ["x86 CPU", "H100"]  # by slug
+    GpuType.objects.get(slug="h100").delete()
+    assert links() == ["x86 CPU"]
 
 
 def test_each_language_gets_its_own_rendering(client, season, alice, organizer, board_cache):
