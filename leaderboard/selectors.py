@@ -7,10 +7,6 @@ from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, 
 from submissions import ranked_runs, ranking
 
 
-def current_season():
-    return with_freeze(Season.objects.order_by("-starts_at")).first()
-
-
 def with_freeze(seasons):
     """Seasons read with their freeze (or none) in the same query: a board page then asks no more."""
     return seasons.select_related("scoreboard_freeze")

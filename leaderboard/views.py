@@ -14,7 +14,8 @@ HOME_ROWS = 10
 
 
 def home(request):
-    season = selectors.current_season()
+    seasons = list(selectors.with_freeze(Season.objects.order_by("-starts_at")))  # the current one first
+    season = seasons[0] if seasons else None
     top = None
     if season:
         rule = selectors.rule_of(season)
@@ -23,7 +24,7 @@ def home(request):
             "leaderboard/_standings.html",
             {"rows": selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS), "rule": rule}),
             per_language=True))
-    return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": Season.objects.all()})
+    return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
 
 
 def cached_board_page(season, parts, query, search, asked, render_part):
