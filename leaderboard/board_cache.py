@@ -1,13 +1,14 @@
-"""Rendered boards in Django's cache ("boards", settings.CACHES): a standings table's HTML, its row
-count, a JSON page's bytes. Rendering a page of 50 rows is most of a leaderboard request's cost
-(template rendering, not SQL); with 8 clients on 2 cores it queued every page past 100 ms.
+"""Rendered boards in Django's cache ("boards", settings.CACHES): a leaderboard page's content, the
+table it polls, a GPU board's table, the home page's top ten, a JSON page's bytes, a board's row
+count. Rendering a page of 50 rows was most of a leaderboard request's cost (template rendering, not
+SQL); with 8 clients on 2 cores it queued every page past 100 ms (docs/performance.md).
 
 A key names the season's board version (submissions/board_versions.py), a token replaced in the
 transaction of every change to what the season's boards show: an entry is never served once that
 change is committed, wherever it was rendered, and old entries just expire. The key also names the
-board the viewer is held to (live, or a freeze's snapshot: organizers see the live one), the
-language and the page; never the viewer: personal parts (the menu, the CSRF token, the freeze notice)
-stay outside the cached parts. The code's own version is in the key too, so a deployment's new
+board the viewer is held to (live, or a freeze's snapshot: organizers see the live one, under a
+notice of their own), the language and the page; never the viewer: personal parts (the menu, the
+CSRF token, messages) stay outside the cached parts. The code's own version is in the key too, so a deployment's new
 templates or translations are never mixed with the old ones' renderings.
 
 When the cache cannot be reached the page is rendered as if it had no entry (and said once a minute).

@@ -65,10 +65,6 @@ class BoardPaginator(Paginator):
         return self._get_page(rows_at(self.object_list, bottom, top - bottom), number, self)
 
 
-def season_standings(season, *, offset=0, limit=50, search="", viewer=None):
-    return rows_at(standings_query(season, search, viewer), offset, limit)
-
-
 def season_issues(season):
     return (
         Issue.objects.filter(season=season)

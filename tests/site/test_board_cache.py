@@ -10,6 +10,7 @@ import re
 import uuid
 
 import pytest
+import redis
 from django.core.cache import caches
 from django.core.management import call_command
 from django.db import connection
@@ -34,17 +35,33 @@ STANDINGS_TABLES = ("submissions_standing", "submissions_gpustanding", "leaderbo
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
+class BoardCache:
+    """The board cache of one test, in this process or in the real Redis (as several workers would
+    share it), under keys of its own: emptying it never touches anything else in that Redis."""
+
+    def __init__(self, kind):
+        self.kind, self.prefix = kind, f"test-boards-{uuid.uuid4().hex[:10]}"
+        if kind == "locmem":
+            self.settings = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": self.prefix}
+        else:
+            self.settings = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                             "KEY_PREFIX": self.prefix}
+
+    def empty(self):
+        if self.kind == "locmem":
+            caches["boards"].clear()
+        else:  # never FLUSHDB: the database is shared
+            server = redis.Redis.from_url(REDIS_URL)
+            for name in server.scan_iter(f"{self.prefix}:*"):
+                server.delete(name)
+
+
 @pytest.fixture(params=["locmem", "redis"])
 def board_cache(request, settings):
-    """The board cache in this process, or in the real Redis (as several workers would share it)."""
-    if request.param == "locmem":
-        boards = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": uuid.uuid4().hex}
-    else:
-        boards = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                  "KEY_PREFIX": f"test-{uuid.uuid4().hex[:10]}"}
-    settings.CACHES = {**settings.CACHES, "boards": boards}
-    yield caches["boards"]
-    caches["boards"].clear() if request.param == "locmem" else None
+    cache = BoardCache(request.param)
+    settings.CACHES = {**settings.CACHES, "boards": cache.settings}
+    yield cache
+    cache.empty()
 
 
 def text(response):
@@ -164,7 +181,7 @@ def test_the_boards_links_to_gpu_types_follow_every_change_at_once(client, seaso
 def test_each_language_gets_its_own_rendering(client, season, alice, organizer, board_cache):
     accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
     for first, then in ((ZH, EN), (EN, ZH)):
-        board_cache.clear()
+        board_cache.empty()
         for headers in (first, then, first):
             for path in PAGES.values():
                 page = text(client.get(path, headers=headers))
@@ -187,7 +204,7 @@ def test_personal_parts_are_never_served_to_another_visitor(season, alice, bob, 
     # each visitor in turn first, so the others are served what the first one's visit cached
     for order in (("organizer", "anonymous", "alice"), ("anonymous", "alice", "organizer"),
                   ("alice", "organizer", "anonymous")):
-        board_cache.clear()
+        board_cache.empty()
         for name in order:
             client = visitors[name]
             for path in PAGES.values():
