@@ -73,9 +73,10 @@ def season_leaderboard(request, code):
         return render_to_string(
             "leaderboard/_leaderboard_table.html" if fragment else "leaderboard/_leaderboard_content.html", context)
 
-    # Organizers see a notice over the live board during a freeze: their rendering is their own.
+    # The board names whose rendering this is: during a freeze only organizers see the live one (with
+    # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
     _, part = cached_board_page(
-        season, (board_cache.board_of(freeze), "organizers" if staff else "public", "table" if fragment else "page"),
+        season, (board_cache.board_of(freeze), "table" if fragment else "page"),
         selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part)
     if fragment:
         return HttpResponse(part)
