@@ -2,13 +2,17 @@
 
     python bench/leaderboard_bench.py [--contestants 10000] [--submissions 200000] [--requests 80]
                                       [--clients 8] [--database-url URL] [--reuse] [--out FILE]
+                                      [--review-every SECONDS]
 
 Fills a separate database (default: SQLite at var/bench.sqlite3; --database-url overrides; PostgreSQL
 is flushed first), materializes standings the way the site does (the season's ranking rule), then
 runs the site as scripts/platform.sh does (gunicorn with deploy/gunicorn.conf.py, ALLOWED_HOSTS as it
 sets it) and times leaderboard pages from the first to the last, the table fragment the page polls,
 the JSON API at its first and last offset and the home page, with --clients concurrent clients;
-prints p50, p99 and the worst per page.
+prints p50, p99 and the worst per page. Pages are served from the board cache once rendered
+(leaderboard/board_cache.py); --review-every changes a standing and re-ranks the season that often
+while the pages are timed, as reviews and agents' reports do in a contest: each makes every cached
+board stale, so pages are rendered again.
 """
 import argparse
 import json
@@ -105,6 +109,25 @@ def rerank_after_review(season):
     return elapsed
 
 
+def review_now_and_then(season, every, stop, done):
+    """Until `stop` is set: every `every` seconds one standing changes and the season is re-ranked (a
+    new board version). Appends to `done` the milliseconds each took."""
+    from django.db import connection, transaction
+
+    from submissions.models import Standing
+    from submissions.services.standings import rerank
+
+    rng = random.Random(3)
+    ids = list(Standing.objects.filter(season=season).values_list("pk", flat=True))
+    while not stop.wait(every):
+        started = time.perf_counter()
+        with transaction.atomic():
+            Standing.objects.filter(pk=rng.choice(ids)).update(accepted_count=rng.randrange(0, 8))
+            rerank(season)
+        done.append((time.perf_counter() - started) * 1000)
+    connection.close()
+
+
 def is_filled(n_contestants):
     from submissions.models import Season, Standing
 
@@ -195,6 +218,8 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep the database when it already holds a season of --contestants standings")
     parser.add_argument("--out", default=None, help="write the figures here as JSON")
+    parser.add_argument("--review-every", type=float, default=0,
+                        help="seconds between standing changes while pages are timed (0: none)")
     args = parser.parse_args()
     (ROOT / "var").mkdir(exist_ok=True)
     setup_django(args.database_url)
@@ -223,11 +248,23 @@ def main():
     try:
         paths = pages_to_time(args.contestants)
         time_over_http(site.url, paths, 2, args.clients)  # warm every worker's caches and templates
-        samples = time_over_http(site.url, paths, args.requests, args.clients)
+        stop, reviews = threading.Event(), []
+        reviewer = threading.Thread(target=review_now_and_then, args=(season, args.review_every, stop, reviews))
+        if args.review_every:
+            reviewer.start()
+        try:
+            samples = time_over_http(site.url, paths, args.requests, args.clients)
+        finally:
+            stop.set()
+            if args.review_every:
+                reviewer.join()
     finally:
         site.stop()
     print(f"database: {vendor}; {args.clients} clients through gunicorn ({args.requests} requests a page, "
           f"load average {os.getloadavg()[0]:.1f})")
+    if args.review_every:
+        print(f"{len(reviews)} reviews while timing, one every {args.review_every:g} s "
+              f"(each {statistics.median(reviews) if reviews else 0:.0f} ms median)")
     figures = {}
     for label, _ in paths:
         values = samples[label]
@@ -238,6 +275,7 @@ def main():
     if args.out:
         Path(args.out).write_text(json.dumps({"database": vendor, "contestants": args.contestants,
                                               "clients": args.clients, "requests": args.requests,
+                                              "review_every_s": args.review_every, "reviews": len(reviews),
                                               "load_average": os.getloadavg(), "figures": figures}, indent=2) + "\n")
 
 

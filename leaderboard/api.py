@@ -2,12 +2,14 @@
 import json
 from typing import List, Optional
 
+from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Query, Router, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
+from pydantic import RootModel
 
-from leaderboard import selectors
+from leaderboard import board_cache, selectors
 from submissions import ranked_runs
 from submissions.api import agent_router, answers, contestant_router
 from submissions.models import Season
@@ -88,23 +90,29 @@ LIMIT = Query(50, ge=1, le=500, description="Rows to return")
 @public_router.get("/seasons/{code}/leaderboard", response=answers({200: LeaderboardOut}, 404, 422),
                    url_name="season_leaderboard")
 def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LIMIT):
-    season = Season.objects.filter(code=code).first()
+    season = selectors.with_freeze(Season.objects.filter(code=code)).first()
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
-    rows = selectors.season_standings(season, offset=offset, limit=limit, viewer=request.user)
     freeze = selectors.active_freeze(season, request.user)
-    return {
-        "season": season.code, "ranking_rule": season.ranking_rule,
-        "ranking_settings": selectors.rule_of(season).settings,
-        "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
-        "total": selectors.standings_query(season, viewer=request.user).count(), "offset": offset,
-        "rows": [
-            StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
-                        accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
-                        total_score=s.total_score, submission_count=s.submission_count, best_speedup=s.best_speedup)
-            for s in rows
-        ],
-    }
+
+    def page():
+        query = selectors.board_query(season, freeze)
+        return LeaderboardOut(
+            season=season.code, ranking_rule=season.ranking_rule, ranking_settings=selectors.rule_of(season).settings,
+            frozen_at=freeze.frozen_at.isoformat() if freeze else None, total=query.count(), offset=offset,
+            rows=[StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
+                              accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
+                              total_score=s.total_score, submission_count=s.submission_count,
+                              best_speedup=s.best_speedup)
+                  for s in selectors.rows_at(query, offset, limit)])
+
+    return cached_json(request, season, (board_cache.board_of(freeze), "json", offset, limit), page)
+
+
+def cached_json(request, season, parts, make):
+    """The answer `make()` gives (a response schema's instance), its JSON bytes kept in the board cache."""
+    content = board_cache.cached(season, parts, lambda: api.create_response(request, make().model_dump(), status=200).content)
+    return HttpResponse(content, content_type=api.get_content_type())
 
 
 class ContestantOut(Schema):
@@ -201,6 +209,9 @@ class GpuStandingOut(Schema):
     best_speedup: Optional[float]
 
 
+GpuBoardOut = RootModel[List[GpuStandingOut]]
+
+
 @public_router.get("/seasons/{code}/gpus/{slug}/leaderboard", response=answers({200: List[GpuStandingOut]}, 404, 422),
                    url_name="gpu_leaderboard")
 def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: int = LIMIT):
@@ -208,9 +219,10 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
-    rows = selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit)
-    return [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
-                           geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup) for r in rows]
+    return cached_json(request, season, (f"gpu-{gpu_type.pk}", "json", offset, limit), lambda: GpuBoardOut(
+        [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
+                        geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup)
+         for r in selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit)]))
 
 
 api.add_router("/agent", agent_router)

@@ -7,19 +7,26 @@ from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, 
 from submissions import ranked_runs, ranking
 
 
-def current_season():
-    return Season.objects.order_by("-starts_at").first()
+def with_freeze(seasons):
+    """Seasons read with their freeze (or none) in the same query: a board page then asks no more."""
+    return seasons.select_related("scoreboard_freeze")
 
 
 def active_freeze(season, viewer=None):
     """The freeze a viewer is held to: the public sees the frozen board, organizers the live one."""
     if viewer is not None and viewer.is_staff:
         return None
+    if Season.scoreboard_freeze.is_cached(season):  # read by with_freeze
+        return getattr(season, "scoreboard_freeze", None)
     return ScoreboardFreeze.objects.filter(season=season).first()
 
 
 def standings_query(season, search="", viewer=None):
-    freeze = active_freeze(season, viewer)
+    return board_query(season, active_freeze(season, viewer), search)
+
+
+def board_query(season, freeze, search=""):
+    """The rows of the live board (freeze None) or of the freeze's snapshot, in board order."""
     if freeze is not None:
         rows = FrozenStanding.objects.filter(freeze=freeze).select_related("contestant")
     else:
@@ -56,10 +63,6 @@ class BoardPaginator(Paginator):
         if top + self.orphans >= self.count:
             top = self.count
         return self._get_page(rows_at(self.object_list, bottom, top - bottom), number, self)
-
-
-def season_standings(season, *, offset=0, limit=50, search="", viewer=None):
-    return rows_at(standings_query(season, search, viewer), offset, limit)
 
 
 def season_issues(season):

@@ -4,6 +4,7 @@ from django.utils.translation import gettext as _
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import Standing
+from submissions import board_versions
 from submissions.services import audit
 
 SNAPSHOT_FIELDS = ("contestant_id", "rank", "accepted_count", "base_score", "bonus", "total_score",
@@ -15,6 +16,7 @@ def freeze_scoreboard(season, user=None, reason=""):
     """Snapshot the standings; later reviews and runs change only the organizers' live board."""
     if ScoreboardFreeze.objects.filter(season=season).exists():
         raise ValueError(_("the scoreboard of %(season)s is already frozen") % {"season": season.code})
+    board_versions.bump(season.pk)
     freeze = ScoreboardFreeze.objects.create(season=season, frozen_by=user)
     rows = Standing.objects.filter(season=season).values(*SNAPSHOT_FIELDS)
     FrozenStanding.objects.bulk_create([FrozenStanding(freeze=freeze, **row) for row in rows], batch_size=2000)
@@ -28,6 +30,7 @@ def unfreeze_scoreboard(season, user=None, reason=""):
     freeze = ScoreboardFreeze.objects.filter(season=season).first()
     if freeze is None:
         raise ValueError(_("the scoreboard of %(season)s is not frozen") % {"season": season.code})
+    board_versions.bump(season.pk)
     frozen_at = freeze.frozen_at.isoformat()
     freeze.delete()
     audit.record("scoreboard.unfrozen", season, actor=user, before={"frozen_at": frozen_at}, reason=reason)

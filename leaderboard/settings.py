@@ -93,7 +93,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         timeout=env_int("SQLITE_TIMEOUT_SECONDS", 20), transaction_mode="IMMEDIATE",
         init_command="PRAGMA journal_mode=WAL")
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Kept open between requests too (DB_CONN_MAX_AGE, one connection per gunicorn thread): opening one
+    # (the file, the PRAGMA, Django's SQL functions) cost 1.2 ms, half of a cached board page.
     # Tests on a file, as the site runs: Django's in-memory test database shares one cache between
     # threads, where a lock is "table is locked" at once, never waited for (the timeout above).
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
@@ -118,6 +119,23 @@ SITE_REDIS_URL = os.environ.get("SITE_REDIS_URL") or _redis_database(REDIS_URL, 
 # as the site does; and the site's connection allowed to manage ACL users there, when not REDIS_URL's.
 AGENT_REDIS_URL = os.environ.get("AGENT_REDIS_URL", "")
 REDIS_ADMIN_URL = os.environ.get("REDIS_ADMIN_URL", "")
+# Rendered boards (leaderboard/board_cache.py). In each process by default: a Redis round trip costs
+# more than it saves when the cores are busy (the page waits for Redis to be scheduled), and the keys
+# name the board's version in the database, so no process serves another's stale rendering. A
+# redis:// URL shares them between the workers instead (use the site's own Redis, never the agents':
+# an agent could write a page there). Kept BOARD_CACHE_SECONDS at most.
+BOARD_CACHE_URL = os.environ.get("BOARD_CACHE_URL", "locmem")
+BOARD_CACHE_SECONDS = env_int("BOARD_CACHE_SECONDS", 600)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "boards": ({"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards",
+                # ~16 KB a page: 200 pages of a 10,000-contestant board in two languages, and then some
+                "OPTIONS": {"MAX_ENTRIES": env_int("BOARD_CACHE_ENTRIES", 2000)}}
+               if BOARD_CACHE_URL == "locmem" else
+               # A stalled Redis must not stall the pages: past these the page is rendered uncached.
+               {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BOARD_CACHE_URL,
+                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}),
+}
 # Jobs go through Redis as JSON only: a pickle found there is never unpickled.
 RQ_SERIALIZER = "rq.serializers.JSONSerializer"
 RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "SERIALIZER": RQ_SERIALIZER}}

@@ -1,21 +1,48 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
-from django.http import Http404
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.views import defaults
 
-from leaderboard import charts, selectors
+from leaderboard import board_cache, charts, selectors
 from submissions.models import Season, Submission
 
 PAGE_SIZE = 50
+HOME_ROWS = 10
 
 
 def home(request):
-    season = selectors.current_season()
-    top = selectors.season_standings(season, limit=10, viewer=request.user) if season else []
-    return render(request, "leaderboard/home.html", {
-        "season": season, "top": top, "seasons": Season.objects.all(),
-        "rule": selectors.rule_of(season) if season else None,
-    })
+    seasons = list(selectors.with_freeze(Season.objects.order_by("-starts_at")))  # the current one first
+    season = seasons[0] if seasons else None
+    top = None
+    if season:
+        rule = selectors.rule_of(season)
+        freeze = selectors.active_freeze(season, request.user)
+        top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
+            "leaderboard/_standings.html",
+            {"rows": selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS), "rule": rule}),
+            per_language=True))
+    return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
+
+
+def cached_board_page(season, parts, query, search, asked, render_part):
+    """The pager of `query`'s page `asked` (read as Paginator.get_page reads it: page 1 when it is no
+    number, the last when it is past the end) and `render_part(page)`, the part of the answer that
+    shows the page (its rows in `page.object_list`), both from the board cache: a cached page reads
+    no standings at all. `parts` name what is rendered, for whom (never who: no personal part)."""
+    paginator = selectors.BoardPaginator(query, PAGE_SIZE)
+    paginator.count = board_cache.cached(season, (parts[0], search, "count"), query.count)
+    try:
+        number = paginator.validate_number(asked)
+    except PageNotAnInteger:
+        number = 1
+    except EmptyPage:
+        number = paginator.num_pages
+    html = board_cache.cached(season, (*parts, search, "page", number),
+                              lambda: render_part(paginator.page(number)), per_language=True)
+    return Page((), number, paginator), mark_safe(html)
 
 
 def season_detail(request, code):
@@ -32,18 +59,28 @@ def season_detail(request, code):
 
 
 def season_leaderboard(request, code):
-    season = get_object_or_404(Season, code=code)
+    season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
     search = request.GET.get("q", "").strip()
-    paginator = selectors.BoardPaginator(selectors.standings_query(season, search, request.user), PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
-    context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
-               "gpu_types": season.gpu_types.order_by("slug"),
-               "freeze": selectors.active_freeze(season, request.user),
-               "live_freeze": selectors.active_freeze(season) if request.user.is_staff else None}
-    if request.GET.get("fragment"):
-        # The page polls this to update the table while runs finish and reviews land.
-        return render(request, "leaderboard/_leaderboard_table.html", context)
-    return render(request, "leaderboard/leaderboard.html", context)
+    freeze = selectors.active_freeze(season, request.user)
+    staff = request.user.is_staff
+    # ?fragment=1: the table alone, which the page polls to follow runs finishing and reviews landing
+    fragment = bool(request.GET.get("fragment"))
+
+    def render_part(page):
+        context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+                   "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
+                   "live_freeze": selectors.active_freeze(season) if staff else None}
+        return render_to_string(
+            "leaderboard/_leaderboard_table.html" if fragment else "leaderboard/_leaderboard_content.html", context)
+
+    # The board names whose rendering this is: during a freeze only organizers see the live one (with
+    # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
+    _, part = cached_board_page(
+        season, (board_cache.board_of(freeze), "table" if fragment else "page"),
+        selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part)
+    if fragment:
+        return HttpResponse(part)
+    return render(request, "leaderboard/leaderboard.html", {"season": season, "content": part})
 
 
 def hardware_comparison(request, code):
@@ -68,11 +105,13 @@ def gpu_leaderboard(request, code, slug):
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")
     search = request.GET.get("q", "").strip()
-    page = selectors.BoardPaginator(selectors.gpu_standings_query(season, gpu_type, search),
-                                    PAGE_SIZE).get_page(request.GET.get("page"))
+    page, table = cached_board_page(
+        season, (f"gpu-{gpu_type.pk}", "table"), selectors.gpu_standings_query(season, gpu_type, search), search,
+        request.GET.get("page"),
+        lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
-        "search": search,
+        "standings_table": table, "search": search,
     })
 
 

@@ -1,11 +1,12 @@
 import json
 
 from django.contrib import admin
+from django.db import transaction
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from submissions import models, ranking
+from submissions import board_versions, models, ranking
 from submissions.forms import ThrottledAdminAuthenticationForm
 from submissions.services import fleet, seasons
 
@@ -160,6 +161,18 @@ class AuditEntryAdmin(admin.ModelAdmin):
 class StandingAdmin(admin.ModelAdmin):
     list_display = ("season", "rank", "contestant", "accepted_count", "base_score", "bonus", "submission_count")
     list_filter = ("season",)
+
+    # Saving one bumps its board's version through a signal (board_versions); deleting one, here, in
+    # the deletion's transaction.
+    @transaction.atomic
+    def delete_model(self, request, obj):
+        board_versions.bump(obj.season_id)
+        super().delete_model(request, obj)
+
+    @transaction.atomic
+    def delete_queryset(self, request, queryset):
+        board_versions.bump(*queryset.values_list("season_id", flat=True).distinct())
+        super().delete_queryset(request, queryset)
 
 
 @admin.register(models.SubmissionFlag)

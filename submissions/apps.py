@@ -6,4 +6,6 @@ class SubmissionsConfig(AppConfig):
     verbose_name = "Contest"
 
     def ready(self):
-        from submissions import checks  # noqa: F401  (registers the system checks)
+        from submissions import board_versions, checks  # noqa: F401  (checks: registers the system checks)
+
+        board_versions.connect()

@@ -22,6 +22,10 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_board_version() -> str:
+    return secrets.token_hex(8)
+
+
 # Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
 # fresh one. The agent derives the same name (profiler_agent/service/queues.py); a test keeps both equal.
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
@@ -84,12 +88,22 @@ class Season(models.Model):
         help_text=_("Oldest profiler agent harness version that may judge this season's runs, e.g. 1.2 "
                     "(empty: any); older agents are refused at start"))
     created_at = models.DateTimeField(auto_now_add=True)
+    # Replaced by a fresh random token in the transaction of every change to what the season's boards
+    # show (submissions/board_versions.py); the public pages' cached renderings are keyed on it.
+    board_version = models.CharField(max_length=16, default=new_board_version, editable=False)
 
     class Meta:
         ordering = ["-starts_at"]
 
     def __str__(self):
         return f"{self.code} {self.name}"
+
+    def save(self, *args, **kwargs):
+        # Its name and ranking rule are on its boards: any edit gives them a new version.
+        self.board_version = new_board_version()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "board_version"}
+        super().save(*args, **kwargs)
 
     def clean(self):
         from django.core.exceptions import ValidationError

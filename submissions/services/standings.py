@@ -4,7 +4,7 @@ from django.db.models import Min
 
 import math
 
-from submissions import ranked_runs
+from submissions import board_versions, ranked_runs
 from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission
 from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
@@ -99,6 +99,7 @@ def _audited(values):
 @transaction.atomic
 def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
     """Recompute one contestant's row, then the season's ranks; a change is kept in the audit trail."""
+    board_versions.bump(season.pk)  # first: the season's row lock orders this season's writers
     values = compute_row(season, contestant)
     standing, _ = Standing.objects.select_for_update().get_or_create(season=season, contestant=contestant)
     changed = {k: v for k, v in values.items() if getattr(standing, k) != v}
@@ -114,8 +115,10 @@ def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
     return standing
 
 
+@transaction.atomic  # the new board version is published with the new ranks, never before them
 def rerank(season):
     """Assign ranks with the season's rule and its settings; see _rank_in_sql."""
+    board_versions.bump(season.pk)
     return _rank_in_sql(Standing, Standing.objects.filter(season=season), rule_of(season))
 
 

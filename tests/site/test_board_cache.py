@@ -1,0 +1,236 @@
+"""The boards are served from a cache (leaderboard/board_cache.py) and are never stale: an agent's
+report, a review, a new submission, a renamed contestant, a new ranking rule and a freeze show on
+every board at once (the pages, the table the page polls, the JSON API, the home page, the GPU
+boards, in both languages), with the cache in each process or in Redis. The personal parts of a page
+(who is logged in, the CSRF token, the organizers' live board during a freeze) are never served to
+another visitor, and an unreachable cache only costs the rendering."""
+import html
+import os
+import re
+import uuid
+
+import pytest
+import redis
+from django.core.cache import caches
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from submissions.models import GpuType
+
+from leaderboard import board_cache as board_cache_module
+from submissions.services import accounts, reviewing, seasons, submitting
+from tests.gunicorn_site import free_port
+from tests.judged_data import accepted_sample
+from tests.site.bundle_files import valid_files
+from tests.site.judging_helpers import passed_result, report_all, submit
+
+EN = {"Accept-Language": "en-US,en;q=0.9"}
+ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
+PAGES = {"leaderboard": "/seasons/S1/leaderboard/", "table fragment": "/seasons/S1/leaderboard/?fragment=1",
+         "home": "/", "cpu board": "/seasons/S1/gpus/cpu/"}
+APIS = {"JSON": "/api/v1/seasons/S1/leaderboard", "cpu JSON": "/api/v1/seasons/S1/gpus/cpu/leaderboard"}
+STANDINGS_TABLES = ("submissions_standing", "submissions_gpustanding", "leaderboard_frozenstanding")
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+class BoardCache:
+    """The board cache of one test, in this process or in the real Redis (as several workers would
+    share it), under keys of its own: emptying it never touches anything else in that Redis."""
+
+    def __init__(self, kind):
+        self.kind, self.prefix = kind, f"test-boards-{uuid.uuid4().hex[:10]}"
+        if kind == "locmem":
+            self.settings = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": self.prefix}
+        else:
+            self.settings = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                             "KEY_PREFIX": self.prefix}
+
+    def empty(self):
+        if self.kind == "locmem":
+            caches["boards"].clear()
+        else:  # never FLUSHDB: the database is shared
+            server = redis.Redis.from_url(REDIS_URL)
+            for name in server.scan_iter(f"{self.prefix}:*"):
+                server.delete(name)
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def board_cache(request, settings):
+    cache = BoardCache(request.param)
+    settings.CACHES = {**settings.CACHES, "boards": cache.settings}
+    yield cache
+    cache.empty()
+
+
+def text(response):
+    assert response.status_code == 200, response.content[:500]
+    return html.unescape(response.content.decode())
+
+
+def boards(client):
+    """What every board shows, in English and in Chinese: {(surface, language): text}."""
+    shown = {}
+    for language, headers in (("en", EN), ("zh", ZH)):
+        for name, path in {**PAGES, **APIS}.items():
+            shown[name, language] = text(client.get(path, headers=headers))
+    return shown
+
+
+def assert_served_from_cache(client):
+    """A second visit reads no standings at all: the boards above really come from the cache."""
+    for path in (*PAGES.values(), *APIS.values()):
+        with CaptureQueriesContext(connection) as queries:
+            text(client.get(path, headers=ZH))
+        assert not [q["sql"] for q in queries if any(table in q["sql"] for table in STANDINGS_TABLES)], path
+
+
+def row_of(name, page):
+    """The table row of the contestant named `name` on an HTML board, as text."""
+    match = re.search(rf"<tr>((?:(?!</tr>).)*>{re.escape(name)}</a>(?:(?!</tr>).)*)</tr>", page, re.S)
+    return re.sub(r"<[^>]+>|\s+", " ", match.group(1)).split() if match else None
+
+
+def test_every_change_to_a_board_shows_at_once_wherever_it_is_cached(
+        client, season, alice, bob, organizer, agent_and_token, django_capture_on_commit_callbacks, board_cache):
+    agent, _ = agent_and_token
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    shown = boards(client)
+    assert all("Alice" in page and "Bob" not in page for page in shown.values())
+    assert_served_from_cache(client)
+
+    # a new submission gives Bob a row on the season's board (none on the GPU board yet)
+    submission = submit(django_capture_on_commit_callbacks, bob, submitting.open_issue(season, bob, title="GELU"),
+                        valid_files())
+    shown = boards(client)
+    for language in ("en", "zh"):
+        for surface in ("leaderboard", "table fragment", "home", "JSON"):
+            assert "Bob" in shown[surface, language], (surface, language)
+        assert "Bob" not in shown["cpu board", language] and "Bob" not in shown["cpu JSON", language]
+    assert row_of("Bob", shown["leaderboard", "en"])[-1] == "—"  # no speedup yet
+    assert_served_from_cache(client)
+
+    # the agent's report: Bob's best speedup
+    report_all(submission, agent, passed_result(speedup=4.5))
+    shown = boards(client)
+    for language in ("en", "zh"):
+        for surface in ("leaderboard", "table fragment", "home"):
+            assert row_of("Bob", shown[surface, language])[-1] == "4.50×", (surface, language)
+    bob_json = next(r for r in client.get(APIS["JSON"]).json()["rows"] if r["contestant"] == "Bob")
+    assert bob_json["best_speedup"] == 4.5 and bob_json["accepted_count"] == 0
+
+    # the review accepting it: Bob on the GPU board, his accepted count on the season's
+    reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5},
+                                override_reason="test data: fixed points",
+                                acceptance_override="test data: judged on the CPU only")
+    shown = boards(client)
+    for language in ("en", "zh"):
+        assert "Bob" in shown["cpu board", language] and "Bob" in shown["cpu JSON", language]
+    assert sorted((r["contestant"], r["accepted_count"]) for r in client.get(APIS["JSON"]).json()["rows"]) == [
+        ("Alice", 1), ("Bob", 1)]
+    assert [r["contestant"] for r in client.get(APIS["cpu JSON"]).json()] == ["Bob", "Alice"]  # the faster first
+
+    # a renamed contestant, on every board they are in
+    accounts.update_profile(bob, display_name="Robert", affiliation="Uni Z")
+    shown = boards(client)
+    assert all("Robert" in page and "Bob" not in page for page in shown.values())
+    assert "Uni Z" in shown["leaderboard", "zh"]
+
+    # another ranking rule: other columns, at once
+    assert "First submission" not in shown["leaderboard", "en"]
+    seasons.change_ranking(season, "cumulative_score")
+    shown = boards(client)
+    for surface in ("leaderboard", "table fragment", "home"):
+        assert "First submission" in shown[surface, "en"] and "首次提交" in shown[surface, "zh"], surface
+    assert client.get(APIS["JSON"]).json()["ranking_rule"] == "cumulative_score"
+
+    # a freeze, then later results, then the thaw
+    call_command("freeze_scoreboard", "S1")
+    boards(client)
+    accounts.update_profile(alice, display_name="Alicia")
+    assert "Alicia" in text(client.get(PAGES["leaderboard"]))  # the snapshot shows today's names
+    call_command("freeze_scoreboard", "S1", "--unfreeze")
+    assert "frozen" not in text(client.get(PAGES["leaderboard"]))
+
+
+def test_the_boards_links_to_gpu_types_follow_every_change_at_once(client, season, alice, organizer, board_cache):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+
+    def links():
+        page = text(client.get(PAGES["leaderboard"]))
+        return re.findall(r'<a class="tag" href="/seasons/S1/gpus/[^/]+/">([^<]+)</a>', page)
+
+    assert links() == ["MetaX C500", "CPU"]
+    cpu, c500 = GpuType.objects.get(slug="cpu"), GpuType.objects.get(slug="c500")
+    cpu.name = "x86 CPU"
+    cpu.save()
+    assert links() == ["MetaX C500", "x86 CPU"]
+    season.gpu_types.remove(c500)
+    assert links() == ["x86 CPU"]
+    c500.seasons.add(season)  # from the GPU type's side
+    assert links() == ["MetaX C500", "x86 CPU"]
+    c500.seasons.clear()
+    assert links() == ["x86 CPU"]
+    season.gpu_types.add(GpuType.objects.create(slug="h100", name="H100"))
+    assert links() == ["x86 CPU", "H100"]  # by slug
+    GpuType.objects.get(slug="h100").delete()
+    assert links() == ["x86 CPU"]
+
+
+def test_each_language_gets_its_own_rendering(client, season, alice, organizer, board_cache):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    for first, then in ((ZH, EN), (EN, ZH)):
+        board_cache.empty()
+        for headers in (first, then, first):
+            for path in PAGES.values():
+                page = text(client.get(path, headers=headers))
+                assert ("排名" in page) == (headers is ZH) and ("Rank" in page) == (headers is EN), path
+
+
+def csrf_token_of(page):
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def test_personal_parts_are_never_served_to_another_visitor(season, alice, bob, organizer, board_cache):
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    call_command("freeze_scoreboard", "S1")
+    for _ in range(2):  # live only: the public sees Alice alone, the organizers Bob first
+        accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})
+    visitors = {"organizer": Client(enforce_csrf_checks=True), "alice": Client(enforce_csrf_checks=True),
+                "anonymous": Client(enforce_csrf_checks=True)}
+    visitors["organizer"].force_login(organizer.user)
+    visitors["alice"].force_login(alice.user)
+    # each visitor in turn first, so the others are served what the first one's visit cached
+    for order in (("organizer", "anonymous", "alice"), ("anonymous", "alice", "organizer"),
+                  ("alice", "organizer", "anonymous")):
+        board_cache.empty()
+        for name in order:
+            client = visitors[name]
+            for path in PAGES.values():
+                page = text(client.get(path))
+                assert ("Bob" in page) == (name == "organizer" and path != "/seasons/S1/gpus/cpu/" or
+                                           path == "/seasons/S1/gpus/cpu/"), (name, path)
+                if path != PAGES["table fragment"]:
+                    assert (">organizer</a>" in page) == (name == "organizer"), (name, path)
+                    assert (">alice</a>" in page) == (name == "alice"), (name, path)
+                    assert ("Log in" in page) == (name == "anonymous"), (name, path)
+                    # the language form's token is this visitor's own: the switch is accepted
+                    switched = client.post("/i18n/setlang/", {"language": "en", "next": "/",
+                                                              "csrfmiddlewaretoken": csrf_token_of(page)})
+                    assert switched.status_code == 302, (name, path)
+            board = client.get(APIS["JSON"]).json()
+            assert [r["contestant"] for r in board["rows"]] == (
+                ["Bob", "Alice"] if name == "organizer" else ["Alice"]), name
+            assert (board["frozen_at"] is None) == (name == "organizer"), name
+
+
+def test_an_unreachable_cache_only_costs_the_rendering(client, season, alice, organizer, settings, caplog, monkeypatch):
+    monkeypatch.setattr(board_cache_module, "_warned_at", [0.0])  # said once a minute: this test's own minute
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    settings.CACHES = {**settings.CACHES, "boards": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
+    for path in (*PAGES.values(), *APIS.values()):
+        assert "Alice" in text(client.get(path)), path
+    assert "the board cache is unreachable" in caplog.text
