@@ -28,6 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 STAGES = ("compile", "correctness", "timing", "verify", "confirm")
+COST_NOTE = "[profiler_agent] timing confirmation: cost: "
+TIMING_NOTE = "[profiler_agent] timing phase (s): "
 
 
 def default_bundles() -> list[Path]:
@@ -66,6 +68,33 @@ def bare_costs(device: str) -> list[tuple[str, float]]:
     return rows
 
 
+def cold_judging(bundle_path: Path, options, gap: float) -> None:
+    """A copy of the bundle whose candidate file differs by a comment: another build key, so its
+    build is compiled (same sources and flags, so the agent's precompiled header fits)."""
+    from profiler_agent.bundles.bundle import open_bundle
+    from profiler_agent.harness.judge import WARM_NOTE, judge_bundle
+
+    time.sleep(gap)
+    with tempfile.TemporaryDirectory(prefix="judging-cost-cold-") as tmp:
+        copy = Path(tmp) / bundle_path.name
+        shutil.copytree(bundle_path, copy)
+        bundle = open_bundle(copy, Path(tmp) / "opened")
+        with open(bundle.candidate, "a") as f:
+            f.write(f"\n# cold build {time.time_ns()}\n")
+        started = time.monotonic()
+        result = judge_bundle(bundle, options)
+        wall = time.monotonic() - started
+    durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
+    print(f"{bundle_path.name} (cold build): {result['status']} wall {wall:.1f} s, processes waiting: "
+          f"{'yes' if WARM_NOTE in result['logs']['stderr'] else 'no'}; durations_s {durations}", flush=True)
+    for name, variant in result["variants"].items():
+        print(f"    variant {name}: {variant['status']}, durations_s "
+              f"{ {k: round(v, 2) for k, v in variant['durations_s'].items() if isinstance(v, (int, float))} }")
+    if result["self_test"] is not None:
+        print(f"    self-test: exit {result['self_test']['exit_code']}, its last line: "
+              f"{(result['self_test']['output'].strip().splitlines() or [''])[-1][:120]}")
+
+
 def median_or_none(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" if values else "-"
 
@@ -78,6 +107,9 @@ def main() -> None:
     parser.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--cache-dir", type=Path, help="default: a fresh one")
     parser.add_argument("--no-prebuild", action="store_true")
+    parser.add_argument("--cold", action="append", type=Path,
+                        help="then judge a copy of this bundle whose build is not cached (repeatable): the "
+                             "cold compile as a judging with its processes waiting sees it")
     parser.add_argument("--gap", type=float, default=0.0,
                         help="seconds between judgings, not counted (an agent whose queue is not full)")
     args = parser.parse_args()
@@ -107,6 +139,11 @@ def main() -> None:
             durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
             print(f"{bundle_path.name} (round {round_ + 1}): {result['status']} wall {wall:.1f} s, "
                   f"processes waiting: {'yes' if warm else 'no'}; durations_s {durations}", flush=True)
+            for line in result["logs"]["stderr"].splitlines():
+                if line.startswith(COST_NOTE):  # the confirmation's own stages (measure.confirm)
+                    print(f"    confirmation: {line.removeprefix(COST_NOTE)}", flush=True)
+                elif line.startswith(TIMING_NOTE):  # the timing phase's (measure.models)
+                    print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
             if counted:
                 measured.append(wall)
                 for stage in STAGES:
@@ -115,6 +152,8 @@ def main() -> None:
     print(f"\nmedian wall of {len(measured)} warm judgings: {median_or_none(measured)} s "
           f"(min {min(measured, default=0):.1f}, max {max(measured, default=0):.1f}); per stage (median s): "
           + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
+    for bundle_path in args.cold or []:
+        cold_judging(bundle_path, options, args.gap)
     print("\nbare processes:")
     for name, seconds in bare_costs(args.device):
         print(f"   {name}: {seconds:.1f} s")

@@ -12,6 +12,8 @@ from pydantic import RootModel
 from leaderboard import board_cache, selectors
 from submissions import ranked_runs
 from submissions.api import agent_router, answers, contestant_router
+from submissions.api_benchmarks import benchmark_router
+from submissions.api_datasets import organizer_router
 from submissions.models import Season
 
 # Beyond any standings, and offset + limit stays far inside a 64-bit integer on every database.
@@ -55,7 +57,10 @@ def on_validation_error(request, exc):
 
 @api.exception_handler(HttpError)
 def on_http_error(request, exc):
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    body = {"detail": str(exc)}
+    if exc.status_code == 422:  # as documented for every 422 (ValidationErrorOut): the problems listed too
+        body["errors"] = [{"msg": str(exc), "type": "value_error"}]
+    return api.create_response(request, body, status=exc.status_code)
 
 
 public_router = Router(tags=["public"])
@@ -201,6 +206,50 @@ def season_hardware(request, code: str):
     }
 
 
+class ComparedGpuOut(Schema):
+    key: str
+    name: str
+    source: str
+    benchmark_run: Optional[int]
+    samples: int
+    score: Optional[float]
+    relative_time_score: Optional[float]
+    roofline: Optional[dict]
+
+
+class HardwareComparisonOut(Schema):
+    season: str
+    a: Optional[str]
+    b: Optional[str]
+    gpus: List[ComparedGpuOut]
+    rows: List[dict]
+    ratio_geomean: Optional[float]
+    missing: List[str]
+
+
+@public_router.get("/seasons/{code}/hardware/comparison", response=answers({200: HardwareComparisonOut}, 404, 422),
+                   url_name="season_hardware_comparison")
+def season_hardware_comparison(request, code: str, a: str = Query("", description="A GPU's key (a GPU type's slug "
+                               "or a benchmark run's GPU name); left out: the GPU with the most timed samples"),
+                               b: str = Query("", description="The GPU compared with a; each row's ratio is b / a")):
+    """The hardware page's comparison of two GPUs (its JSON twin): per sample, b's candidate time over a's,
+    each GPU's weighted score and roofline position."""
+    season = Season.objects.filter(code=code).first()
+    if season is None:
+        raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
+    comparison = selectors.gpu_comparison(season, a, b)
+    if comparison["error"]:
+        raise HttpError(422, comparison["error"])
+    return {
+        "season": season.code, "a": comparison["a"].key if comparison["a"] else None,
+        "b": comparison["b"].key if comparison["b"] else None,
+        "gpus": [{"key": g.key, "name": g.name, "source": g.source, "benchmark_run": g.benchmark_run,
+                  "samples": g.sample_count, "score": g.score, "relative_time_score": g.relative_time_score,
+                  "roofline": g.roofline} for g in comparison["gpus"]],
+        "rows": comparison["rows"], "ratio_geomean": comparison["ratio_geomean"], "missing": comparison["missing"],
+    }
+
+
 class GpuStandingOut(Schema):
     rank: Optional[int]
     contestant: str
@@ -227,4 +276,6 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
 
 api.add_router("/agent", agent_router)
 api.add_router("/", contestant_router)
+api.add_router("/", organizer_router)
+api.add_router("/", benchmark_router)
 api.add_router("/", public_router)

@@ -108,6 +108,41 @@ def hardware_matrix(gpu_types, rows):
     }
 
 
+def gpu_ratios(comparison):
+    """Per sample, b's candidate time over a's (log y) against a's time (log x); 1 is drawn as a line."""
+    a, b, rows = comparison["a"], comparison["b"], comparison["rows"]
+    times = [r["a_ms"] for r in rows]
+    line = [min(times), max(times)] if times else []
+    return {
+        "data": [{"type": "scatter", "mode": "markers", "name": _("samples"), "x": times, "y": [r["ratio"] for r in rows],
+                  "text": [_text(r["sample"]) for r in rows], "marker": {"size": 9},
+                  "hovertemplate": "%{text}<br>%{x:.4g} ms · %{y:.3g}×<extra></extra>"},
+                 {"type": "scatter", "mode": "lines", "name": _("same time"), "x": line, "y": [1, 1] if line else [],
+                  "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"}],
+        "layout": _layout(_("Candidate time ratio b / a, per sample"),
+                          showlegend=False,
+                          xaxis={"type": "log", "title": {"text": _("candidate ms on %(gpu)s") % {"gpu": _text(a.name)}}},
+                          yaxis={"type": "log", "title": {"text": _("time ratio %(b)s / %(a)s") % {"a": _text(a.name),
+                                                                                                  "b": _text(b.name)}}}),
+    }
+
+
+def gpu_roofline_position(gpus):
+    """Each GPU's median achieved share of its peak compute against its share of peak bandwidth."""
+    data = []
+    for gpu in gpus:
+        roof = gpu.roofline or {}
+        if roof.get("tflops_pct") is None or roof.get("gbps_pct") is None:
+            continue
+        data.append({"type": "scatter", "mode": "markers+text", "name": _text(gpu.name), "x": [roof["gbps_pct"]],
+                     "y": [roof["tflops_pct"]], "text": [_text(gpu.name)], "textposition": "top center",
+                     "marker": {"size": 12}})
+    return {"data": data, "layout": _layout(
+        _("Roofline position: median share of each GPU's peaks"),
+        xaxis={"title": {"text": _("share of peak bandwidth")}, "rangemode": "tozero", "ticksuffix": "%"},
+        yaxis={"title": {"text": _("share of peak compute")}, "rangemode": "tozero", "ticksuffix": "%"})}
+
+
 def _side_name(side):
     return _("reference") if side == "reference" else _("candidate")
 

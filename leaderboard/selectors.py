@@ -1,10 +1,14 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
+from dataclasses import dataclass, field
+from typing import Optional
+
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, Q
+from django.utils.translation import gettext
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
-from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import ranked_runs, ranking
+from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
+from submissions import ranked_runs, ranking, weights
 
 
 def with_freeze(seasons):
@@ -158,3 +162,153 @@ def judged_runs(submission):
     """The submission's runs that have a result, for its charts."""
     runs = submission.runs.select_related("gpu_type").filter(result__isnull=False)
     return [run for run in runs if run.result]
+
+
+# ---- Comparing two GPUs on the season's samples (issue 11 item 4) -------------------------------
+
+@dataclass
+class GpuSeries:
+    """One GPU's timed samples: a GPU type's ranked runs (source "judged") or the newest benchmark run
+    uploaded for this season from one GPU (source "benchmark"). `samples` maps a sample (its issue
+    code, as the dataset names it) to its candidate time and where that comes from."""
+    key: str  # what ?a= and ?b= name: the GPU type's slug, or the benchmark run's GPU name
+    name: str
+    source: str  # "judged" or "benchmark"
+    samples: dict = field(default_factory=dict)
+    score: Optional[float] = None  # weighted geometric mean of the speedups
+    relative_time_score: Optional[float] = None  # benchmark runs: the site's recomputed score over the baseline
+    benchmark_run: Optional[int] = None
+    roofline: Optional[dict] = None  # None: no throughput figures
+
+    @property
+    def sample_count(self):
+        return len(self.samples)
+
+
+class ComparisonError(ValueError):
+    """?a= or ?b= names no GPU of the season, or both name the same one; the message says which."""
+
+
+def _median(values):
+    values = sorted(values)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def _roofline(samples):
+    """Median achieved TFLOP/s and GB/s of the samples that have them, each also as a share of the
+    GPU's peak the agent reported with the run (None: no sample has throughput figures)."""
+    with_metrics = [s for s in samples.values() if s.get("tflops") and s.get("gbps")]
+    if not with_metrics:
+        return None
+    compute = [100 * s["tflops"] / s["peak_tflops"] for s in with_metrics if s.get("peak_tflops")]
+    memory = [100 * s["gbps"] / s["peak_gbps"] for s in with_metrics if s.get("peak_gbps")]
+    return {"samples": len(with_metrics),
+            "tflops": _median([s["tflops"] for s in with_metrics]), "gbps": _median([s["gbps"] for s in with_metrics]),
+            "peak_tflops": _median([s["peak_tflops"] for s in with_metrics if s.get("peak_tflops")]),
+            "peak_gbps": _median([s["peak_gbps"] for s in with_metrics if s.get("peak_gbps")]),
+            "tflops_pct": _median(compute), "gbps_pct": _median(memory)}
+
+
+def _judged_series(season, hardware=None):
+    """Each GPU type of the season with the ranked run of every accepted sample that has one
+    (`hardware`: hardware_comparison(season), where the caller has it already)."""
+    rule = weights.rule_of(season)
+    gpu_types, rows = hardware or hardware_comparison(season)
+    ranked = [(g, row["submission"], c["run"]) for row in rows for g, c in zip(gpu_types, row["columns"])
+              if c["run"] is not None and c["run"].candidate_median_ms]
+    # the agent's peaks ride in each run's result; read only for the ranked runs
+    devices = dict(Run.objects.filter(pk__in=[run.pk for _, _, run in ranked]).values_list("pk", "result__device"))
+    series = {g.pk: GpuSeries(key=g.slug, name=g.name, source="judged") for g in gpu_types}
+    for gpu_type, submission, run in ranked:
+        device = devices.get(run.pk) or {}
+        series[gpu_type.pk].samples[submission.issue.code] = {
+            "title": submission.issue.title, "ms": run.candidate_median_ms, "speedup": run.speedup,
+            "weight": rule.weight_for(submission.issue).value, "source": "judged", "run": run.pk,
+            "tflops": run.tflops, "gbps": run.bandwidth_gbs,
+            "peak_tflops": device.get("peak_tflops"), "peak_gbps": device.get("peak_gbps")}
+    for one in series.values():
+        one.score = weights.weighted_geomean([(s["speedup"], s["weight"]) for s in one.samples.values()])
+        one.roofline = _roofline(one.samples)
+    return list(series.values())
+
+
+def _benchmark_series(season, taken):
+    """The newest benchmark run of this season from each GPU (by the name the agent gave it); a GPU name
+    that is also a GPU type's slug (`taken`) is that GPU type's and is left out."""
+    newest = {}
+    for run in BenchmarkRun.objects.filter(season=season).order_by("-created_at", "-pk"):
+        if run.gpu_name not in newest and run.gpu_name not in taken:
+            newest[run.gpu_name] = run
+    series = []
+    for name, run in sorted(newest.items()):
+        one = GpuSeries(key=name, name=name, source="benchmark", score=run.speedup_score,
+                        relative_time_score=run.relative_time_score, benchmark_run=run.pk)
+        for sample in run.samples:
+            if sample.get("status") == "passed" and sample.get("candidate_ms"):
+                one.samples[sample["id"]] = {
+                    "title": sample.get("title") or "", "ms": sample["candidate_ms"], "speedup": sample.get("speedup"),
+                    "weight": sample.get("weight"), "source": "benchmark", "run": run.pk}
+        series.append(one)
+    return series
+
+
+def _pick(gpus, key, which):
+    if key in (None, ""):
+        return None
+    found = next((g for g in gpus if g.key == key), None)
+    if found is None:
+        raise ComparisonError(gettext("%(which)s: no GPU of this season is called '%(key)s'; the GPUs: %(known)s")
+                              % {"which": which, "key": key[:100], "known": ", ".join(g.key for g in gpus) or "-"})
+    return found
+
+
+def gpu_comparison(season, a=None, b=None, hardware=None):
+    """Two GPUs compared on the samples both timed: per sample, b's candidate time over a's (the ratio),
+    with each GPU's weighted score and roofline position. `a`/`b` name GPUs by key; left out, the two
+    with the most timed samples. `error` says what is wrong with ?a=/?b= (then no rows); `missing`
+    says what the page lacks (benchmark runs, a second GPU, shared samples)."""
+    judged = _judged_series(season, hardware)
+    gpus = judged + _benchmark_series(season, {g.key for g in judged})
+    answer = {"gpus": gpus, "a": None, "b": None, "rows": [], "ratio_geomean": None, "error": None, "missing": [],
+              "benchmark_runs": BenchmarkRun.objects.filter(season=season).count()}
+    if not answer["benchmark_runs"]:
+        answer["missing"].append(gettext(
+            "No benchmark run has been uploaded for this season's dataset yet: `python -m profiler_agent bench "
+            "DATASET --upload` adds one."))
+    timed = sorted((g for g in gpus if g.samples), key=lambda g: -g.sample_count)
+    if len(timed) < 2:
+        answer["missing"].append(
+            gettext("No GPU has timed samples yet: a comparison needs two.") if not timed else
+            gettext("Only %(gpu)s has timed samples: a comparison needs a second GPU.") % {"gpu": timed[0].name})
+    try:
+        chosen_a, chosen_b = _pick(gpus, a, "a"), _pick(gpus, b, "b")
+    except ComparisonError as error:
+        answer["error"] = str(error)
+        return answer
+    defaults = [g for g in timed if g not in (chosen_a, chosen_b)]
+    chosen_a = chosen_a or (defaults.pop(0) if defaults else None)
+    chosen_b = chosen_b or (defaults.pop(0) if defaults else None)
+    if chosen_a is not None and chosen_a is chosen_b:
+        answer["error"] = gettext("a and b are both %(gpu)s: choose two different GPUs.") % {"gpu": chosen_a.key}
+        return answer
+    answer.update(a=chosen_a, b=chosen_b)
+    if chosen_a is None or chosen_b is None:
+        return answer
+    for code in sorted(set(chosen_a.samples) & set(chosen_b.samples)):
+        on_a, on_b = chosen_a.samples[code], chosen_b.samples[code]
+        answer["rows"].append({"sample": code, "title": on_a["title"] or on_b["title"], "a_ms": on_a["ms"],
+                               "b_ms": on_b["ms"], "ratio": on_b["ms"] / on_a["ms"],
+                               "weight": on_a["weight"] if on_a["weight"] is not None else on_b["weight"],
+                               "a_source": _source(on_a), "b_source": _source(on_b)})
+    if not answer["rows"]:
+        answer["missing"].append(gettext("%(a)s and %(b)s have no timed sample in common.")
+                                 % {"a": chosen_a.name, "b": chosen_b.name})
+    answer["ratio_geomean"] = weights.weighted_geomean([(r["ratio"], r["weight"] or 0) for r in answer["rows"]])
+    return answer
+
+
+def _source(sample):
+    return {"kind": sample["source"], "run": sample["run"]}

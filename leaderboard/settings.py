@@ -288,4 +288,9 @@ PR_COMMENT_TIMEOUT_SECONDS = env_int("PR_COMMENT_TIMEOUT_SECONDS", 10)
 # The verdict table is retried from the site worker: attempts in all, and the first back-off (doubled each time).
 PR_COMMENT_ATTEMPTS = env_int("PR_COMMENT_ATTEMPTS", 5)
 PR_COMMENT_RETRY_SECONDS = env_int("PR_COMMENT_RETRY_SECONDS", 30)
+# Dataset exports (submissions/services/datasets.py): each kept in its own folder under this one.
+DATASET_EXPORT_DIR = Path(os.environ.get("DATASET_EXPORT_DIR", BASE_DIR / "var" / "datasets"))
+# The licence accepted samples join the dataset under (the contest agreement's "open-source license"),
+# as an SPDX identifier: written into every sample's metadata and the dataset card.
+DATASET_LICENSE = os.environ.get("DATASET_LICENSE", "Apache-2.0")
 # ---- end of the submissions block ----

@@ -86,10 +86,18 @@ def season_leaderboard(request, code):
 def hardware_comparison(request, code):
     season = get_object_or_404(Season, code=code)
     gpu_types, rows = selectors.hardware_comparison(season)
+    comparison = selectors.gpu_comparison(season, request.GET.get("a"), request.GET.get("b"),
+                                          hardware=(gpu_types, rows))
+    roofline = charts.gpu_roofline_position(comparison["gpus"])
+    figures = {
+        "matrix": {"matrix": charts.hardware_matrix(gpu_types, rows)} if rows else {},
+        "ratios": {"ratios": charts.gpu_ratios(comparison)} if comparison["rows"] else {},
+        "roofline": {"roofline": roofline} if roofline["data"] else {},
+    }
     return render(request, "leaderboard/hardware.html", {
-        "season": season, "gpu_types": gpu_types, "rows": rows,
-        "figures": {"matrix": charts.hardware_matrix(gpu_types, rows)} if rows else {},
-    })
+        "season": season, "gpu_types": gpu_types, "rows": rows, "comparison": comparison, "figures": figures,
+        "charts": any(figures.values()),
+    }, status=400 if comparison["error"] else 200)
 
 
 def contestant_detail(request, contestant_id):

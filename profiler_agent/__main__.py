@@ -1,5 +1,5 @@
-"""Command line: `python -m profiler_agent judge BUNDLE`, `... work ...` (one worker) and `... fleet ...`
-(one worker per GPU of the host)."""
+"""Command line: `python -m profiler_agent judge BUNDLE`, `... bench DATASET` (every sample of a dataset
+judged here, this GPU scored), `... work ...` (one worker) and `... fleet ...` (one worker per GPU of the host)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from profiler_agent import HARNESS_VERSION
 from profiler_agent.service.config import keep_warm_from_env, ncu_from_env, ncu_timeout_from_env
 from profiler_agent.service.sizes import parse_size
 
@@ -49,6 +50,20 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
                         help="memory during the build, cgroup only (default: the larger of --memory-limit and 4G)")
 
 
+def _add_judging_options(parser: argparse.ArgumentParser) -> None:
+    """What `judge` and `bench` both take: where builds go, the seed, tolerances, timing."""
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="where extension builds are kept")
+    parser.add_argument("--seed", type=int, help="input seed (default: a fresh secret one)")
+    parser.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
+    parser.add_argument("--rtol", type=float, help="override the per-dtype relative tolerance")
+    parser.add_argument("--timing-budget", type=_positive, metavar="SECONDS",
+                        help="time spent timing each model pair at most (default 3)")
+    parser.add_argument("--target-rse", type=_positive, metavar="FRACTION",
+                        help="stop timing once the medians' relative standard error is below this (default 0.005)")
+    parser.add_argument("--suspicious-speedup", type=_positive, metavar="RATIO",
+                        help="flag speedups above this (default 20)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m profiler_agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,21 +73,33 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
     judge.add_argument("--json", type=Path, metavar="FILE", help="also write the result JSON to FILE")
     _add_limit_options(judge)
-    judge.add_argument("--cache-dir", type=Path, metavar="DIR", help="where extension builds are kept")
-    judge.add_argument("--seed", type=int, help="input seed (default: a fresh secret one)")
-    judge.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
-    judge.add_argument("--rtol", type=float, help="override the per-dtype relative tolerance")
-    judge.add_argument("--timing-budget", type=_positive, metavar="SECONDS",
-                       help="time spent timing each model pair at most (default 3)")
-    judge.add_argument("--target-rse", type=_positive, metavar="FRACTION",
-                       help="stop timing once the medians' relative standard error is below this (default 0.005)")
-    judge.add_argument("--suspicious-speedup", type=_positive, metavar="RATIO",
-                       help="flag speedups above this (default 20)")
+    _add_judging_options(judge)
     judge.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
                        help="profile a passed candidate with Nsight Compute when `ncu` is on PATH (CUDA only; "
                        "default: PROFILER_AGENT_NCU=1)")
     judge.add_argument("--ncu-timeout", type=_positive, metavar="SECONDS",
                        help="wall-clock limit of the ncu run (default: PROFILER_AGENT_NCU_TIMEOUT, else 120)")
+
+    bench = commands.add_parser("bench", help="judge every sample of a dataset here and score this GPU "
+                                "(docs/dataset.md, Benchmarking a GPU)")
+    bench.add_argument("dataset", type=Path, help="an exported dataset: its folder or its .tar.gz")
+    bench.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
+    bench.add_argument("--json", type=Path, metavar="FILE",
+                       help="write the whole result to FILE (the state file is then FILE.state.jsonl)")
+    bench.add_argument("--baseline", metavar="GPU",
+                       help="the GPU type or name of the manifest's times to compare with (default: its most "
+                       "common GPU type)")
+    bench.add_argument("--state", type=Path, metavar="FILE",
+                       help="the resume file (default: next to --json, else ~/.cache/profiler_agent/bench/)")
+    bench.add_argument("--restart", action="store_true", help="judge every sample again, ignoring the state file")
+    bench.add_argument("--limit", type=int, metavar="N", help="judge at most N samples in this run, then stop")
+    bench.add_argument("--upload", metavar="SITE", help="send the result to SITE (a benchmark run of this GPU)")
+    bench.add_argument("--token", default=os.environ.get("PROFILER_AGENT_USER_TOKEN"),
+                       help="your personal API token for --upload (default: PROFILER_AGENT_USER_TOKEN)")
+    _add_limit_options(bench)
+    _add_judging_options(bench)
+    bench.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=False,
+                       help="start the next sample's processes as soon as one ends (skips their imports)")
 
     pch = commands.add_parser("prepare-pch", help="precompile torch/extension.h for the builds of judged bundles")
     pch.add_argument("--cache-dir", type=Path, metavar="DIR", help="the build cache the judge uses")
@@ -130,10 +157,9 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def run_judge(args: argparse.Namespace) -> int:
-    from profiler_agent.bundles.bundle import BundleError, open_bundle
-    from profiler_agent.harness.judge import JudgeOptions, judge_bundle
-    from profiler_agent.report import format_table
+def _judge_options(args: argparse.Namespace):
+    """The JudgeOptions of `judge` and `bench` (one harness, one set of options)."""
+    from profiler_agent.harness.judge import JudgeOptions
 
     options = JudgeOptions(
         device=args.device or _default_device(),
@@ -145,7 +171,8 @@ def run_judge(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         timing_budget_s=args.timing_budget,
         target_rse=args.target_rse,
-        ncu=args.ncu,
+        ncu=getattr(args, "ncu", False),
+        keep_warm=getattr(args, "keep_warm", False),
     )
     if args.suspicious_speedup:
         options.suspicious_speedup = args.suspicious_speedup
@@ -153,9 +180,18 @@ def run_judge(args: argparse.Namespace) -> int:
         options.timeout_s = args.run_timeout
     if args.compile_timeout:
         options.compile_timeout_s = args.compile_timeout
-    ncu_timeout = args.ncu_timeout or ncu_timeout_from_env()
+    ncu_timeout = getattr(args, "ncu_timeout", None) or ncu_timeout_from_env()
     if ncu_timeout:
         options.ncu_timeout_s = ncu_timeout
+    return options
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from profiler_agent.bundles.bundle import BundleError, open_bundle
+    from profiler_agent.harness.judge import judge_bundle
+    from profiler_agent.report import format_table
+
+    options = _judge_options(args)
     with tempfile.TemporaryDirectory(prefix="profiler-agent-bundle-") as tmp:
         try:
             bundle = open_bundle(args.bundle, Path(tmp))
@@ -263,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     scrub_own_secrets()  # nor can root ones, or any where the line above does not hold
     if args.command == "judge":
         return run_judge(args)
+    if args.command == "bench":
+        return run_bench(args, parser)
     if args.command == "prepare-pch":
         return run_prepare_pch(args)
     if args.command == "fleet":
@@ -270,6 +308,54 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "gpus":
         return run_gpus(args)
     return run_work(args, parser)
+
+
+def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from profiler_agent.benchmark import run, score
+    from profiler_agent.benchmark.dataset import DatasetError, open_dataset
+    from profiler_agent.benchmark.state import State, default_state_path
+
+    if args.upload and not args.token:
+        parser.error("--upload needs --token (or PROFILER_AGENT_USER_TOKEN): your personal API token")
+    if args.limit is not None and args.limit < 0:
+        parser.error("--limit must be 0 or more")
+    options = _judge_options(args)
+    with tempfile.TemporaryDirectory(prefix="profiler-agent-dataset-") as tmp:
+        try:
+            dataset = open_dataset(args.dataset, Path(tmp))
+        except DatasetError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        baseline = args.baseline or score.default_baseline(dataset.samples)
+        if args.baseline and args.baseline.lower() not in score.known_baselines(dataset.samples):
+            print(f"error: no sample of {dataset.name} has a time on {args.baseline!r}", file=sys.stderr)
+            return USAGE_ERROR
+        header = {"dataset": dataset.checksum, "device": options.device, "harness_version": HARNESS_VERSION}
+        state_path = args.state or default_state_path(dataset.checksum, options.device, args.json)
+        state = State(state_path, header, restart=args.restart)
+        if state.rows:
+            print(f"resuming: {len(state.rows)} samples from {state_path} (--restart judges them again)",
+                  file=sys.stderr)
+        try:
+            result = run.bench(dataset, options, state, baseline=baseline, limit=args.limit)
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: {len(state.rows)} samples kept in {state_path}; run again to go on",
+                  file=sys.stderr)
+            return 130
+    print(run.format_table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    if args.upload:
+        if not result["complete"]:
+            print("error: not uploaded: the run is incomplete", file=sys.stderr)
+            return 1
+        status, answer = run.upload(result, args.upload, args.token)
+        if status not in (200, 201):
+            print(f"error: upload refused ({status}): {answer.get('detail') or answer}", file=sys.stderr)
+            return 1
+        print(f"uploaded: benchmark run {answer.get('id')} ({args.upload.rstrip('/')}/api/v1/benchmark-runs/"
+              f"{answer.get('id')})")
+    return 0
 
 
 def run_gpus(args) -> int:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs what it needs, makes sure Redis answers, then pytest.
 # DATABASE_URL picks the database (SQLite by default; postgres://... for PostgreSQL).
+# PYTEST_WORKERS: how many test processes (pytest-xdist; default one per core, 0 or 1 for none).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -11,6 +12,13 @@ trap stop_started EXIT
 setup_venv "site,agent,dev"
 ensure_redis
 export REDIS_URL
+# --dist loadfile: a test module runs whole, in order, on one worker, so what its tests share (a module
+# fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
+# (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do
+# nothing under pytest 9.2 (they rename item._nodeid, which pytest 9.2 no longer reads).
+workers="${PYTEST_WORKERS:-$(nproc)}"
+parallel=()
+if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
 exec_status=0
-"$PY" -m pytest "$@" || exec_status=$?
+"$PY" -m pytest ${parallel[@]+"${parallel[@]}"} "$@" || exec_status=$?
 exit $exec_status

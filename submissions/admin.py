@@ -1,14 +1,14 @@
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from submissions import board_versions, models, ranking
+from submissions import board_versions, models, ranking, weights
 from submissions.forms import ThrottledAdminAuthenticationForm
-from submissions.services import fleet, seasons
+from submissions.services import fleet, seasons, weighting
 
 # The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -38,11 +38,19 @@ class SeasonAdmin(admin.ModelAdmin):
         """The rule and its settings (validated by Season.clean) go through the service, which audits
         the change and re-ranks the standings."""
         ranking = (obj.ranking_rule, obj.ranking_settings)
+        weight_rule = (obj.dataset_weight_rule, obj.dataset_weight_settings)
         if change:
-            obj.ranking_rule, obj.ranking_settings = models.Season.objects.values_list(
-                "ranking_rule", "ranking_settings").get(pk=obj.pk)
+            (obj.ranking_rule, obj.ranking_settings, obj.dataset_weight_rule,
+             obj.dataset_weight_settings) = models.Season.objects.values_list(
+                "ranking_rule", "ranking_settings", "dataset_weight_rule", "dataset_weight_settings").get(pk=obj.pk)
         super().save_model(request, obj, form, change)
         seasons.change_ranking(obj, *ranking, actor=request.user, reason="changed in the admin")
+        # validated by Season.clean but for the issues 'samples' names, which must be the season's
+        try:
+            weighting.change_weights(obj, *weight_rule, actor=request.user, reason="changed in the admin")
+        except weights.WeightSettingsError as exc:
+            self.message_user(request, _("The weight rule was not changed: %(error)s") % {"error": exc},
+                              level=messages.ERROR)
 
 
 @admin.register(models.Contestant)
@@ -185,3 +193,11 @@ class SubmissionFlagAdmin(admin.ModelAdmin):
 class RejudgeAdmin(admin.ModelAdmin):
     list_display = ("scope", "target", "requested_by", "reason", "created_at")
     readonly_fields = ("scope", "target", "requested_by", "reason")
+
+
+@admin.register(models.BenchmarkRun)
+class BenchmarkRunAdmin(admin.ModelAdmin):
+    list_display = ("gpu_name", "dataset_name", "dataset_version", "speedup_score", "relative_time_score",
+                    "contestant", "created_at")
+    list_filter = ("device_kind", "season")
+    readonly_fields = ("samples",)

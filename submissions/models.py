@@ -87,6 +87,15 @@ class Season(models.Model):
         max_length=20, blank=True, validators=[harness_versions.validate],
         help_text=_("Oldest profiler agent harness version that may judge this season's runs, e.g. 1.2 "
                     "(empty: any); older agents are refused at start"))
+    # How the season's dataset weighs its accepted samples (submissions/weights.py); changed through
+    # services/weighting.py, which validates and audits.
+    dataset_weight_rule = models.CharField(
+        max_length=32, default="uniform",
+        help_text=_("Dataset weight rule, a name from submissions.weights (uniform, operator, level, framework)"))
+    dataset_weight_settings = models.JSONField(
+        default=dict, blank=True,
+        help_text=_("Settings of the weight rule, e.g. {\"weights\": {\"3\": 5}, \"default\": 1, "
+                    "\"samples\": {\"ICTXSZ\": 2}}; validated by the rule"))
     created_at = models.DateTimeField(auto_now_add=True)
     # Replaced by a fresh random token in the transaction of every change to what the season's boards
     # show (submissions/board_versions.py); the public pages' cached renderings are keyed on it.
@@ -110,6 +119,7 @@ class Season(models.Model):
 
         from submissions.ranking import RankingSettingsError, get_rule, rule_names
         from submissions.rubrics import RubricConfigError, get_rubric
+        from submissions.weights import WeightSettingsError, get_rule as get_weight_rule
 
         errors = {}
         try:
@@ -121,6 +131,10 @@ class Season(models.Model):
                 get_rule(self.ranking_rule, self.ranking_settings)
             except RankingSettingsError as exc:
                 errors["ranking_settings"] = str(exc)
+        try:
+            get_weight_rule(self.dataset_weight_rule, self.dataset_weight_settings)
+        except WeightSettingsError as exc:
+            errors["dataset_weight_settings"] = str(exc)
         if errors:
             raise ValidationError(errors)
 
@@ -362,6 +376,8 @@ class Run(models.Model):
     # The worker (one GPU of the agent's host) that started the current attempt, and that GPU's UUID.
     worker = models.ForeignKey(AgentWorker, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     gpu_uuid = models.CharField(max_length=100, blank=True)
+    # The harness version the worker declared when it started the current attempt (blank: not declared).
+    harness_version = models.CharField(max_length=20, blank=True)
     worker_refusals = models.PositiveSmallIntegerField(
         default=0, help_text="Attempts handed back because the worker could not take them (draining, outdated)")
     rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
@@ -551,3 +567,65 @@ class LoginFailure(models.Model):
 
     def __str__(self):
         return f"{self.account} from {self.address or '?'} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class DatasetExport(models.Model):
+    """One export of a season's accepted samples as a dataset (submissions/dataset_export.py), kept on
+    disk under DATASET_EXPORT_DIR/<season>/<number>/ and numbered 1, 2, 3... per season. The files hold
+    no export number or time of their own: the same season state gives the same bytes."""
+
+    season = models.ForeignKey(Season, on_delete=models.PROTECT, related_name="dataset_exports")
+    number = models.PositiveIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    sample_count = models.PositiveIntegerField()
+    as_of = models.DateTimeField(null=True, blank=True, help_text="The newest review or run the export reflects")
+    manifest_sha256 = models.CharField(max_length=64)
+    archive_sha256 = models.CharField(max_length=64)
+    archive_bytes = models.PositiveBigIntegerField()
+    folder = models.CharField(max_length=255, help_text="Relative to DATASET_EXPORT_DIR")
+
+    class Meta:
+        ordering = ["season", "-number"]
+        constraints = [models.UniqueConstraint(fields=["season", "number"], name="one_dataset_export_number")]
+
+    def __str__(self):
+        return f"{self.season.code} dataset v{self.number}"
+
+    @property
+    def name(self):
+        return f"gpucodeforces-{self.season.code}-v{self.number}"
+
+
+class BenchmarkRun(models.Model):
+    """A GPU benchmarked on a dataset by `python -m profiler_agent bench DATASET --upload` (docs/dataset.md,
+    "Benchmarking a GPU"): uploaded with a signed-in user's personal token. The scores are computed here
+    again from the per-sample rows, not taken from the upload."""
+
+    contestant = models.ForeignKey(Contestant, on_delete=models.CASCADE, related_name="benchmark_runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    gpu_name = models.CharField(max_length=200, help_text="The device the agent judged on, as it named it")
+    device_kind = models.CharField(max_length=16)
+    dataset_name = models.CharField(max_length=200)
+    season = models.ForeignKey(Season, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    dataset_export = models.ForeignKey(DatasetExport, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="benchmark_runs",
+                                       help_text="The export whose manifest has this checksum, when there is one")
+    dataset_version = models.PositiveIntegerField(null=True, blank=True)
+    dataset_checksum = models.CharField(max_length=64, help_text="sha256 of the dataset's manifest.jsonl")
+    harness_version = models.CharField(max_length=32)
+    agent_version = models.CharField(max_length=32, blank=True)
+    baseline = models.CharField(max_length=200, blank=True)
+    sample_count = models.PositiveIntegerField()
+    passed_count = models.PositiveIntegerField()
+    speedup_score = models.FloatField(null=True, blank=True, help_text="Weighted geometric mean of the speedups")
+    relative_time_score = models.FloatField(
+        null=True, blank=True, help_text="Weighted geometric mean of this GPU's times over the baseline GPU's")
+    samples = models.JSONField(default=list, help_text="Per sample: id, weight, status, flags, times, speedup")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.gpu_name} on {self.dataset_name}"

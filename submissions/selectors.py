@@ -1,7 +1,7 @@
 """Read-side queries of the contest domain."""
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
-from submissions import fleet_status, ranked_runs
+from submissions import fleet_status, ranked_runs, weights
 from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
 from submissions.services import hardware
 
@@ -192,3 +192,33 @@ def submission_hardware(submission, online=None):
     files = {f.path: f.content for f in submission.files.all()}
     rows = judging_hardware(submission.issue.season, files, online=online)
     return {"rows": rows, "cuda_markers": hardware.plan_for(submission.issue.season, files).cuda_markers}
+
+
+def accepted_samples(season):
+    """The season's dataset samples, oldest issue first: per issue, its latest submission whose latest
+    review accepts it (the one the standings count, services/standings.py), as (submission, review);
+    the submission comes with its issue, author, files and runs (with their GPU types)."""
+    submissions = (Submission.objects.filter(issue__season=season)
+                   .select_related("issue__season", "contestant")
+                   .prefetch_related("reviews", "files", Prefetch("runs", queryset=Run.objects.select_related("gpu_type"))))
+    counted = {}
+    for submission in sorted(submissions, key=lambda s: (s.created_at, s.pk)):
+        reviews = sorted(submission.reviews.all(), key=lambda r: (r.created_at, r.pk))
+        if reviews and reviews[-1].decision == ReviewDecision.ACCEPTED:
+            counted[submission.issue_id] = (submission, reviews[-1])
+    return sorted(counted.values(), key=lambda pair: (pair[0].issue.created_at, pair[0].issue.code))
+
+
+def issue_sample(issue):
+    """The issue's dataset sample: its latest submission whose latest review accepts it, or None."""
+    sample = None
+    for submission in issue.submissions.prefetch_related("reviews").order_by("created_at", "pk"):
+        reviews = sorted(submission.reviews.all(), key=lambda r: (r.created_at, r.pk))
+        if reviews and reviews[-1].decision == ReviewDecision.ACCEPTED:
+            sample = submission
+    return sample
+
+
+def sample_weight(issue):
+    """The weight the season's rule gives the issue's sample (submissions/weights.py)."""
+    return weights.rule_of(issue.season).weight_for(issue)

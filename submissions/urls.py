@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from submissions import account_views, organizer_views, pr_views, views
+from submissions import account_views, dataset_views, organizer_views, pr_views, views
 
 urlpatterns = [
     path("issues/", views.issue_list, name="issue_list"),
@@ -40,4 +40,10 @@ urlpatterns = [
     path("organizer/fleet/workers/<int:worker_id>/resume/", organizer_views.resume_worker,
          name="organizer_resume_worker"),
     path("organizer/export/<str:kind>.csv", organizer_views.export_csv, name="organizer_export"),
+    path("organizer/seasons/<str:code>/dataset/", dataset_views.dataset_page, name="organizer_dataset"),
+    path("organizer/seasons/<str:code>/dataset/export/", dataset_views.export_dataset, name="organizer_dataset_export"),
+    path("organizer/seasons/<str:code>/dataset/weights/", dataset_views.change_weights, name="organizer_dataset_weights"),
+    path("organizer/seasons/<str:code>/dataset/v<int:number>.tar.gz", dataset_views.download_export,
+         name="organizer_dataset_download"),
+    path("organizer/issues/<str:code>/weight/", dataset_views.change_sample_weight, name="organizer_sample_weight"),
 ]

@@ -50,8 +50,11 @@ def open_issue(request):
 def issue_detail(request, code):
     issue = get_object_or_404(Issue.objects.select_related("season", "author"), code=code.upper())
     is_author = request.user.is_authenticated and issue.author.user_id == request.user.pk
+    sample = selectors.issue_sample(issue)
     return render(request, "submissions/issue_detail.html", {
         "issue": issue, "submissions": selectors.issue_history(issue),
+        # the dataset's sample of this issue and its weight (submissions/weights.py)
+        "sample": sample, "weight": selectors.sample_weight(issue) if sample else None,
         # only an issue's author submits to it; a visitor is asked to sign in first
         "can_submit": issue.season.is_open and (is_author or not request.user.is_authenticated),
     })

@@ -10,6 +10,49 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only", action="store_true",
+        help="run only the tests that reach the database (a second pass on another database: .ci/run's "
+             "PostgreSQL pass; the tests that touch none ran in the first)")
+
+
+# pytest-django's fixtures that open the test database, and the mark of tests that reach a database from
+# processes of their own (a bench script or a site they start): on PostgreSQL when DATABASE_URL names it.
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                     "django_db_serialized_rollback"}
+
+
+def uses_database(item):
+    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))) or any(
+        item.get_closest_marker(name) for name in ("django_db", "database"))
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--database-tests-only"):
+        return
+    kept = [item for item in items if uses_database(item)]
+    config.hook.pytest_deselected(items=[item for item in items if not uses_database(item)])
+    items[:] = kept
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "database: reaches the database from processes of its own (kept by "
+                                       "--database-tests-only, which keeps the tests using the db fixtures too)")
+    # Fast password hashing under pytest only (tests/fast_hashers.py); the agent's tests load no Django.
+    if "django" not in sys.modules:
+        return
+    from django.conf import settings
+
+    if settings.configured or os.environ.get("DJANGO_SETTINGS_MODULE"):
+        from django.conf import global_settings
+
+        production = getattr(settings, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS)
+        # in place of production's own PBKDF2 (the same algorithm name: one of the two would shadow the other)
+        settings.PASSWORD_HASHERS = ["tests.fast_hashers.FastPBKDF2PasswordHasher",
+                                     *(h for h in production if not h.endswith(".PBKDF2PasswordHasher"))]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_build_cache():
     # Kept under var/ so local reruns reuse builds; CI's fresh clone compiles each source once.

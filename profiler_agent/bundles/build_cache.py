@@ -180,12 +180,14 @@ STALE_TORCH_LOCK = "lock"  # torch.utils.cpp_extension's FileBaton: waits foreve
 @contextlib.contextmanager
 def exclusive(build_dir: Path):
     """Hold the build folder for one judged process. The OS drops the flock when its holder dies,
-    so a killed build never blocks the next; torch's own lock file left by a killed build is
-    removed here, safe because no one else holds the folder."""
+    so a killed build never blocks the next; torch's own lock files left by a killed build (one in
+    each extension's folder, `<build_dir>/<name>/lock`) are removed here, safe because no one else
+    holds the folder."""
     build_dir.mkdir(parents=True, exist_ok=True)
     with open(str(build_dir) + ".flock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        (build_dir / STALE_TORCH_LOCK).unlink(missing_ok=True)
+        for stale in [build_dir / STALE_TORCH_LOCK, *build_dir.glob(f"*/{STALE_TORCH_LOCK}")]:
+            stale.unlink(missing_ok=True)
         yield
 
 

@@ -128,7 +128,9 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
             actual = tensors.detached_copies(candidate(*candidate_inputs))
             synchronize(device)
         exchange.save_output(outputs_dir, call.trial, actual, again=call.repeat)
-        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
+        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+                                          getattr(reference, "output_names", None),
+                                          getattr(reference, "scaled_outputs", frozenset()))
         if not record_comparison(result, call, outcome):
             print(f"[profiler_agent] wrong answer: {result['reason']}", file=sys.stderr)
             return False

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, submission_code
-from profiler_agent.harness.wire import file_name, read_settings, send_report, started_ahead, take_job
+from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -26,6 +26,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--outputs", required=True, help="the exchange folder with the candidate's outputs")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--result-fd", type=int, required=True)
+    add_cuda_ahead_argument(parser)
     return parser.parse_args(argv)
 
 
@@ -58,7 +59,7 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     seed = settings["seed"]
     with submission_code("load_reference"):
         api = loading.reference_api(reference_file)
-        reference = loading.build_model(api.Model, api.get_init_inputs, seed, device)
+        reference = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     outputs = Path(args.outputs)
     result = verdict["correctness"]
     # the judged process's plan, worked out again here from the same figures
@@ -90,7 +91,9 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
         except exchange.MissingOutput as missing:
             record_comparison(result, call, compare.Comparison(False, reason=str(missing)))
             return
-        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"))
+        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+                                          getattr(reference, "output_names", None),
+                                          getattr(reference, "scaled_outputs", frozenset()))
         if not record_comparison(result, call, outcome):
             return
         if not call.repeat and call.trial == 0:
@@ -112,6 +115,7 @@ def nondeterministic(first: tuple, repeat: tuple) -> bool:
 def main(argv=None) -> None:
     args = parse_args(argv)
     started_ahead()
+    make_context_ahead(args)
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
     take_job(settings)
     verdict = new_verdict()

@@ -19,7 +19,7 @@ from pathlib import Path
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
 from profiler_agent.service.sizes import format_size
 from profiler_agent.harness.builds import BuildWatch, fd_output_to
-from profiler_agent.harness.wire import file_name, read_settings, send_phase_compiled, send_report, send_stage, take_job
+from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_phase_compiled, send_report, send_stage, take_job
 
 
 def mapped_bytes() -> int:
@@ -77,6 +77,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--compile-log", required=True, help="where output printed while importing the candidate goes")
     parser.add_argument("--outputs", required=True, help="where the candidate's outputs go, for the verifier")
     parser.add_argument("--result-fd", type=int, required=True)
+    add_cuda_ahead_argument(parser)
     return parser.parse_args(argv)
 
 
@@ -144,8 +145,8 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     def build_models():
         with submission_code("build_models"):
-            return (loading.build_model(api.Model, api.get_init_inputs, seed, device),
-                    loading.build_model(ModelNew, api.get_init_inputs, seed, device))
+            return (loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward),
+                    loading.build_model(ModelNew, api.get_init_inputs, seed, device, api.backward))
 
     reference, candidate = phase("build_models", build_models)
     passed = phase("correctness", lambda: check_correctness(
@@ -187,6 +188,7 @@ def main(argv=None) -> None:
     report = new_report(args.device)
     try:
         get_ready()
+        make_context_ahead(args)
         settings = read_settings()  # may come much later: this process is started ahead of its job
         take_job(settings)
         judge(args, settings, report)

@@ -334,9 +334,10 @@ def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratc
         privileges.hand_over(scratch, user)
         privileges.hand_over(extensions, user)
         run = run_sandboxed(
-            [sys.executable, bundle.self_test.name],
+            # the judged process's build flags and headers: its build is found, not compiled again
+            [sys.executable, "-m", "profiler_agent.harness.self_test", bundle.self_test.name],
             cwd=workdir,
-            env=child_env(home, tmp, extensions),
+            env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
             # it may build the candidate and sends no phase message: both limits, together
             timeout_s=options.compile_timeout_s + options.timeout_s,
             logs_dir=scratch / "logs",

@@ -68,17 +68,22 @@ class ReferenceApi:
     get_inputs: object
     get_init_inputs: object
     reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.correctness.ground_truth)
+    backward: bool = False  # judged forward and backward (profiler_agent.correctness.backward)
 
 
 def reference_api(path: Path) -> ReferenceApi:
     module = import_file(path, "reference")
     required = (attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs"))
-    return ReferenceApi(*required, reference_numpy=getattr(module, "reference_numpy", None))
+    backward = getattr(module, "JUDGE_BACKWARD", False) is True  # correctness.backward.FLAG
+    # a numpy ground truth holds the forward alone: not what a forward-and-backward call returns
+    return ReferenceApi(*required, reference_numpy=None if backward else getattr(module, "reference_numpy", None),
+                        backward=backward)
 
 
-def build_model(model_class, get_init_inputs, seed: int, device):
+def build_model(model_class, get_init_inputs, seed: int, device, backward: bool = False):
     """The model as every process builds it: the same seed before the init inputs and before the
-    constructor, so the reference and the candidate draw the same parameters everywhere."""
+    constructor, so the reference and the candidate draw the same parameters everywhere. `backward`
+    (ReferenceApi.backward): wrapped to be called forward and backward (correctness.backward)."""
     import torch
 
     from profiler_agent.harness import tensors
@@ -86,4 +91,9 @@ def build_model(model_class, get_init_inputs, seed: int, device):
     torch.manual_seed(seed)
     init_inputs = list(get_init_inputs())
     torch.manual_seed(seed)
-    return model_class(*tensors.fresh_copies(init_inputs)).to(device)
+    model = model_class(*tensors.fresh_copies(init_inputs)).to(device)
+    if backward:
+        from profiler_agent.correctness.backward import ForwardBackward
+
+        return ForwardBackward(model)
+    return model

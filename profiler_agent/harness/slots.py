@@ -9,8 +9,9 @@ the candidate's build folder, the secret seed) reaches each with its settings, a
 `judge_bundle` always judges in a slot, started at once or taken from the WarmPool: an agent that
 judges job after job (`work --keep-warm`, the benches) refills it when a judging ends, so a job
 that comes a few seconds later finds its processes imported and waiting (one that comes at once
-waits for the rest of their imports). They make no CUDA context before their turn, and waiting
-they do nothing and hold no job's data. A slot whose limits differ from the next job's, or with a
+waits for the rest of their imports). Started by the pool, after a judging, they make their CUDA
+contexts too; started for a job at once, not before their turn (the judged process may be timing
+beside them). Waiting they do nothing and hold no job's data. A slot whose limits differ from the next job's, or with a
 process that ended while waiting, is thrown away and a fresh one started; a run's sweep spares them
 (sandbox.process.live_runs).
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from profiler_agent.bundles import build_cache
-from profiler_agent.harness import ahead, trusted
+from profiler_agent.harness import ahead, trusted, wire
 from profiler_agent.measure import confirm
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
@@ -70,7 +71,7 @@ class JudgedAhead:
         self.process.cancel()
 
 
-def start_judged(options, cache_dir: Path, scratch: Path) -> JudgedAhead:
+def start_judged(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> JudgedAhead:
     scratch.mkdir(parents=True)
     for name in ("bundle", "home", "tmp", "exchange"):
         (scratch / name).mkdir()
@@ -83,6 +84,7 @@ def start_judged(options, cache_dir: Path, scratch: Path) -> JudgedAhead:
         "--device", options.device,
         "--compile-log", str(scratch / "compile.log"),
         "--outputs", str(scratch / "exchange"),
+        *([wire.CUDA_AHEAD] if cuda_ahead else []),
     ]
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
@@ -107,17 +109,18 @@ def verifier_scratch(scratch: Path) -> Path:
     return scratch.with_name(scratch.name + "-verify")
 
 
-def start_verifier(options, scratch: Path) -> trusted.TrustedAhead:
+def start_verifier(options, scratch: Path, cuda_ahead: bool = False) -> trusted.TrustedAhead:
     """The verifier of the candidate judged in `scratch` (start_judged)."""
     return trusted.start_trusted("profiler_agent.correctness.verify", options, verifier_scratch(scratch),
-                                 scratch / "exchange")
+                                 scratch / "exchange", cuda_ahead)
 
 
-def start_pair(options, cache_dir: Path, scratch: Path) -> tuple[JudgedAhead, trusted.TrustedAhead]:
+def start_pair(options, cache_dir: Path, scratch: Path,
+               cuda_ahead: bool = False) -> tuple[JudgedAhead, trusted.TrustedAhead]:
     """A judged process and its verifier, the verifier first (it ends last: harness.ahead)."""
-    verifier = start_verifier(options, scratch)
+    verifier = start_verifier(options, scratch, cuda_ahead)
     try:
-        return start_judged(options, cache_dir, scratch), verifier
+        return start_judged(options, cache_dir, scratch, cuda_ahead), verifier
     except BaseException:
         verifier.cancel()
         raise
@@ -159,15 +162,17 @@ class Slot:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_slot(options, cache_dir: Path) -> Slot:
+def start_slot(options, cache_dir: Path, cuda_ahead: bool = False) -> Slot:
     """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
-    then the verifier, then the judged process (the one that ends last first: harness.ahead)."""
+    then the verifier, then the judged process (the one that ends last first: harness.ahead).
+    `cuda_ahead`: each makes its CUDA context before it waits (only where nothing else runs on this
+    GPU meanwhile: a pool refilled after a judging)."""
     root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
     privileges.traversable(root)  # the sandbox user reaches its own folders inside
     confirming = None
     try:
-        confirming = confirm.start_ahead(options, cache_dir, root / "confirm")
-        judged, verifier = start_pair(options, cache_dir, root / "candidate")
+        confirming = confirm.start_ahead(options, cache_dir, root / "confirm", cuda_ahead)
+        judged, verifier = start_pair(options, cache_dir, root / "candidate", cuda_ahead)
     except BaseException:
         ahead.cancel_all(*(confirming.processes() if confirming else ()))
         shutil.rmtree(root, ignore_errors=True)
@@ -195,7 +200,8 @@ class WarmPool:
 
     def refill(self, options, cache_dir: Path) -> None:
         self.drop()
-        slot = start_slot(options, cache_dir)
+        # this agent's GPU is idle until the next job: the CUDA contexts are made now, not at its turn
+        slot = start_slot(options, cache_dir, cuda_ahead=True)
         with self._lock:
             self._slot = slot
 

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.harness import ahead
+from profiler_agent.harness import ahead, wire
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
@@ -44,7 +44,7 @@ class TrustedAhead:
         self.process.cancel()
 
 
-def start_trusted(module: str, options, scratch: Path, outputs: Path) -> TrustedAhead:
+def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead: bool = False) -> TrustedAhead:
     """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
     (profiler_agent.harness.ahead): `finish_trusted` writes the reference, sends the settings and
     reads the report."""
@@ -56,7 +56,8 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path) -> Trusted
     command = [sys.executable, "-m", module,
                "--reference-dir", str(pristine),
                "--outputs", str(outputs),
-               "--device", options.device]
+               "--device", options.device,
+               *([wire.CUDA_AHEAD] if cuda_ahead else [])]
     return TrustedAhead(ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,

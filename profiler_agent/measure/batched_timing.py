@@ -192,8 +192,13 @@ def time_batched(
     plan: BatchPlan = BatchPlan(),
 ) -> dict[str, list[float]]:
     """Per model, the per-call times of its batches; models alternate batch by batch, and rounds
-    stop when every median is precise enough or the budget is spent."""
-    batches = {name: batch_of(rotation, per_call_ms[name], plan) for name, rotation in rotations.items()}
+    stop when every median is precise enough or the budget is spent. A model whose per-call figure is
+    no time at all (a timer read that did not move: patched, or broken) has its batch sized by one
+    unit's wall time instead: sized by nothing, it would be the plan's cap of calls, each as long as
+    the call really is (2000 calls of 20 ms: 40 s a batch)."""
+    sizing = {name: per_call_ms[name] if per_call_ms[name] > 0 else timer(rotation.units[:1])[1] / rotation.calls_per_unit
+              for name, rotation in rotations.items()}
+    batches = {name: batch_of(rotation, sizing[name], plan) for name, rotation in rotations.items()}
     calls = {name: len(batches[name]) * rotations[name].calls_per_unit for name in batches}
     for batch in batches.values():
         timer(batch[: len(batch) // 4 or 1])  # warm-up

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import secrets
 import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,30 +158,32 @@ class Started:
         return (self.check, *profiler)
 
 
-def start_processes(options, cache_dir: Path, scratch: Path) -> Started:
+def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> Started:
     """Both processes, started before the job they confirm is known (its bundle comes at their turn)."""
     scratch.mkdir(parents=True)
     profile_scratch = scratch / "profile"
     outputs = profile_scratch / "exchange"
-    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs)
+    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs,
+                                  cuda_ahead)
     try:
         profiler = ncu_run.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
                                           profile_scratch, PROFILE, outputs=outputs,
                                           # ncu itself shares the cgroup: the looser (build) limit
-                                          limits=Limits(memory_bytes=options.compile_memory_limit()))
+                                          limits=Limits(memory_bytes=options.compile_memory_limit()),
+                                          cuda_ahead=cuda_ahead)
     except BaseException:
         check.cancel()
         raise
     return Started(check, profiler, outputs)
 
 
-def start_ahead(options, cache_dir: Path, scratch: Path) -> Started | None:
+def start_ahead(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> Started | None:
     """On CUDA, the confirmation's processes started before the judged process, so their imports
     overlap its run; None elsewhere (a CPU time is not confirmed, and a CPU host's cores are the
     judged process's)."""
     if options.device != "cuda":
         return None
-    return start_processes(options, cache_dir, scratch)
+    return start_processes(options, cache_dir, scratch, cuda_ahead)
 
 
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:
@@ -216,6 +219,7 @@ class Outcome:
     wrong_answer: str = ""  # the verifier's reason when the profiled calls' outputs were wrong
     census: dict | None = None  # the kernel census from ncu's record (kernel_census.Census.as_report)
     custom_kernel: bool | None = None  # its finding; None: it cannot tell
+    cost: str = ""  # where the confirmation's time went, for the log
 
 
 def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
@@ -226,11 +230,13 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
     seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
     started = started or start_processes(options, cache_dir, scratch)
+    clock = time.monotonic()
     try:
         profiled = ncu_run.finish_profiler(started.profiler, seed, bundle, bundle.candidate)
     except BaseException:
         started.check.cancel()
         raise
+    profile_s, clock = time.monotonic() - clock, time.monotonic()
     record, record_why = None, profiled.why.removeprefix(ncu.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
@@ -241,11 +247,12 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
                       synchronized="unsynchronized_work" in result["flags"],
                       census=census_settings(record, started.profiler,
                                              loaded_native="no_custom_kernel" not in result["flags"]))
+    cost = describe_cost(profile_s, time.monotonic() - clock, check.get("durations_s"), profiled.timeline)
     verdict = check.get("verdict") if isinstance(check.get("verdict"), dict) else None
     correctness = (verdict or {}).get("correctness") or {}
     if correctness.get("passed") is False:
         reason = f"the profiled calls gave wrong outputs: {correctness.get('reason')}"
-        return Outcome(not_confirmed(reason, reported) | {"method": "ncu", "confirmed": False}, reason)
+        return Outcome(not_confirmed(reason, reported) | {"method": "ncu", "confirmed": False}, reason, cost=cost)
     if profiled.output is not None and correctness.get("passed") is not True:
         record, record_why = None, "the profiled calls' outputs could not be verified"
     reference_outside = check.get("reference_ms")
@@ -256,7 +263,18 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     census = check.get("census") if isinstance(check.get("census"), dict) else None
     custom = check.get("custom_kernel") if isinstance(check.get("custom_kernel"), bool) else None
     return Outcome(decide(reported, reference_reported, record, record_why, reference_outside, reference_why),
-                   census=census, custom_kernel=custom)
+                   census=census, custom_kernel=custom, cost=cost)
+
+
+def describe_cost(profile_s: float, check_s: float, check_durations, timeline: str = "") -> str:
+    """One log line: the profiler's run (with the profiled process's own timeline) and the check's,
+    with the check's own stages."""
+    parts = ""
+    if isinstance(check_durations, dict):
+        parts = ", ".join(f"{name} {value:.2f}" for name, value in check_durations.items()
+                          if isinstance(value, (int, float)))
+    return (f"{NOTE_PREFIX}cost: profiler {profile_s:.2f} s" + (f" ({timeline})" if timeline else "")
+            + f", check {check_s:.2f} s" + (f" ({parts})" if parts else "") + "\n")
 
 
 def _withdraw_time(result: dict) -> None:
@@ -292,6 +310,7 @@ def apply_outcome(result: dict, outcome: Outcome) -> None:
     """Record the confirmation; flag what is not confirmed; fail wrong profiled outputs."""
     confirmation = outcome.confirmation
     result["timing"]["confirmation"] = confirmation
+    result["logs"]["stderr"] += outcome.cost
     if outcome.census is not None:  # taken from outside the judged process: it replaces the child's
         result["kernels"] = kernel_census.from_report(outcome.census)
         if outcome.custom_kernel is not None:

@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.harness.guard import SubmissionFailure, describe_error, guarded, submission_code
-from profiler_agent.harness.wire import file_name, read_settings, send_report, started_ahead, take_job
+from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -29,6 +29,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--result-fd", type=int, required=True)
+    add_cuda_ahead_argument(parser)
     return parser.parse_args(argv)
 
 
@@ -48,7 +49,7 @@ def time_reference(args, settings: dict) -> float:
     seed = settings["seed"]
     with submission_code("load_reference"):
         api = loading.reference_api(reference_file)
-        model = loading.build_model(api.Model, api.get_init_inputs, seed, device)
+        model = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     inputs = make_inputs(api.get_inputs, seed + 2 + settings["trials"], device)
     options = settings.get("reference_timing") or {}
     if device.type == "cuda":
@@ -67,17 +68,24 @@ def time_reference(args, settings: dict) -> float:
 def check(args, settings: dict, report: dict) -> None:
     from profiler_agent.correctness import verify
 
+    durations = report["durations_s"]
+    started = timing.now_s()
     if settings.get("verify"):
         verdict = verify.new_verdict()
         # the profiled process's calls: a warm-up, then one per trial, no repeat
         verify.verify(args, settings, verdict, repeat=False, warm_up=True)
         verdict["correctness"].pop("reference_numpy", None)
         report["verdict"] = verdict
+        durations["verify"] = timing.now_s() - started
         if verdict["correctness"].get("passed") is not True:
             return  # a wrong answer: its time does not matter
     if settings.get("census"):
+        started = timing.now_s()
         take_census(settings["census"], report)
+        durations["census"] = timing.now_s() - started
+    started = timing.now_s()
     report["reference_ms"] = time_reference(args, settings)
+    durations["reference_timing"] = timing.now_s() - started
 
 
 def take_census(census: dict, report: dict) -> None:
@@ -99,9 +107,10 @@ def take_census(census: dict, report: dict) -> None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     started_ahead()
+    make_context_ahead(args)
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
     take_job(settings)
-    report = {"verdict": None, "reference_ms": None, "error": None}
+    report = {"verdict": None, "reference_ms": None, "error": None, "durations_s": {}}
     try:
         check(args, settings, report)
     except SubmissionFailure as failure:  # the reference itself failed: the bundle's fault

@@ -87,8 +87,8 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
                                                     settings, report["device"].get("peak_gbps"))
             stages.end("batched")
             if device.type == "cuda":
-                # a second of back-to-back candidate calls: NVML's energy counter and power sensor
-                # update too slowly for the interleaved region alone, which can last milliseconds
+                # back-to-back candidate calls across steps of NVML's energy counter (0.3 s or more):
+                # it updates too slowly for the interleaved region alone, which can last milliseconds
                 energy = telemetry.energy_per_call_j(
                     calls["candidate"], lambda: synchronize(device), timing.now_s, handle
                 )

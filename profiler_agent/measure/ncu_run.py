@@ -14,6 +14,8 @@ from pathlib import Path
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.harness import ahead
+from profiler_agent.harness.wire import CUDA_AHEAD
+from profiler_agent.measure.ncu_target import TIMELINE_PREFIX
 from profiler_agent.measure.ncu import (
     CANDIDATE_RANGE, FIGURES, MAX_OUTPUT_BYTES, METRICS, MAX_KERNELS_PER_CALL, PROFILED_CALLS, Profile,
     figures_from_output, note, version_line,
@@ -60,11 +62,12 @@ class ProfilerRun:
     why: str = ""
     timed_out: bool = False
     executable: str | None = None
+    timeline: str = ""  # the profiled process's own line: when it had loaded and when it was done
 
 
 def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
-    outputs: Path | None = None, executable: str | None = None, limits=None,
+    outputs: Path | None = None, executable: str | None = None, limits=None, cuda_ahead: bool = False,
 ) -> "ProfilerAhead | ProfilerRun":
     """Start ncu on profiler_agent.measure.ncu_target in the sandbox, ahead of its turn and of its job:
     `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing."""
@@ -86,6 +89,7 @@ def start_profiler(
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
         *(["--reference-call"] if profile.reference_call else []),
+        *([CUDA_AHEAD] if cuda_ahead else []),
     ]
     privileges.hand_over(scratch, user)
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
@@ -149,7 +153,9 @@ def interpret_run(run, log_file: Path, timeout_s: float, executable: str) -> Pro
     if run.exit_code != 0:
         details = "\n".join(part for part in (_error_lines(output + "\n" + run.stdout), run.stderr[-2000:]) if part)
         return ProfilerRun(None, note(f"ncu or the profiled process failed (exit code {run.exit_code}):\n{details.rstrip()}"))
-    return ProfilerRun(output, executable=executable)
+    timeline = next((line.removeprefix(TIMELINE_PREFIX) for line in run.stderr.splitlines()
+                     if line.startswith(TIMELINE_PREFIX)), "")
+    return ProfilerRun(output, executable=executable, timeline=timeline)
 
 
 def run_profiler(

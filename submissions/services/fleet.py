@@ -128,7 +128,8 @@ def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness
             raise judging.RunConflict(f"run {run.pk} is already being judged by another worker of agent {agent.name}")
         refusal = _refusal(worker, run, worker.harness_version)
         if refusal is None:
-            run, secret = judging.bind_run(run, agent, worker=worker, gpu_uuid=_clip(gpu_uuid, 100))
+            run, secret = judging.bind_run(run, agent, worker=worker, gpu_uuid=_clip(gpu_uuid, 100),
+                                           harness_version=worker.harness_version)
             worker.current_run = run
             worker.save(update_fields=["harness_version", "current_run"])
             return run, secret

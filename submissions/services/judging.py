@@ -95,8 +95,9 @@ def check_startable(run, agent, attempt):
         raise RunConflict(f"run {run.pk} is waiting for a queue slot; it was never handed out")
 
 
-def bind_run(run, agent, *, worker=None, gpu_uuid=""):
-    """Give the (locked, startable) run's attempt to this agent's worker; returns (run, a fresh secret)."""
+def bind_run(run, agent, *, worker=None, gpu_uuid="", harness_version=""):
+    """Give the (locked, startable) run's attempt to this agent's worker; returns (run, a fresh secret).
+    The harness version the worker declared is kept with the run (the dataset export names it)."""
     was_queued = run.status == RunStatus.QUEUED
     secret = new_token()
     run.job_secret_hash = hash_secret(secret)
@@ -105,8 +106,10 @@ def bind_run(run, agent, *, worker=None, gpu_uuid=""):
     run.agent = agent
     run.worker = worker
     run.gpu_uuid = gpu_uuid or ""
+    run.harness_version = harness_version or ""
     run.stage = ""  # a repeated start begins again
-    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid", "stage"])
+    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid", "harness_version",
+                            "stage"])
     if was_queued:
         scheduling.after_leaving_queue(run)
     return run, secret

@@ -2,6 +2,7 @@
 and the judge CLI run in-process."""
 
 import json
+import os
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -18,18 +19,46 @@ RELU_REFERENCE = EXAMPLES / "relu-cpu" / "torchcode.py"
 
 @pytest.fixture(scope="session")
 def build_cache(tmp_path_factory) -> Path:
-    """One build cache for the whole session: each candidate source compiles once."""
+    """One build cache for the whole run: each candidate source compiles once. Under pytest-xdist the
+    workers share it (the run's temporary folder, above each worker's own): builds are keyed by their
+    sources and a build folder is held by one judged process at a time (build_cache.exclusive), so a
+    worker finds the build another made, or waits for it. A test that asserts a first compile builds
+    a source no other test does, or in a cache of its own (test_judge_cli, test_pch)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "builds"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("builds")
 
 
+SMALL_RELU_ROWS = 256  # 1 MiB of input instead of 16: a judging's trials, copies and timing cost a fraction
+
+
+def relu_reference(rows: int | None = None) -> str:
+    """The example's ReLU reference (4096 x 1024 floats), or the same with `rows` rows."""
+    text = RELU_REFERENCE.read_text()
+    if rows is None:
+        return text
+    assert "batch_size = 4096\n" in text, "examples/relu-cpu/torchcode.py no longer sets batch_size = 4096"
+    return text.replace("batch_size = 4096\n", f"batch_size = {rows}\n")
+
+
 @pytest.fixture
-def make_bundle(tmp_path):
+def relu_rows() -> int | None:
+    """Rows of the ReLU reference that make_bundle writes: the example's own size here; a module whose
+    tests judge what does not depend on the size (a verdict, a flag, a log) overrides this with
+    SMALL_RELU_ROWS."""
+    return None
+
+
+@pytest.fixture
+def make_bundle(tmp_path, relu_rows):
     """A bundle with the ReLU reference, the given cudacode.py, and any extra files."""
 
     def make(candidate: str, name: str = "bundle", **extra_files: str) -> Path:
         root = tmp_path / name
         root.mkdir()
-        shutil.copy(RELU_REFERENCE, root / "torchcode.py")
+        (root / "torchcode.py").write_text(relu_reference(relu_rows))
         (root / "cudacode.py").write_text(textwrap.dedent(candidate))
         for filename, text in extra_files.items():
             (root / filename).write_text(textwrap.dedent(text))

@@ -59,6 +59,20 @@ def test_a_batch_is_at_least_one_rotation_and_at_most_the_plans_cap():
     assert len(batched_timing.batch_of(graphs, 0.1, plan)) == 2
 
 
+def test_a_per_call_figure_of_no_time_sizes_the_batch_by_a_calls_wall_time():
+    """A timer patched to stand still reads 0 ms a call: the batch is not the plan's cap of calls."""
+    calls = []
+
+    def sleepy():
+        calls.append(1)
+        time.sleep(0.002)
+
+    plan = BatchPlan(batch_ms=4.0, max_calls=2000, min_rounds=5, max_rounds=5)
+    result = time_batched({"frozen": Rotation([sleepy])}, {"frozen": 0.0}, CpuBatchTimer(), plan)
+    assert len(result["frozen"]) == 5 and 2.0 <= batched_timing.median(result["frozen"]) < 6.0
+    assert len(calls) <= 1 + 1 + 5 * 3  # the probe, the warm-up and five batches of about two calls
+
+
 def test_per_call_time_divides_by_the_calls_a_unit_runs():
     # sleeps, not arithmetic: their length holds on a loaded machine
     def one_call():

@@ -7,8 +7,15 @@ import time
 import pytest
 
 from profiler_agent.bundles import build_cache
+from tests.agent.conftest import SMALL_RELU_ROWS
 
 FAST = ("--timing-budget", "0.2")
+
+
+@pytest.fixture
+def relu_rows():
+    """What these tests assert does not depend on the inputs' size: the small ReLU reference."""
+    return SMALL_RELU_ROWS
 
 
 @pytest.fixture

@@ -14,10 +14,16 @@ import time
 
 import pytest
 
-from tests.agent.conftest import REPO
+from tests.agent.conftest import REPO, SMALL_RELU_ROWS
 from tests.agent.processes import wait_gone
 
 FAST = ("--timing-budget", "0.2")  # timing is not what these tests look at
+
+
+@pytest.fixture
+def relu_rows():
+    """What these tests assert does not depend on the inputs' size: the small ReLU reference."""
+    return SMALL_RELU_ROWS
 
 
 def _started_pids(text: str) -> list[int]:

@@ -12,9 +12,16 @@ import pytest
 import torch
 
 from profiler_agent.schema import validate_result
-from tests.agent.conftest import EXAMPLES, REPO
+from tests.agent.conftest import EXAMPLES, REPO, SMALL_RELU_ROWS
 
 RELU_BYTES = 2 * 4096 * 1024 * 4  # one fp32 input and one output of the same size
+
+
+@pytest.fixture
+def relu_rows():
+    """What these tests assert does not depend on the inputs' size: the small ReLU reference."""
+    return SMALL_RELU_ROWS
+
 
 # `judge` must work with torch alone: these imports fail in the CLI process below.
 WITHOUT_SITE_PACKAGES = (
@@ -34,9 +41,16 @@ def run_cli(build_cache, bundle, json_path, *extra):
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
+def build_cache(tmp_path_factory):
+    """This module's own build cache: relu_cpu below asserts the first compile of examples/relu-cpu, which
+    other modules judge too (in the run's shared cache, on any worker, in any order: scripts/test.sh)."""
+    return tmp_path_factory.mktemp("judge-cli-builds")
+
+
+@pytest.fixture(scope="module")
 def relu_cpu(build_cache, tmp_path_factory):
-    """examples/relu-cpu judged once per session by the real command line (the first compile)."""
+    """examples/relu-cpu judged once per module by the real command line (the first compile)."""
     json_path = tmp_path_factory.mktemp("relu-cpu") / "result.json"
     completed = run_cli(build_cache, EXAMPLES / "relu-cpu", json_path)
     assert completed.returncode == 0, completed.stderr

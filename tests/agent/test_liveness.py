@@ -14,9 +14,16 @@ import zipfile
 import pytest
 from rq.registry import StartedJobRegistry
 
-from tests.agent.conftest import REPO
+from tests.agent.conftest import REPO, SMALL_RELU_ROWS
 from tests.agent.processes import alive, wait_gone
 from tests.agent.test_worker import REDIS_URL, queue, site  # noqa: F401 (fixtures)
+
+
+@pytest.fixture
+def relu_rows():
+    """What these tests assert does not depend on the inputs' size: the small ReLU reference."""
+    return SMALL_RELU_ROWS
+
 
 SLOW_CANDIDATE = """
 import time

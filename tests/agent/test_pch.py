@@ -3,10 +3,20 @@ once for a set of flags, then used by a judged build with exactly those flags, a
 
 import shutil
 
+import pytest
+
 from profiler_agent.bundles import build_cache, pch
 from tests.agent.conftest import EXAMPLES
 
 FAST = ("--timing-budget", "0.2")
+
+
+@pytest.fixture(scope="module", name="build_cache")
+def module_build_cache(tmp_path_factory):
+    """A build cache of this module's own (the judge's --cache-dir here): a header prepared in the session's
+    cache would go on serving the other modules' -O3 builds, whose self-tests (run_code.py, run without it)
+    then built each candidate again without it, and the next judging again with it."""
+    return tmp_path_factory.mktemp("pch-builds")
 
 
 def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judge, request):
@@ -20,11 +30,16 @@ def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judg
     assert pch.include_flags(None, ["-O3"], False) == []
 
     source = (EXAMPLES / "relu-cpu" / "cudacode.py").read_text().replace('name="relu"', 'name="relu_pch"')
-    result = judge(make_bundle(source), *FAST).result
+    self_test = "from cudacode import ModelNew\nprint('self-test imported', ModelNew.__name__)\n"
+    result = judge(make_bundle(source, **{"run_code.py": self_test}), *FAST).result
     assert result["status"] == "passed", result["logs"]["stderr"][-2000:]
     log = result["logs"]["compile"]
     assert f"-I{folder}" in log  # ninja's command line (verbose=True)
     assert "not used because" not in log and "-Winvalid-pch" in log  # GCC took it
+    # the self-test imports the candidate with the judged build's flags: found, not built again
+    output = result["self_test"]["output"]
+    assert result["self_test"]["exit_code"] == 0 and "self-test imported ModelNew" in output, output
+    assert "-MMD" not in output and "[1/" not in output, output  # ninja ran no compile (verbose=True)
 
 
 def test_the_pch_folder_is_the_build_caches(tmp_path):

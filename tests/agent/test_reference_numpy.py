@@ -6,11 +6,17 @@ import torch
 
 from profiler_agent.correctness import ground_truth
 from profiler_agent.schema import validate_result
-from tests.agent.conftest import RELU_REFERENCE
+from tests.agent.conftest import SMALL_RELU_ROWS, relu_reference
 
 numpy = pytest.importorskip("numpy")
 
 FAST = ("--timing-budget", "0.2")  # timing is not what these tests look at
+
+
+@pytest.fixture
+def relu_rows():
+    """What these tests assert does not depend on the inputs' size: the small ReLU reference."""
+    return SMALL_RELU_ROWS
 
 TORCH_RELU = '''
     import torch
@@ -22,7 +28,7 @@ TORCH_RELU = '''
 
 
 def reference_with(ground_truth_source: str) -> str:
-    return RELU_REFERENCE.read_text() + "\n\nimport numpy as np\n\n" + ground_truth_source
+    return relu_reference(SMALL_RELU_ROWS) + "\n\nimport numpy as np\n\n" + ground_truth_source
 
 
 def judged(make_bundle, judge, ground_truth_source: str | None, candidate: str = TORCH_RELU) -> dict:

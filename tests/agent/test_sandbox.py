@@ -78,10 +78,15 @@ def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
     from profiler_agent.bundles.build_cache import exclusive
 
     build = tmp_path / "build"
-    build.mkdir()
-    (build / "lock").write_text("")  # torch's FileBaton would wait on this forever
+    (build / "relu").mkdir(parents=True)
+    # torch's FileBaton, in the extension's own folder (TORCH_EXTENSIONS_DIR/<name>/lock), would wait
+    # on it forever: the chaos test's agents hung on one left by a killed judging
+    (build / "relu" / "lock").write_text("")
+    (build / "lock").write_text("")
+    (build / "relu" / "relu.so").write_text("")
     with exclusive(build):
-        assert not (build / "lock").exists()
+        assert not (build / "relu" / "lock").exists() and not (build / "lock").exists()
+        assert (build / "relu" / "relu.so").exists()  # the build itself is kept
 
 
 SCRUBBING_CHILD = r"""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from profiler_agent.bundles.bundle import open_bundle
-from profiler_agent.harness import slots
+from profiler_agent.harness import slots, wire
 from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle, judge_candidate, snapshot_sources
 from profiler_agent.harness.wire import file_name
 from tests.agent.conftest import EXAMPLES
@@ -114,6 +114,32 @@ def test_without_keep_warm_nothing_is_left_waiting(pool, build_cache, tmp_path):
     result = judged("relu-cpu", tmp_path, JudgeOptions(device="cpu", cache_dir=build_cache))
     assert result["status"] == "passed"
     assert pool._slot is None and waiting_children("profiler_agent.harness.child") == []
+
+
+def flagged_cuda_ahead(modules: tuple[str, ...]) -> dict[str, bool]:
+    """Whether each waiting process of `modules` was told to make its CUDA context before its job."""
+    found = {}
+    for module in modules:
+        for pid in waiting_children(module):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found[module] = wire.CUDA_AHEAD.encode() in f.read().split(b"\0")
+    return found
+
+
+def test_only_the_pool_refilled_after_a_judging_makes_cuda_contexts_ahead(pool, build_cache, tmp_path):
+    """Started for a job at once, a slot's processes may import beside the judged process's timing:
+    no CUDA context before their turn. Refilled after a judging, the agent's GPU is idle until the
+    next job: they make their contexts while they wait."""
+    modules = ("profiler_agent.harness.child", "profiler_agent.correctness.verify")
+    options = JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True)
+    slot = slots.start_slot(options, build_cache)
+    try:
+        assert flagged_cuda_ahead(modules) == {module: False for module in modules}
+    finally:
+        slot.close()
+    assert judged("relu-cpu", tmp_path, options)["status"] == "passed"
+    assert pool._slot is not None and pool._slot.waiting()
+    assert flagged_cuda_ahead(modules) == {module: True for module in modules}
 
 
 @pytest.mark.parametrize("name", ["../torchcode.py", "/etc/passwd", "", ".", None, 3])

@@ -85,6 +85,40 @@ def test_energy_without_a_counter_is_null():
     assert telemetry.energy_per_call_j(lambda: None, lambda: None, time.perf_counter, HostLoadWithoutEnergy()) is None
 
 
+class SteppedEnergyCounter:
+    """A device whose energy counter moves only every `step_s` (NVML's does, every 100 ms on the
+    H100), its steps at `phase_s` into a step when the calls begin: each call sleeps `call_s` (as a
+    synchronize waits for the device) and uses `call_mj`; idling uses nothing."""
+
+    def __init__(self, call_s: float, call_mj: float, step_s: float, phase_s: float):
+        self.call_s, self.call_mj, self.step_s = call_s, call_mj, step_s
+        self.origin = time.perf_counter() - phase_s
+        self.calls_at: list[float] = []
+
+    def call(self) -> None:
+        time.sleep(self.call_s)
+        self.calls_at.append(time.perf_counter())
+
+    def energy_mj(self) -> int:
+        last_step = self.origin + ((time.perf_counter() - self.origin) // self.step_s) * self.step_s
+        return round(self.call_mj * sum(1 for at in list(self.calls_at) if at <= last_step))
+
+
+@pytest.mark.parametrize("phase_s", [0.0, 0.07, 0.18])
+@pytest.mark.parametrize("call_s", [0.0002, 0.005])
+def test_energy_is_read_from_a_counter_step_to_a_step(phase_s, call_s):
+    """Whatever the phase of the counter's steps when the calls begin, the figure is the calls' own
+    (a fixed window of calls is off by up to a step's share of it)."""
+    device = SteppedEnergyCounter(call_s=call_s, call_mj=2.0, step_s=0.2, phase_s=phase_s)
+    joules = telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device)
+    assert joules == pytest.approx(0.002, rel=0.05)
+
+
+def test_a_counter_that_never_moves_gives_no_figure():
+    device = SteppedEnergyCounter(call_s=0.001, call_mj=0.0, step_s=0.1, phase_s=0.0)
+    assert telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device, timeout_s=0.5) is None
+
+
 class HostLoadWithoutEnergy(HostLoad):
     def energy_mj(self):
         return None

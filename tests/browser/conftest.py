@@ -36,23 +36,32 @@ def draws_chinese(page):
     return page.evaluate(DRAWS_CHINESE)
 
 
-@pytest.fixture
-def page(request):
-    """A fresh Chromium page; a test parametrized with `language` gets that browser locale."""
-    params = getattr(request.node, "callspec", None)
-    locale = params.params.get("language", "en-US") if params else "en-US"
+@pytest.fixture(scope="package")
+def chromium():
+    """One Chromium for the browser tests of a test process (starting one took a second or two a test);
+    each test still gets a fresh context of its own: no cookies, storage or cache carried over."""
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=chromium_path(), headless=True,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run", "--disable-quic"],
         )
-        context = browser.new_context(locale=locale)
-        page = context.new_page()
-        page.console_errors = []
-        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(request, chromium):
+    """A fresh page in a fresh browser context; a test parametrized with `language` gets that browser locale."""
+    params = getattr(request.node, "callspec", None)
+    locale = params.params.get("language", "en-US") if params else "en-US"
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = chromium.new_context(locale=locale)
+    page = context.new_page()
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    yield page
+    for other in chromium.contexts:  # the test's own, and any it opened besides (test_every_page's no-JS one)
+        other.close()

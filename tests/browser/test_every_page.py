@@ -100,7 +100,7 @@ def every_page(queue_prefix):
                "/accounts/password_reset/done/", "/accounts/reset/done/", "/accounts/reset/MQ/bad-token/"]
     organizer_pages = ["/issues/new/", "/submit/", "/submit/pull-request/", "/account/", "/account/agreement/",
                        "/organizer/", f"/organizer/submissions/{sample.pk}/", f"/organizer/submissions/{pending.pk}/",
-                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/"]
+                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/", "/organizer/seasons/S1/dataset/"]
     return {"visitor": visitor, "organizer": organizer_pages, "organizer_user": organizer.user}
 
 

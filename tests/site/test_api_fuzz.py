@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, respons
 
 from submissions.bundles import build_bundle
 from submissions.models import GpuType, Season
-from submissions.services import accounts, judging, submitting
+from submissions.services import accounts, datasets, judging, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.pr_host import local_hosts
 
@@ -35,22 +35,27 @@ def world(settings, tmp_path, django_capture_on_commit_callbacks):
     queued for `start`, one started so its bundle and result can be fetched and posted), an agent, and
     each side's token. Pull requests are fetched from an empty folder, never from the internet."""
     local_hosts(settings, tmp_path / "git", "http://127.0.0.1:9")
+    settings.DATASET_EXPORT_DIR = tmp_path / "datasets"
     season = Season.objects.create(code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, contestant_token = accounts.create_api_token(alice)
+    organizer = accounts.register_contestant("org", "pw-org-123", display_name="Org", is_staff=True)
+    _, organizer_token = accounts.create_api_token(organizer)
     agent, agent_token = accounts.create_agent("fuzz-agent", [cpu])
     issue = submitting.open_issue(season, alice, title="ReLU")
     with django_capture_on_commit_callbacks(execute=True):
         queued, started = (submitting.create_submission(alice, issue, build_bundle(valid_files())) for _ in range(2))
     started_run = started.runs.get()
     _, job_secret = judging.start_run(started_run.pk, agent, started_run.attempts)
+    datasets.export_season(season, actor=organizer.user)  # dataset export 1, to read back
     return {
         "agent": {"Authorization": f"Bearer {agent_token}", "X-Job-Secret": job_secret},
         "contestant": {"Authorization": f"Bearer {contestant_token}"},
+        "organizer": {"Authorization": f"Bearer {organizer_token}"},
         "known": {"code": [season.code, issue.code], "slug": [cpu.slug], "submission_id": [queued.pk, started.pk],
-                  "contestant_id": [alice.pk], "season": [season.code], "issue": [issue.code]},
+                  "contestant_id": [alice.pk], "season": [season.code], "issue": [issue.code], "number": [1]},
         "run_id": {"start": queued.runs.get().pk, "other": started_run.pk},
     }
 
@@ -67,7 +72,7 @@ def test_fuzzing_the_api_finds_no_server_error_and_only_documented_answers(live_
     for result in schema.get_all_operations():
         operation = result.ok()
         tags = operation.tags or []
-        headers = next((world[side] for side in ("agent", "contestant") if side in tags), {})
+        headers = next((world[side] for side in ("agent", "contestant", "organizer") if side in tags), {})
         known = known_rows(world, operation)
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             strategy = operation.as_strategy(generation_mode=mode)

@@ -44,6 +44,7 @@ PAGE_MATRIX = {
     "/organizer/": {"anonymous": "login", "author": 403, "other": 403, "organizer": 200},
     "/organizer/submissions/{id}/": {"anonymous": "login", "author": 403, "other": 403, "organizer": 200},
     "/organizer/export/audit.csv": {"anonymous": "login", "author": 403, "other": 403, "organizer": 200},
+    "/organizer/seasons/S1/dataset/": {"anonymous": "login", "author": 403, "other": 403, "organizer": 200},
     "/account/": {"anonymous": "login", "author": 200, "other": 200, "organizer": 200},
     "/submit/": {"anonymous": "login", "author": 200, "other": 200, "organizer": 200},
     "/submissions/{id}/": {"anonymous": 200, "author": 200, "other": 200, "organizer": 200},

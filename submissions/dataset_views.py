@@ -1,0 +1,100 @@
+"""The organizer's dataset page: a season's samples with their weights, the weight rule, and the
+numbered exports (staff only; the work is in services/weighting.py and services/datasets.py)."""
+import json
+
+from django.contrib import messages
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from submissions import dataset_export, ranked_runs, selectors, weights
+from submissions.models import DatasetExport, Issue, Season
+from submissions.organizer_views import organizer_required
+from submissions.services import datasets, weighting
+
+
+def _page(request, season, *, rule_name=None, settings_text=None, error="", status=200):
+    rule = weights.rule_of(season)
+    samples = []
+    for submission, review in selectors.accepted_samples(season):
+        ranked = ranked_runs.by_gpu_type(submission.runs.all())
+        slugs = {run.gpu_type_id: run.gpu_type.slug for run in submission.runs.all()}
+        samples.append({"submission": submission, "issue": submission.issue, "review": review,
+                        "weight": rule.weight_for(submission.issue),
+                        "ranked": sorted(((slugs[g], f) for g, f in ranked.items()), key=lambda item: item[0])})
+    exports = list(season.dataset_exports.select_related("created_by"))
+    for export in exports:
+        same = datasets.identical_to(export)
+        export.same_as = same.number if same else None
+    return render(request, "organizer/dataset.html", {
+        "season": season, "rule": rule, "samples": samples, "exports": exports, "catalog": weights.catalog(),
+        "rule_name": rule_name or season.dataset_weight_rule,
+        "settings_text": settings_text if settings_text is not None else json.dumps(rule.settings, indent=2),
+        "error": error,
+    }, status=status)
+
+
+@organizer_required
+def dataset_page(request, code):
+    return _page(request, get_object_or_404(Season, code=code))
+
+
+@organizer_required
+@require_POST
+def export_dataset(request, code):
+    season = get_object_or_404(Season, code=code)
+    try:
+        export = datasets.export_season(season, actor=request.user, reason=request.POST.get("reason", ""))
+    except dataset_export.DatasetExportError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Dataset export %(number)s of %(season)s: %(count)s samples.")
+                         % {"number": export.number, "season": season.code, "count": export.sample_count})
+    return redirect("organizer_dataset", code=season.code)
+
+
+@organizer_required
+@require_POST
+def change_weights(request, code):
+    season = get_object_or_404(Season, code=code)
+    rule_name, text = request.POST.get("rule", ""), request.POST.get("settings", "")
+    try:
+        settings = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        error = _("the weight settings are not JSON: %(error)s") % {"error": exc}
+        return _page(request, season, rule_name=rule_name, settings_text=text, error=error, status=400)
+    try:
+        changed = weighting.change_weights(season, rule_name, settings, actor=request.user,
+                                           reason=request.POST.get("reason", ""))
+    except weights.WeightSettingsError as exc:
+        return _page(request, season, rule_name=rule_name, settings_text=text, error=str(exc), status=400)
+    if changed:
+        messages.success(request, _("The weight rule of %(season)s is changed.") % {"season": season.code})
+    else:
+        messages.info(request, _("The weight rule of %(season)s was already so.") % {"season": season.code})
+    return redirect("organizer_dataset", code=season.code)
+
+
+@organizer_required
+@require_POST
+def change_sample_weight(request, code):
+    issue = get_object_or_404(Issue.objects.select_related("season"), code=code.upper())
+    try:
+        weight = weighting.parse_weight(request.POST.get("weight", ""))
+        weighting.set_sample_weight(issue, weight, actor=request.user, reason=request.POST.get("reason", ""))
+    except weights.WeightSettingsError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("The weight of %(issue)s is saved.") % {"issue": issue.code})
+    return redirect("organizer_dataset", code=issue.season.code)
+
+
+@organizer_required
+def download_export(request, code, number):
+    export = get_object_or_404(DatasetExport.objects.select_related("season"), season__code=code, number=number)
+    path = datasets.archive_path(export)
+    if not path.exists():
+        raise Http404(_("the files of %(export)s are missing on the server") % {"export": export.name})
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=f"{export.name}.tar.gz",
+                        content_type="application/gzip")

@@ -1,0 +1,87 @@
+"""Exporting a season's dataset: built (submissions/dataset_export.py), kept on disk, numbered, audited.
+
+Each export lives in its own folder, DATASET_EXPORT_DIR/<season>/v<number>/, holding the dataset
+unpacked (`<name>/`) and packed (`<name>.tar.gz`). Numbers go 1, 2, 3... per season; the season's row
+is locked while one is taken, so two organizers exporting at once get two numbers. Nothing is deleted:
+the files are written under a temporary name and renamed into place before the row commits; a folder
+left by an export whose transaction failed is moved aside (`v<n>.orphan-<token>`), never overwritten.
+"""
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from submissions import dataset_export
+from submissions.models import DatasetExport, Season
+from submissions.services import audit
+
+
+def root():
+    return Path(settings.DATASET_EXPORT_DIR)
+
+
+def folder_of(export):
+    return root() / export.folder
+
+
+def archive_path(export):
+    return folder_of(export) / f"{dataset_export.dataset_name(export.season)}.tar.gz"
+
+
+def unpacked_path(export):
+    """The folder holding the export's files (README.md, dataset.json, manifest.jsonl, ...)."""
+    return folder_of(export) / dataset_export.dataset_name(export.season)
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _write_export(target, dataset, packed):
+    """Write the dataset into `target` (a new folder) through a temporary sibling and one rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.parent / f".{target.name}.partial-{secrets.token_hex(4)}"
+    for path, content in dataset.files.items():
+        _write(temporary / dataset.root / path, content)
+    _write(temporary / f"{dataset.root}.tar.gz", packed)
+    if target.exists():  # left by an export whose row never committed: kept, out of the way
+        target.rename(target.parent / f"{target.name}.orphan-{secrets.token_hex(4)}")
+    temporary.rename(target)
+
+
+@transaction.atomic
+def export_season(season, *, actor=None, reason=""):
+    """Export the season's accepted samples as its next numbered dataset; returns the DatasetExport.
+    Raises dataset_export.DatasetExportError (nothing written, nothing numbered) when a sample cannot be
+    exported. Audited as `dataset.exported`."""
+    season = Season.objects.select_for_update().get(pk=season.pk)
+    dataset = dataset_export.build(season)
+    packed = dataset_export.archive(dataset)
+    number = (DatasetExport.objects.filter(season=season).aggregate(n=Max("number"))["n"] or 0) + 1
+    folder = f"{dataset_export.safe_name(season)}/v{number}"
+    _write_export(root() / folder, dataset, packed)
+    export = DatasetExport.objects.create(
+        season=season, number=number, created_by=actor, sample_count=dataset.sample_count, as_of=dataset.as_of,
+        manifest_sha256=dataset.manifest_sha256, archive_sha256=hashlib.sha256(packed).hexdigest(),
+        archive_bytes=len(packed), folder=folder)
+    same_as = (DatasetExport.objects.filter(season=season, archive_sha256=export.archive_sha256)
+               .exclude(pk=export.pk).order_by("number").values_list("number", flat=True).first())
+    audit.record("dataset.exported", season, actor=actor, reason=reason.strip(), after={
+        "number": number, "sample_count": export.sample_count, "as_of": dataset_export.iso(dataset.as_of),
+        "manifest_sha256": export.manifest_sha256, "archive_sha256": export.archive_sha256, "folder": folder,
+        "same_content_as": same_as})
+    return export
+
+
+def identical_to(export):
+    """The earliest other export of the season with the same bytes, or None."""
+    return (DatasetExport.objects.filter(season_id=export.season_id, archive_sha256=export.archive_sha256)
+            .exclude(pk=export.pk).order_by("number").first())

@@ -1,0 +1,58 @@
+"""In Chromium, the hardware page compares two GPUs from real runs: GPU types judged on the season's
+samples and a benchmark run uploaded over HTTP by `profiler_agent bench --upload`'s own upload function.
+The visitor picks the two GPUs in the form; the ratio scatter (log axes) and its table draw side by side.
+Screenshot: test-artifacts/hardware-comparison.png (with SAVE_DOC_SCREENSHOTS=1 also docs/screenshots/)."""
+import pytest
+
+from profiler_agent.benchmark import run as bench_run  # no torch: the upload is urllib alone
+from submissions.services import accounts
+from tests.browser.test_public_pages import assert_charts_drawn, season_with_results, shoot  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+GPU = "NVIDIA A100-SXM4-80GB"
+
+
+def _benchmark_result(samples, candidate_ms):
+    rows = [{"id": s.issue.code, "title": s.issue.title, "weight": 1.0, "status": "passed", "reason": None,
+             "flags": [], "reference_ms": 1.0, "candidate_ms": ms, "speedup": 1.0 / ms, "baseline_ms": None,
+             "relative_time": None, "not_scored": None, "device_name": GPU, "judged_at": "2026-11-24T00:00:00Z"}
+            for s, ms in zip(samples, candidate_ms)]
+    return {"schema": 1, "complete": True,
+            "dataset": {"name": "gpucodeforces-S1", "season": "S1", "checksum": "ef" * 32, "sample_count": len(rows)},
+            "device": {"kind": "cuda", "name": GPU}, "harness_version": "1.0", "agent_version": "0.1.0",
+            "scores": {"baseline": None}, "samples": rows}
+
+
+def test_two_gpus_compared_in_the_browser(live_server, page, season_with_results):
+    _, samples = season_with_results
+    _, token = accounts.create_api_token(accounts.register_contestant("dave", "pw-dave-12345", display_name="Dave"))
+    status, answer = bench_run.upload(_benchmark_result(samples, [0.042, 0.5, 2.4, 0.3]), live_server.url, token)
+    assert status == 201, answer
+
+    page.goto(f"{live_server.url}/seasons/S1/hardware/")
+    section = page.locator("#gpu-comparison")
+    assert "No benchmark run" not in section.inner_text()
+    page.select_option("select[name=a]", "h100")
+    page.select_option("select[name=b]", GPU)
+    with page.expect_navigation():
+        page.click("#gpu-comparison button[type=submit]")
+    assert_charts_drawn(page, 3)  # the matrix, the ratio scatter, the roofline position
+    scatter = page.locator("[data-figure='figure-hardware-ratios']")
+    assert scatter.locator(".scatterlayer .trace").first.locator("path.point").count() == 4
+    assert scatter.locator(".ytitle").text_content() == f"time ratio {GPU} / NVIDIA H100"
+    assert page.evaluate("document.querySelector(\"[data-figure='figure-hardware-ratios']\").layout.yaxis.type") == "log"
+    rows = page.locator("#ratio-table tbody tr")
+    assert rows.count() == 4
+    gelu = rows.filter(has_text="Fused GELU").locator("td").all_inner_texts()
+    assert gelu[1:4] == ["0.0210", "0.0420", "2.000"]  # 0.042 / 0.021
+    assert gelu[4].startswith("judged run #") and f"benchmark run #{answer['id']}" in gelu[4]
+    assert f"benchmark run #{answer['id']}" in page.locator(f"#gpu-scores tr[data-gpu='{GPU}']").inner_text()
+    assert page.locator(f"#gpu-roofline tr[data-gpu='{GPU}']").inner_text().strip().endswith("no throughput figures")
+    # the scatter and the table stand side by side
+    chart_box, table_box = scatter.bounding_box(), page.locator("#ratio-table").bounding_box()
+    assert table_box["x"] > chart_box["x"] + chart_box["width"] / 2 and abs(table_box["y"] - chart_box["y"]) < 200
+    shoot(page, "hardware-comparison")
+
+    page.goto(f"{live_server.url}/seasons/S1/hardware/?a=h100&b=tpu-v9")
+    assert "no GPU of this season is called 'tpu-v9'" in page.locator("#comparison-error").inner_text()
+    assert page.console_errors == [] or all("400" in e for e in page.console_errors)

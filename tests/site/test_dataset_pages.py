@@ -1,0 +1,147 @@
+"""The dataset's organizer page and API: only organizers export or change weights (others: a redirect to
+sign in, 403, 401), bad input gets a clear error, and what they do is kept."""
+import json
+
+import pytest
+
+from submissions.models import AuditEntry, DatasetExport
+from submissions.services import accounts, datasets
+from tests.judged_data import accepted_sample
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def export_dir(settings, tmp_path):
+    settings.DATASET_EXPORT_DIR = tmp_path / "datasets"
+    return settings.DATASET_EXPORT_DIR
+
+
+@pytest.fixture
+def sample(season, alice, organizer):
+    return accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)}, title="ReLU")
+
+
+def bearer(contestant):
+    _, raw = accounts.create_api_token(contestant)
+    return {"Authorization": f"Bearer {raw}"}
+
+
+# ---- pages ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, path", [
+    ("get", "/organizer/seasons/S1/dataset/"),
+    ("post", "/organizer/seasons/S1/dataset/export/"),
+    ("post", "/organizer/seasons/S1/dataset/weights/"),
+    ("get", "/organizer/seasons/S1/dataset/v1.tar.gz"),
+])
+def test_the_dataset_pages_send_visitors_to_sign_in_and_refuse_contestants(client, season, alice, method, path):
+    anonymous = getattr(client, method)(path)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
+    client.force_login(alice.user)
+    assert getattr(client, method)(path).status_code == 403
+    assert not DatasetExport.objects.exists()
+
+
+def test_a_contestant_cannot_set_a_samples_weight(client, sample, alice):
+    client.force_login(alice.user)
+    assert client.post(f"/organizer/issues/{sample.issue.code}/weight/", {"weight": "9", "reason": "mine"}).status_code == 403
+    assert not AuditEntry.objects.filter(action="sample.weight_changed").exists()
+
+
+def test_an_organizer_exports_from_the_page_and_downloads_the_archive(client, sample, organizer):
+    client.force_login(organizer.user)
+    page = client.get("/organizer/seasons/S1/dataset/").content.decode()
+    assert f'id="sample-{sample.issue.code}"' in page and "No export yet." in page
+    response = client.post("/organizer/seasons/S1/dataset/export/", {"reason": "release"}, follow=True)
+    assert "Dataset export 1 of S1: 1 samples." in response.content.decode()
+    export = DatasetExport.objects.get()
+    assert 'id="export-1"' in response.content.decode()
+    download = client.get("/organizer/seasons/S1/dataset/v1.tar.gz")
+    assert download.status_code == 200
+    assert download["Content-Disposition"] == 'attachment; filename="gpucodeforces-S1-v1.tar.gz"'
+    assert b"".join(download.streaming_content) == datasets.archive_path(export).read_bytes()
+    client.post("/organizer/seasons/S1/dataset/export/", {"reason": "again"})
+    assert "same bytes as v1" in client.get("/organizer/seasons/S1/dataset/").content.decode()
+
+
+def test_bad_weight_settings_on_the_page_say_what_is_wrong_and_keep_what_was_typed(client, season, organizer):
+    client.force_login(organizer.user)
+    typed = '{"weights": {"7": 2}}'
+    refused = client.post("/organizer/seasons/S1/dataset/weights/", {"rule": "level", "settings": typed, "reason": "x"})
+    assert refused.status_code == 400
+    text = refused.content.decode()
+    assert "levels are 1-4" in text and "&quot;7&quot;: 2" in text
+    not_json = client.post("/organizer/seasons/S1/dataset/weights/", {"rule": "level", "settings": "{weights"})
+    assert not_json.status_code == 400 and "the weight settings are not JSON" in not_json.content.decode()
+    season.refresh_from_db()
+    assert season.dataset_weight_rule == "uniform"
+    done = client.post("/organizer/seasons/S1/dataset/weights/",
+                       {"rule": "level", "settings": '{"weights": {"3": 4}}', "reason": "fused kernels"}, follow=True)
+    assert "The weight rule of S1 is changed." in done.content.decode()
+    assert AuditEntry.objects.get(action="season.weights_changed").reason == "fused kernels"
+
+
+def test_a_weight_set_by_hand_on_the_page_shows_on_the_sample_row(client, sample, organizer):
+    client.force_login(organizer.user)
+    code = sample.issue.code
+    bad = client.post(f"/organizer/issues/{code}/weight/", {"weight": "heavy", "reason": "x"}, follow=True)
+    assert "heavy is not a number" in bad.content.decode()
+    page = client.post(f"/organizer/issues/{code}/weight/", {"weight": "2.5", "reason": "rare"}, follow=True)
+    row = page.content.decode().split(f'id="sample-{code}"')[1].split("</tr>")[0]
+    assert "2.5" in row and "set by hand" in row
+
+
+# ---- API -----------------------------------------------------------------------------------
+
+
+def test_only_an_organizers_token_exports_through_the_api(client, sample, alice, organizer):
+    assert client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json").status_code == 401
+    refused = client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json", headers=bearer(alice))
+    assert (refused.status_code, refused.json()) == (403, {"detail": "organizers only"})
+    assert client.get("/api/v1/seasons/S1/datasets", headers=bearer(alice)).status_code == 403
+    assert not DatasetExport.objects.exists()
+    headers = bearer(organizer)
+    made = client.post("/api/v1/seasons/S1/datasets", data={"reason": "via API"}, content_type="application/json",
+                       headers=headers)
+    assert made.status_code == 201, made.content
+    body = made.json()
+    assert (body["number"], body["sample_count"], body["name"], body["same_content_as"]) == (1, 1, "gpucodeforces-S1-v1", None)
+    assert AuditEntry.objects.get(action="dataset.exported").reason == "via API"
+    again = client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json", headers=headers).json()
+    assert (again["number"], again["same_content_as"], again["archive_sha256"]) == (2, 1, body["archive_sha256"])
+    assert [e["number"] for e in client.get("/api/v1/seasons/S1/datasets", headers=headers).json()] == [2, 1]
+    manifest = client.get("/api/v1/seasons/S1/datasets/1/manifest", headers=headers)
+    assert manifest.status_code == 200 and json.loads(manifest.content.decode().splitlines()[0])["id"] == sample.issue.code
+    archive = client.get("/api/v1/seasons/S1/datasets/2/archive", headers=headers)
+    assert archive.status_code == 200 and b"".join(archive.streaming_content)[:2] == b"\x1f\x8b"
+    assert client.get("/api/v1/seasons/S1/datasets/9", headers=headers).json() == {
+        "detail": "season S1 has no dataset export 9"}
+    assert client.get("/api/v1/seasons/S9/datasets", headers=headers).status_code == 404
+    assert client.get("/api/v1/seasons/S1/datasets/1/archive", headers=bearer(alice)).status_code == 403
+
+
+def test_weights_through_the_api_are_validated_and_audited(client, sample, alice, organizer):
+    headers = bearer(organizer)
+    body = {"rule": "framework", "settings": {"weights": {"cuda": 2}}, "reason": "x"}
+    assert client.put("/api/v1/seasons/S1/weights", body, content_type="application/json",
+                      headers=bearer(alice)).status_code == 403
+    refused = client.put("/api/v1/seasons/S1/weights", body, content_type="application/json", headers=headers)
+    assert refused.status_code == 400 and "'weights' has framework \"cuda\"" in refused.json()["detail"]
+    body["settings"] = {"weights": {"pytorch": 2}}
+    done = client.put("/api/v1/seasons/S1/weights", body, content_type="application/json", headers=headers)
+    assert done.status_code == 200 and done.json()["settings"] == {"default": 1.0, "weights": {"pytorch": 2.0},
+                                                                   "samples": {}}
+    assert {r["name"] for r in done.json()["rules"]} == {"uniform", "operator", "level", "framework"}
+    code = sample.issue.code
+    no_reason = client.put(f"/api/v1/issues/{code}/weight", {"weight": 3}, content_type="application/json", headers=headers)
+    assert no_reason.status_code == 422
+    set_by_hand = client.put(f"/api/v1/issues/{code}/weight", {"weight": 3, "reason": "rare"},
+                             content_type="application/json", headers=headers)
+    assert set_by_hand.json() == {"issue": code, "weight": 3.0, "source": "sample"}
+    back = client.put(f"/api/v1/issues/{code}/weight", {"weight": None, "reason": "back"},
+                      content_type="application/json", headers=headers)
+    assert back.json() == {"issue": code, "weight": 2.0, "source": "rule"}
+    assert [e.action for e in AuditEntry.objects.filter(action__contains="weight").order_by("pk")] == [
+        "season.weights_changed", "sample.weight_changed", "sample.weight_changed"]
