@@ -16,6 +16,7 @@ has its seconds:
   _like forms), TORCH_CHECK and the torch:: dtype names: no ATen/ATen.h, no op declarations.
 - narrow+context: that, and ATen/cuda/CUDAContext.h holds the current-stream call and the launch
   check alone (c10's CUDA stream and exception headers).
+- narrow+context-threads2: that with `--threads 2` (do the host and device front ends overlap?).
 """
 
 from __future__ import annotations
@@ -83,16 +84,18 @@ def stage_seconds(time_file: Path) -> dict[str, float]:
         return seconds
     with open(time_file, newline="") as f:
         for row in csv.reader(f):
-            if len(row) < 3 or not row[-1].strip().replace(".", "", 1).isdigit():
+            # ..., tool, metric, unit: the duration is the second last field ("2944.3091", "ms")
+            if len(row) < 3 or not row[-2].strip().replace(".", "", 1).isdigit():
                 continue
             phase = row[1].strip() or row[0].strip()
-            seconds[phase] = seconds.get(phase, 0.0) + float(row[-1]) / 1000
+            seconds[phase] = seconds.get(phase, 0.0) + float(row[-2]) / 1000
     return seconds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidate", default=str(REPO / "examples" / "001-example" / "example_cudacode.py"))
+    parser.add_argument("--only", help="comma-separated variants (default: all)")
     args = parser.parse_args()
     extensions = Path(tempfile.mkdtemp(prefix="nvcc-stages-"))
     wall, steps, error = cold_build(Path(args.candidate), {}, None, extensions)
@@ -117,6 +120,8 @@ def main() -> None:
     variants = {
         "narrow-header": ["-I", str(narrow)],
         "narrow+context": ["-I", str(narrow_context)],
+        # do cudafe++ (host side) and cicc (device side), which need not wait for each other, overlap?
+        "narrow+context-threads2": ["-I", str(narrow_context), "--threads", "2"],
         "default": [],
         "host-O0": ["-O0"],
         "host-O1": ["-O1"],
@@ -124,6 +129,8 @@ def main() -> None:
         "slim-header-O1": ["-I", str(slim), "-O1"],
         "preprocess-only": ["-E"],
     }
+    if args.only:
+        variants = {name: variants[name] for name in args.only.split(",")}
     running = {}
     for name, extra in variants.items():
         out = extensions / f"{name}.o"
@@ -148,9 +155,9 @@ def main() -> None:
         print(f"{name:<16} {ended[name]:7.1f}  {'y' if process.returncode == 0 else 'n'}   {top}")
         if process.returncode != 0:
             print("   ", output[-600:].replace("\n", "\n    "))
-    default_times = running["default"][2]
-    if default_times.exists():
-        print("\nnvcc -time, default:\n" + default_times.read_text()[:3000])
+    for name, (_, _, time_file) in running.items():
+        if time_file.exists():
+            print(f"\nnvcc -time, {name}:\n" + time_file.read_text()[:3000])
     print(f"\n(all variants ran at once, one core each, {os.cpu_count()} cores)")
 
 
