@@ -120,7 +120,7 @@ def test_a_season_is_seeded_accepted_and_exported(plan_file, export_dir, tmp_pat
     assert rows[softmax.code]["candidate_file"] == f"samples/{softmax.code}/cudacode.py"
     assert (out_dir / "gpucodeforces-DS1.tar.gz").read_bytes() == (
         export_dir / "DS1" / "v1" / "gpucodeforces-DS1.tar.gz").read_bytes()
-    assert f"{relu.code}  elementwise  level 1  weight 1" in printed
+    assert f"{relu.code}  elementwise  level 1  weight 1    submission #" in printed
     assert "categories: elementwise 1, reduction 1" in printed and "dataset v1: 2 samples" in printed
 
     # a second run is refused, naming the season, and changes nothing

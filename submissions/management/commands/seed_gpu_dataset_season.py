@@ -47,7 +47,7 @@ class Command(BaseCommand):
                               f"{', '.join(seeded.created_users)}")
         for sample, issue, submission in seeded.samples:
             self.stdout.write(f"  {issue.code}  {sample.category:<12} level {sample.level}  weight "
-                              f"{rule.weight_for(issue).value:g}  submission #{submission.pk}  {sample.bundle}")
+                              f"{rule.weight_for(issue).value:<4g} submission #{submission.pk:<5} {sample.bundle}")
         self.stdout.write("categories: " + ", ".join(f"{k} {v}" for k, v in plan.categories().items()))
         folder, archive = datasets.unpacked_path(export), datasets.archive_path(export)
         self.stdout.write(f"dataset v{export.number}: {export.sample_count} samples, manifest sha256 "
