@@ -1,16 +1,20 @@
 """`python -m profiler_agent bench-upload FILE`: a result written by `bench --json FILE` on a GPU machine
 that cannot reach the site, sent later from one that can. Run as its own process with torch made
 unimportable, against the live server over real HTTP."""
+import hashlib
 import json
+import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from submissions.models import BenchmarkRun, DatasetExport
 from submissions.services import accounts
+from tests.agent.test_benchmark import PASSING, _measurement, _record, write_sums
 from tests.site.test_benchmark_runs import CHECKSUM, bench_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +101,33 @@ def test_refusals_of_the_site_and_an_unreachable_site_are_reported(live_server, 
 def test_site_and_token_are_required(tmp_path):
     code, out, err = bench_upload(tmp_path / "x.json", env={"PATH": "/usr/bin:/bin"})
     assert code == 2 and "bench-upload needs --site and --token" in err
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_uploads_at_once_with_upload(live_server, season, alice, tmp_path):
+    """`bench DATASET --upload SITE` (the machine reaches the site): the same sending as bench-upload's."""
+    root = tmp_path / "gpucodeforces-S1"
+    folder = root / "samples" / "BBBBBB"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "relu-cpu" / "torchcode.py", folder / "torchcode.py")
+    (folder / "cudacode.py").write_text(textwrap.dedent(PASSING))
+    (root / "manifest.jsonl").write_text(json.dumps(_record("BBBBBB", folder, 1.0, [_measurement("cpu", 1.2)]),
+                                                    sort_keys=True) + "\n")
+    (root / "dataset.json").write_text(json.dumps({"name": "gpucodeforces-S1", "schema": 1, "season": {"code": "S1"},
+                                                   "sample_count": 1}))
+    write_sums(root)
+    manifest_sha = hashlib.sha256((root / "manifest.jsonl").read_bytes()).hexdigest()
+    export = DatasetExport.objects.create(season=season, number=3, sample_count=1, manifest_sha256=manifest_sha,
+                                          archive_sha256="0" * 64, archive_bytes=1, folder="S1/v3")
+    _, token = accounts.create_api_token(alice)
+    done = subprocess.run([sys.executable, "-m", "profiler_agent", "bench", str(root), "--device", "cpu",
+                           "--timing-budget", "0.3", "--json", str(tmp_path / "run.json"), "--upload", live_server.url,
+                           "--token", token], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    saved = BenchmarkRun.objects.get()
+    assert f"uploaded: benchmark run {saved.pk} ({live_server.url}/api/v1/benchmark-runs/{saved.pk})" in done.stdout
+    assert (saved.dataset_export, saved.dataset_version, saved.passed_count) == (export, 3, 1)
+    # the file it wrote uploads again through bench-upload: a second run of the same GPU
+    code, out, err = bench_upload(tmp_path / "run.json", "--site", live_server.url, "--token", token)
+    assert code == 0, err
+    assert BenchmarkRun.objects.count() == 2
