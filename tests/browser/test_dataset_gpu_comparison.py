@@ -117,7 +117,7 @@ def _season_for(files):
 
 def bench_upload(path, site, token):
     done = subprocess.run([sys.executable, "-m", "profiler_agent", "bench-upload", str(path), "--site", site,
-                           "--token", token], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           f"--token={token}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -18,6 +18,7 @@ from tests.agent.test_benchmark import PASSING, _measurement, _record, write_sum
 from tests.site.test_benchmark_runs import CHECKSUM, bench_result
 
 ROOT = Path(__file__).resolve().parents[2]
+# `--token=T`, not `--token T`: a token may start with "-" (secrets.token_urlsafe), which argparse takes for an option
 # torch made unimportable: the upload must not need it (the site's machine has no torch)
 WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from profiler_agent.__main__ import main; "
                  "sys.exit(main(sys.argv[1:]))")
@@ -42,7 +43,7 @@ def test_a_result_file_is_uploaded_as_a_benchmark_run(live_server, season, alice
     _, token = accounts.create_api_token(alice)
     result = write(tmp_path, "bench-h100.json", bench_result())
 
-    code, out, err = bench_upload(result, "--site", live_server.url, "--token", token)
+    code, out, err = bench_upload(result, "--site", live_server.url, f"--token={token}")
     assert code == 0, err
     saved = BenchmarkRun.objects.get()
     assert out.strip() == f"uploaded: benchmark run {saved.pk} ({live_server.url}/api/v1/benchmark-runs/{saved.pk})"
@@ -60,7 +61,7 @@ def test_a_result_file_is_uploaded_as_a_benchmark_run(live_server, season, alice
 @pytest.mark.django_db(transaction=True)
 def test_incomplete_or_malformed_files_are_refused_before_sending(live_server, season, alice, tmp_path):
     _, token = accounts.create_api_token(alice)
-    site = ["--site", live_server.url, "--token", token]
+    site = ["--site", live_server.url, f"--token={token}"]
     incomplete = bench_result(complete=False)
     incomplete["samples"] = incomplete["samples"][:2]
     cases = [
@@ -122,12 +123,12 @@ def test_bench_uploads_at_once_with_upload(live_server, season, alice, tmp_path)
     _, token = accounts.create_api_token(alice)
     done = subprocess.run([sys.executable, "-m", "profiler_agent", "bench", str(root), "--device", "cpu",
                            "--timing-budget", "0.3", "--json", str(tmp_path / "run.json"), "--upload", live_server.url,
-                           "--token", token], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           f"--token={token}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     saved = BenchmarkRun.objects.get()
     assert f"uploaded: benchmark run {saved.pk} ({live_server.url}/api/v1/benchmark-runs/{saved.pk})" in done.stdout
     assert (saved.dataset_export, saved.dataset_version, saved.passed_count) == (export, 3, 1)
     # the file it wrote uploads again through bench-upload: a second run of the same GPU
-    code, out, err = bench_upload(tmp_path / "run.json", "--site", live_server.url, "--token", token)
+    code, out, err = bench_upload(tmp_path / "run.json", "--site", live_server.url, f"--token={token}")
     assert code == 0, err
     assert BenchmarkRun.objects.count() == 2
