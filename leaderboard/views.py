@@ -90,7 +90,9 @@ def hardware_comparison(request, code):
                                           hardware=(gpu_types, rows))
     roofline = charts.gpu_roofline_position(comparison["gpus"])
     figures = {
-        "matrix": {"matrix": charts.hardware_matrix(gpu_types, rows)} if rows else {},
+        # none without a single speedup (a season benched offline: its GPUs are benchmark runs): an empty heatmap
+        "matrix": ({"matrix": charts.hardware_matrix(gpu_types, rows)}
+                   if any(cell and cell.speedup for row in rows for cell in row["cells"]) else {}),
         "ratios": {"ratios": charts.gpu_ratios(comparison)} if comparison["rows"] else {},
         "roofline": {"roofline": roofline} if roofline["data"] else {},
     }

@@ -1,5 +1,6 @@
 """Command line: `python -m profiler_agent judge BUNDLE`, `... bench DATASET` (every sample of a dataset
-judged here, this GPU scored), `... work ...` (one worker) and `... fleet ...` (one worker per GPU of the host)."""
+judged here, this GPU scored), `... bench-upload FILE` (a bench result sent from a machine that can reach
+the site), `... work ...` (one worker) and `... fleet ...` (one worker per GPU of the host)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_judging_options(bench)
     bench.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=False,
                        help="start the next sample's processes as soon as one ends (skips their imports)")
+
+    send = commands.add_parser("bench-upload", help="send a result written by `bench --json FILE` to the site "
+                               "(from any machine that can reach it; needs no torch)")
+    send.add_argument("result", type=Path, metavar="FILE", help="the JSON that `bench --json FILE` wrote")
+    send.add_argument("--site", default=os.environ.get("PROFILER_AGENT_SITE"),
+                      help="the site's base URL (default: PROFILER_AGENT_SITE)")
+    send.add_argument("--token", default=os.environ.get("PROFILER_AGENT_USER_TOKEN"),
+                      help="your personal API token (default: PROFILER_AGENT_USER_TOKEN)")
 
     pch = commands.add_parser("prepare-pch", help="precompile torch/extension.h for the builds of judged bundles")
     pch.add_argument("--cache-dir", type=Path, metavar="DIR", help="the build cache the judge uses")
@@ -301,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_judge(args)
     if args.command == "bench":
         return run_bench(args, parser)
+    if args.command == "bench-upload":
+        return run_bench_upload(args, parser)
     if args.command == "prepare-pch":
         return run_prepare_pch(args)
     if args.command == "fleet":
@@ -349,13 +360,41 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if not result["complete"]:
             print("error: not uploaded: the run is incomplete", file=sys.stderr)
             return 1
-        status, answer = run.upload(result, args.upload, args.token)
-        if status not in (200, 201):
-            print(f"error: upload refused ({status}): {answer.get('detail') or answer}", file=sys.stderr)
-            return 1
-        print(f"uploaded: benchmark run {answer.get('id')} ({args.upload.rstrip('/')}/api/v1/benchmark-runs/"
-              f"{answer.get('id')})")
+        return _send(result, args.upload, args.token)
     return 0
+
+
+def _send(result: dict, site: str, token: str) -> int:
+    """Upload a complete bench result; 0 once the site keeps it, 1 (the reason on stderr) otherwise."""
+    from profiler_agent.benchmark import run
+
+    try:
+        status, answer = run.upload(result, site, token)
+    except OSError as exc:  # URLError included: no route, refused, DNS, timeout
+        print(f"error: cannot reach {site}: {getattr(exc, 'reason', exc)}", file=sys.stderr)
+        return 1
+    if status not in (200, 201):
+        print(f"error: upload refused ({status}): {answer.get('detail') or answer}", file=sys.stderr)
+        return 1
+    print(f"uploaded: benchmark run {answer.get('id')} ({site.rstrip('/')}/api/v1/benchmark-runs/{answer.get('id')})")
+    return 0
+
+
+def run_bench_upload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`bench-upload FILE`: the result of a `bench --json FILE` run on a machine that could not reach the site."""
+    from profiler_agent.benchmark import run
+
+    if not args.site or not args.token:
+        parser.error("bench-upload needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_USER_TOKEN)")
+    try:
+        result = run.read_result(args.result)
+    except run.IncompleteRun as exc:
+        print(f"error: not uploaded: {exc}", file=sys.stderr)
+        return 1
+    except run.ResultError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    return _send(result, args.site, args.token)
 
 
 def run_gpus(args) -> int:

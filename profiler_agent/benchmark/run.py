@@ -1,6 +1,7 @@
 """Judging a dataset's samples one by one with the judge's harness (harness.judge.judge_bundle, the
 same options as `profiler_agent judge`), keeping each row in the state file, then the table, the
-scores, the JSON and the upload."""
+scores, the JSON and the upload (at once with `bench --upload`, or later from the JSON with
+`bench-upload`, on a machine that can reach the site)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ from profiler_agent.benchmark.state import State
 
 RESULT_SCHEMA = 1
 UPLOAD_PATH = "/api/v1/benchmark-runs"
+RESULT_KEYS = ("schema", "complete", "dataset", "device", "harness_version", "scores", "samples")
+
+
+class ResultError(ValueError):
+    """A result file that is not a benchmark result this agent can upload; the message says why."""
+
+
+class IncompleteRun(ResultError):
+    """A well-formed result of a run that has not judged every sample yet."""
 
 
 def judge_sample(dataset: Dataset, sample: dict, options) -> dict:
@@ -131,8 +141,38 @@ def upload_payload(run: dict) -> dict:
     return {**run, "samples": [{k: v for k, v in r.items() if k != "result"} for r in run["samples"]]}
 
 
+def read_result(path: Path) -> dict:
+    """A result written by `bench --json FILE`, checked before anything is sent: JSON, schema 1, the keys
+    the site needs, and complete (every sample of the dataset judged). ResultError says what is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultError(f"cannot read {path}: {exc}") from None
+    try:
+        run = json.loads(text)
+    except ValueError as exc:
+        raise ResultError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(run, dict) or "schema" not in run:
+        raise ResultError(f"{path} is not a result of `profiler_agent bench --json` (no \"schema\" key)")
+    if run["schema"] != RESULT_SCHEMA:
+        raise ResultError(f"{path} says schema {run['schema']!r}; this agent uploads schema {RESULT_SCHEMA} only")
+    missing = [key for key in RESULT_KEYS if key not in run]
+    if missing:
+        raise ResultError(f"{path} lacks {', '.join(missing)}: not a whole result of `profiler_agent bench --json`")
+    dataset, samples = run["dataset"], run["samples"]
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("sample_count"), int):
+        raise ResultError(f"{path}: \"dataset\" has no sample_count")
+    if not isinstance(samples, list) or not all(isinstance(s, dict) and s.get("id") for s in samples):
+        raise ResultError(f"{path}: \"samples\" is not a list of judged samples, each with its id")
+    if run["complete"] is not True or len(samples) != dataset["sample_count"]:
+        raise IncompleteRun(f"{path} is an incomplete run: {len(samples)} of {dataset['sample_count']} samples "
+                            "judged; run the same `bench` command again to judge the rest, then upload")
+    return run
+
+
 def upload(run: dict, site: str, token: str, timeout_s: float = 60.0) -> tuple[int, dict]:
-    """POST the run to SITE/api/v1/benchmark-runs with the user's personal token."""
+    """POST the run to SITE/api/v1/benchmark-runs with the user's personal token. A site that cannot be
+    reached raises OSError (urllib.error.URLError among them)."""
     body = json.dumps(upload_payload(run), allow_nan=False).encode()
     request = urllib.request.Request(site.rstrip("/") + UPLOAD_PATH, data=body, method="POST", headers={
         "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json"})
