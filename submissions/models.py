@@ -19,7 +19,11 @@ def hash_secret(raw: str) -> str:
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(32)
+    """A random URL-safe token that never starts with '-': `--token T` would read as an option."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
 
 
 def new_board_version() -> str:

@@ -201,3 +201,11 @@ def test_a_server_error_under_the_api_is_answered_in_json(client, settings):
     response = client.get("/api/v1/test-only/server-error/")
     assert response.status_code == 500 and response["Content-Type"] == "application/json"
     assert "server error" in response.json()["detail"]
+
+
+def test_no_token_starts_with_a_dash_that_a_command_line_would_read_as_an_option():
+    from submissions.models import new_token
+
+    tokens = [new_token() for _ in range(3000)]  # token_urlsafe alone starts 1 in 64 with '-'
+    assert not any(token.startswith("-") for token in tokens)
+    assert len(set(tokens)) == len(tokens) and all(len(token) >= 43 for token in tokens)
