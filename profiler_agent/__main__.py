@@ -58,7 +58,7 @@ def _add_judging_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--atol", type=float, help="override the per-dtype absolute tolerance")
     parser.add_argument("--rtol", type=float, help="override the per-dtype relative tolerance")
     parser.add_argument("--timing-budget", type=_positive, metavar="SECONDS",
-                        help="time spent timing each model pair at most (default 3)")
+                        help="time spent timing each model pair at most (default: $PROFILER_AGENT_TIMING_BUDGET, else 3)")
     parser.add_argument("--target-rse", type=_positive, metavar="FRACTION",
                         help="stop timing once the medians' relative standard error is below this (default 0.005)")
     parser.add_argument("--suspicious-speedup", type=_positive, metavar="RATIO",
@@ -301,6 +301,12 @@ def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from profiler_agent.measure import timing
+
+    try:
+        timing.budget_from_environment()  # refused at start, not at the first judging
+    except ValueError as exc:
+        parser.error(str(exc))
     from profiler_agent.sandbox.privileges import make_undumpable
     from profiler_agent.sandbox.scrub import scrub_own_secrets
 

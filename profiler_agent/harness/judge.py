@@ -14,7 +14,7 @@ from typing import Callable
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
-from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
+from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run, timing
 from profiler_agent.sandbox import privileges
 from profiler_agent import schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
@@ -57,7 +57,7 @@ class JudgeOptions:
     atol: float | None = None  # None: the per-dtype default
     rtol: float | None = None
     trials: int = DEFAULT_TRIALS
-    timing_budget_s: float | None = None  # None: timing.TimingPlan's defaults
+    timing_budget_s: float | None = None  # None: $PROFILER_AGENT_TIMING_BUDGET, else TimingPlan's default
     target_rse: float | None = None
     suspicious_speedup: float = SUSPICIOUS_SPEEDUP
     # read before the field below shadows the module's name in this class body
@@ -133,7 +133,8 @@ def judge_candidate(
         "trials": options.trials,
         "atol": options.atol,
         "rtol": options.rtol,
-        "timing": {"budget_s": options.timing_budget_s, "target_rse": options.target_rse},
+        "timing": {"budget_s": options.timing_budget_s if options.timing_budget_s is not None
+                   else timing.budget_from_environment(), "target_rse": options.target_rse},
         "kernel_census": census_in_child,
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,

@@ -9,6 +9,7 @@ patched a timer (`timer_tampered`).
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,26 @@ class TimingPlan:
     def from_settings(cls, settings: dict | None) -> "TimingPlan":
         known = {k: v for k, v in (settings or {}).items() if k in cls.__dataclass_fields__ and v is not None}
         return cls(**known)
+
+
+# The default budget_s of an agent's judgings, where its operator sets one: a demo, or a test suite that
+# judges hundreds of bundles whose figures' precision it does not check (tests/conftest.py: 0.3 s).
+BUDGET_VARIABLE = "PROFILER_AGENT_TIMING_BUDGET"
+
+
+def budget_from_environment() -> float | None:
+    """PROFILER_AGENT_TIMING_BUDGET in seconds; None when unset. A value that is not a positive
+    number is an error: an agent must not judge on a budget its operator did not mean."""
+    text = os.environ.get(BUDGET_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{BUDGET_VARIABLE} must be a positive number of seconds, got {text!r}")
+    return value
 
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2
