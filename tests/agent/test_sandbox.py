@@ -96,6 +96,8 @@ assert scrub_own_secrets()
 print(os.environ["PROFILER_AGENT_TOKEN"])  # the agent itself still has it
 # the needles are built here: this very code is part of the command line
 print(open("/proc/self/environ", "rb").read().count(b"tok-" + b"123"), open("/proc/self/cmdline", "rb").read().count(b"tok-" + b"456"))
+# no secret: a process this one starts must still read it (a blanked budget would be refused)
+print(open("/proc/self/environ", "rb").read().count(b"PROFILER_AGENT_TIMING_BUDGET=0.3\0"))
 """
 
 
@@ -104,10 +106,11 @@ def test_secrets_are_blanked_in_proc_environ_and_cmdline_but_kept_in_os_environ(
 
     completed = subprocess.run(
         [sys.executable, "-c", SCRUBBING_CHILD, "--token", "tok-456"],
-        env={**os.environ, "PROFILER_AGENT_TOKEN": "tok-123"}, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PROFILER_AGENT_TOKEN": "tok-123", "PROFILER_AGENT_TIMING_BUDGET": "0.3"},
+        capture_output=True, text=True, timeout=60,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == ["tok-123", "0", "0"]
+    assert completed.stdout.split() == ["tok-123", "0", "0", "1"]
 
 
 # A child that plays the judged process's side of the phase protocol: "compiles" for COMPILE_S,
