@@ -14,6 +14,7 @@
 # file ($OUT/bench-<gpu>.json.state.jsonl) keeps every sample judged, the JSON is written incomplete,
 # and `bash bench/dataset_gpu.sh DATASET --state THAT_FILE` goes on where it stopped.
 set -u
+PYTHON=${PYTHON:-python}  # the interpreter with torch (a venv's, say)
 cd "$(dirname "$0")/.."
 START=$SECONDS
 DATASET=bench/results/dataset-season/gpucodeforces-DS1
@@ -30,7 +31,7 @@ if command -v nvidia-smi > /dev/null; then
     | grep -oE '\b[a-z][0-9]{2,4}[a-z]?\b' | head -1)}
 fi
 GPU=${GPU:-$DEVICE}
-python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
+"$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 
 SAMPLES=$DATASET
 if [ -f "$DATASET" ]; then  # an archive: extracted once here for the builds (bench checks and extracts it itself)
@@ -39,9 +40,9 @@ if [ -f "$DATASET" ]; then  # an archive: extracted once here for the builds (be
 fi
 echo "builds: $(ls "$SAMPLES/samples" | wc -l) samples, ${BUILD_JOBS:-16} at once"
 ls "$SAMPLES/samples" | xargs -P "${BUILD_JOBS:-16}" -I{} sh -c \
-  "python -m profiler_agent judge '$SAMPLES/samples/{}' --device $DEVICE --cache-dir '$CACHE' --run-timeout 1 \
+  "'$PYTHON' -m profiler_agent judge '$SAMPLES/samples/{}' --device $DEVICE --cache-dir '$CACHE' --run-timeout 1 \
      --json '$OUT/builds/{}.json' > '$OUT/builds/{}.log' 2>&1"
-python - "$OUT/builds" <<'PY'
+"$PYTHON" - "$OUT/builds" <<'PY'
 import json, sys
 from pathlib import Path
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
@@ -56,12 +57,12 @@ echo "builds done in $((SECONDS - START)) s"
 LEFT=$((DEADLINE - (SECONDS - START)))
 [ "$LEFT" -gt 5 ] || LEFT=5
 RESULT="$OUT/bench-$GPU.json"
-timeout --signal=INT --kill-after=30 "$LEFT" python -m profiler_agent bench "$DATASET" --device "$DEVICE" \
+timeout --signal=INT --kill-after=30 "$LEFT" "$PYTHON" -m profiler_agent bench "$DATASET" --device "$DEVICE" \
   --cache-dir "$CACHE" --keep-warm --json "$RESULT" "$@" 2> >(tee "$OUT/bench-$GPU.log" >&2) | tee "$OUT/bench-$GPU.txt"
 STATUS=${PIPESTATUS[0]}
 if [ "$STATUS" -eq 130 ] || [ "$STATUS" -eq 124 ] || [ "$STATUS" -eq 137 ]; then
   echo "bench stopped ($STATUS) at the deadline: the table and an incomplete JSON from the state file" >&2
-  python -m profiler_agent bench "$DATASET" --device "$DEVICE" --cache-dir "$CACHE" --json "$RESULT" --limit 0 "$@" \
+  "$PYTHON" -m profiler_agent bench "$DATASET" --device "$DEVICE" --cache-dir "$CACHE" --json "$RESULT" --limit 0 "$@" \
     | tee "$OUT/bench-$GPU.txt"
 fi
 echo "total $((SECONDS - START)) s; result: $RESULT (bench exit $STATUS)"

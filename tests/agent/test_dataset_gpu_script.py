@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def dataset(tmp_path) -> Path:
 
 
 def run_script(dataset_path, out, cache, *bench_args, **env):
-    environment = {**os.environ, "DEVICE": "cpu", "GPU": "cpu", "OUT": str(out), "CACHE": str(cache), **env}
+    environment = {**os.environ, "DEVICE": "cpu", "GPU": "cpu", "OUT": str(out), "CACHE": str(cache),
+                   "PYTHON": sys.executable, **env}
     return subprocess.run(["bash", str(SCRIPT), str(dataset_path), *bench_args], cwd=ROOT, env=environment,
                           capture_output=True, text=True, timeout=500)
 
