@@ -23,6 +23,7 @@ ALLOWED = (
     "CXX",
     "MAX_JOBS",
     "OMP_NUM_THREADS",
+    "PROFILER_AGENT_PARALLEL_NVCC",  # "0" turns the nvcc front of judged builds off (bundles.nvcc_parallel)
     # NVLink multicast switches some GPU hosts require to stay set for every program
     "NCCL_NVLS_ENABLE",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
