@@ -15,7 +15,8 @@ The dependency file that `-MD` asks for (nvcc's "Filter Dependencies": the files
 preprocessor's line markers) is written as nvcc writes it. On anything unexpected (an invocation that
 is not a plain `-c`, a step of an unknown shape, a failing step, module ids that differ) the real
 nvcc runs with the same arguments: a build never fails because of this front, and a broken source
-gets nvcc's own messages.
+gets nvcc's own messages (except while slim_header tries its narrower headers, RETRIED_ENV: there the
+failing step's own messages end the compile, which is done again with the next header anyway).
 
 `install()` makes the load_inline / load builds of a process use it (PYTORCH_NVCC during the build).
 This file imports nothing outside the standard library at its top: ninja runs it by path.
@@ -37,6 +38,9 @@ from dataclasses import dataclass, field
 
 SWITCH_ENV = "PROFILER_AGENT_PARALLEL_NVCC"  # "0": judged builds call nvcc itself
 TRACE_ENV = "PROFILER_AGENT_NVCC_TRACE"  # "1": each step's seconds on stderr
+# "1" while a failed build is built again anyway (slim_header's narrow and slim headers): a failing
+# step's own messages end the compile, without nvcc's run from the start
+RETRIED_ENV = "PROFILER_AGENT_NVCC_RETRIED"
 # nvcc invocations that do more than (or other than) compile: plain nvcc does those
 PASS_THROUGH_FLAGS = {
     "-E", "--preprocess", "-M", "--generate-dependencies", "-MM", "--generate-nonsystem-dependencies",
@@ -54,6 +58,14 @@ DEVICE_TOOLS = ("cicc", "ptxas", "fatbinary")
 
 class Unhandled(Exception):
     """Something this front does not do: the real nvcc does the whole compile."""
+
+
+class StepFailed(Unhandled):
+    """A step of the compile failed (the source's fault, most likely): its output and exit status."""
+
+    def __init__(self, tool: str, stdout: str, stderr: str, returncode: int):
+        super().__init__(f"{tool} failed")
+        self.stdout, self.stderr, self.returncode = stdout, stderr, returncode
 
 
 @dataclass
@@ -241,6 +253,7 @@ class Runner:
         self.running: set[subprocess.Popen] = set()
         self.lock = threading.Lock()
         self.outputs: dict[int, tuple[str, str]] = {}
+        self.first_failure: StepFailed | None = None
         self.began = time.monotonic()
 
     def run_sides(self, *sides: list[Step]) -> bool:
@@ -282,6 +295,8 @@ class Runner:
         out, err = process.communicate()
         with self.lock:
             self.running.discard(process)
+            if process.returncode != 0 and not self.failed.is_set() and self.first_failure is None:
+                self.first_failure = StepFailed(os.path.basename(step.argv[0]), out, err, process.returncode)
         self.outputs[id(step)] = (out, err)
         return process.returncode == 0
 
@@ -306,13 +321,13 @@ def compile_in_parallel(nvcc: str, args: list[str], workdir: str) -> None:
     plan = make_plan(steps, workdir)
     runner = Runner({**os.environ, **env_lines, "TMPDIR": workdir})
     if not runner.run_sides(plan.host, plan.device):
-        raise runner.surprise or Unhandled("a step failed")
+        raise runner.surprise or runner.first_failure or Unhandled("a step failed")
     if not same_module_ids(plan.module_ids):
         raise Unhandled("the two sides' module ids differ")
     for depfile, preprocessed in plan.dependencies:
         write_dependencies(depfile, preprocessed, output_of(plan.final))
     if not runner.run_one(plan.final):
-        raise runner.surprise or Unhandled("the final compile failed")
+        raise runner.surprise or runner.first_failure or Unhandled("the final compile failed")
     for line in printed:
         print(line, file=sys.stderr)
     for step in steps:
@@ -389,6 +404,13 @@ def main(argv: list[str]) -> None:
             sys.exit(0)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+    except StepFailed as failed:
+        if os.environ.get(RETRIED_ENV) == "1":
+            sys.stdout.write(failed.stdout)
+            sys.stderr.write(failed.stderr)
+            sys.exit(failed.returncode if failed.returncode > 0 else 1)
+        if os.environ.get(TRACE_ENV) == "1":
+            print(f"[nvcc_parallel] plain nvcc: {failed}", file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001  (whatever went wrong, nvcc itself compiles)
         if os.environ.get(TRACE_ENV) == "1":
             print(f"[nvcc_parallel] plain nvcc: {exc}", file=sys.stderr, flush=True)

@@ -36,8 +36,8 @@ def nvcc():
     return found
 
 
-def front(nvcc, *args, cwd, trace=True):
-    env = {**os.environ, nvcc_parallel.TRACE_ENV: "1" if trace else "0"}
+def front(nvcc, *args, cwd, trace=True, retried=False):
+    env = {**os.environ, nvcc_parallel.TRACE_ENV: "1" if trace else "0", nvcc_parallel.RETRIED_ENV: "1" if retried else "0"}
     return subprocess.run([sys.executable, nvcc_parallel.__file__, nvcc, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -81,6 +81,10 @@ def test_a_syntax_error_gets_nvccs_own_messages_and_exit_status(tmp_path, nvcc):
     assert 'error: expected a ";"' in done.stderr
     assert (done.stdout, done.stderr) == (expected.stdout, expected.stderr)  # nvcc ran it again, alone
     assert not (tmp_path / "bad.o").exists()
+    # built again anyway (slim_header's narrower headers): the failing step's own words, no nvcc rerun
+    done = front(nvcc, "-c", "bad.cu", "-o", "bad.o", cwd=tmp_path, retried=True)
+    assert done.returncode != 0 and 'error: expected a ";"' in done.stderr
+    assert "failed" in done.stderr and "plain nvcc" not in done.stderr
 
 
 def test_what_it_does_not_handle_goes_to_nvcc_unchanged(tmp_path, nvcc):
