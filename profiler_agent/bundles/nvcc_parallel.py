@@ -11,8 +11,10 @@ reads. It is a hash of the source's name and path, not of its text, so here the 
 own; the two are compared before the final compile.
 
 The steps are nvcc's own (`nvcc --dryrun` with the same arguments), run in a private temporary folder.
-The dependency file that `-MD` asks for (nvcc's "Filter Dependencies": the files named in the host
-preprocessor's line markers) is written as nvcc writes it. On anything unexpected (an invocation that
+The dependency file that `-MD` asks for (nvcc's "Filter Dependencies": the files named in the line
+markers of every preprocessed file, device and host) is written as nvcc writes it. The two front ends
+at once need their memory together: above a preprocessed size (SIDE_BY_SIDE_MAX_MB: torch's full
+header) they run one after the other. On anything unexpected (an invocation that
 is not a plain `-c`, a step of an unknown shape, a failing step, module ids that differ) the real
 nvcc runs with the same arguments: a build never fails because of this front, and a broken source
 gets nvcc's own messages (except while slim_header tries its narrower headers, RETRIED_ENV: there the
@@ -41,6 +43,13 @@ TRACE_ENV = "PROFILER_AGENT_NVCC_TRACE"  # "1": each step's seconds on stderr
 # "1" while a failed build is built again anyway (slim_header's narrow and slim headers): a failing
 # step's own messages end the compile, without nvcc's run from the start
 RETRIED_ENV = "PROFILER_AGENT_NVCC_RETRIED"
+# The two front ends at once take their memory together: with torch's headers about 100 MB (cudafe++)
+# and 100-170 MB (cicc) per MB of preprocessed source (CUDA 13; the narrow header's 8 MB: 0.8 + 0.9 GB,
+# the slim one's 14 MB: 1.2 + 1.4 GB, the full torch/extension.h's 17 MB: 2.0 + 2.9 GB). Above this
+# size (MB of the largest preprocessed file) they run one after the other, so that a judged build's
+# peak stays near plain nvcc's for the full header (2.9 GB, cicc) under a compile memory limit.
+SIDE_BY_SIDE_MAX_MB_ENV = "PROFILER_AGENT_NVCC_SIDE_BY_SIDE_MAX_MB"
+SIDE_BY_SIDE_MAX_MB = 12.0
 # nvcc invocations that do more than (or other than) compile: plain nvcc does those
 PASS_THROUGH_FLAGS = {
     "-E", "--preprocess", "-M", "--generate-dependencies", "-MM", "--generate-nonsystem-dependencies",
@@ -49,6 +58,10 @@ PASS_THROUGH_FLAGS = {
     "-keep-dir", "--keep-dir", "-save-temps", "--save-temps", "-time", "--time", "-fdevice-time-trace",
     "--fdevice-time-trace", "-optf", "--options-file", "-run", "--run", "-h", "--help", "-V", "--version",
 }
+# options whose next argument goes to a tool (`-Xptxas -v`), not to nvcc
+TOOL_OPTIONS = {"-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xcudafe", "-Xlinker",
+                "--linker-options", "-Xnvlink", "--nvlink-options", "-Xfatbin", "--fatbin-options", "-Xarchive",
+                "--archive-options"}
 ENV_LINE = re.compile(r"#\$ ([A-Za-z_][A-Za-z0-9_]*)=(.*)")
 DEPENDENCY_LINE = re.compile(r"#\$ -- Filter Dependencies -- > (\S+)\s*")
 VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -84,17 +97,23 @@ class Plan:
     dependencies: list[tuple[str, list[str]]]  # (the -MD file, the preprocessed files it lists)
 
 
-def flag_name(arg: str) -> str:
-    return arg.split("=", 1)[0]
+def nvcc_flags(args: list[str]) -> set[str]:
+    """The names of nvcc's own options among `args` (less what -Xptxas and the like pass on)."""
+    names, skip = set(), False
+    for arg in args:
+        if not skip:
+            names.add(arg.split("=", 1)[0])
+        skip = not skip and arg in TOOL_OPTIONS
+    return names
 
 
 def check_invocation(args: list[str]) -> None:
     """A plain compile (-c) with no flag that makes nvcc do more than its steps."""
-    flags = args + shlex.split(os.environ.get("NVCC_PREPEND_FLAGS", "")) + shlex.split(
-        os.environ.get("NVCC_APPEND_FLAGS", ""))
+    flags = nvcc_flags(shlex.split(os.environ.get("NVCC_PREPEND_FLAGS", "")) + args
+                       + shlex.split(os.environ.get("NVCC_APPEND_FLAGS", "")))
     if "-c" not in flags and "--compile" not in flags:
         raise Unhandled("not a -c compile")
-    passed = sorted({flag_name(a) for a in flags} & PASS_THROUGH_FLAGS)
+    passed = sorted(flags & PASS_THROUGH_FLAGS)
     if passed:
         raise Unhandled(f"{' '.join(passed)} is nvcc's to do")
 
@@ -315,12 +334,39 @@ def same_module_ids(pairs: list[tuple[str, str]]) -> bool:
     return all(read(generated) == read(own) for generated, own in pairs)
 
 
+def leading_preprocessing(steps: list[Step]) -> int:
+    """How many of `steps` are preprocessing at their start."""
+    return next((i for i, step in enumerate(steps) if not step.kind.endswith("preprocess")), len(steps))
+
+
+def side_by_side(preprocessed: list[str]) -> bool:
+    """Whether the front ends may run at once (see SIDE_BY_SIDE_MAX_MB)."""
+    limit_mb = float(os.environ.get(SIDE_BY_SIDE_MAX_MB_ENV) or SIDE_BY_SIDE_MAX_MB)
+    largest_mb = max(os.path.getsize(path) for path in preprocessed) / 1e6
+    if os.environ.get(TRACE_ENV) == "1":
+        print(f"[nvcc_parallel] {largest_mb:.1f} MB preprocessed: front ends "
+              f"{'side by side' if largest_mb <= limit_mb else 'one after the other'}", file=sys.stderr, flush=True)
+    return largest_mb <= limit_mb
+
+
+def run_sides(runner: Runner, plan: Plan) -> bool:
+    """The preprocessing of both sides at once (little memory), then the rest of each side: at once
+    where the preprocessed size allows, else the host side, then the device side."""
+    host_at, device_at = leading_preprocessing(plan.host), leading_preprocessing(plan.device)
+    if not runner.run_sides(plan.host[:host_at], plan.device[:device_at]):
+        return False
+    preprocessed = [output_of(step) for step in plan.host[:host_at] + plan.device[:device_at]]
+    if not preprocessed or side_by_side(preprocessed):
+        return runner.run_sides(plan.host[host_at:], plan.device[device_at:])
+    return runner.run_sides(plan.host[host_at:]) and runner.run_sides(plan.device[device_at:])
+
+
 def compile_in_parallel(nvcc: str, args: list[str], workdir: str) -> None:
     """The whole compile through nvcc's steps; raises Unhandled where the real nvcc must do it."""
     env_lines, steps, printed = parse_steps(dryrun(nvcc, args, workdir))
     plan = make_plan(steps, workdir)
     runner = Runner({**os.environ, **env_lines, "TMPDIR": workdir})
-    if not runner.run_sides(plan.host, plan.device):
+    if not run_sides(runner, plan):
         raise runner.surprise or runner.first_failure or Unhandled("a step failed")
     if not same_module_ids(plan.module_ids):
         raise Unhandled("the two sides' module ids differ")

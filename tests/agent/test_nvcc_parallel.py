@@ -36,8 +36,10 @@ def nvcc():
     return found
 
 
-def front(nvcc, *args, cwd, trace=True, retried=False):
+def front(nvcc, *args, cwd, trace=True, retried=False, side_by_side_max_mb=None):
     env = {**os.environ, nvcc_parallel.TRACE_ENV: "1" if trace else "0", nvcc_parallel.RETRIED_ENV: "1" if retried else "0"}
+    if side_by_side_max_mb is not None:
+        env[nvcc_parallel.SIDE_BY_SIDE_MAX_MB_ENV] = str(side_by_side_max_mb)
     return subprocess.run([sys.executable, nvcc_parallel.__file__, nvcc, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -62,6 +64,7 @@ def test_the_front_makes_nvccs_object_and_dependency_file_with_both_sides_at_onc
     done = front(nvcc, *[f.format("front") for f in flags], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "plain nvcc" not in done.stderr, done.stderr  # the front compiled it itself
+    assert "front ends side by side" in done.stderr
     steps = trace_lines(done.stderr)
     cudafe_start, cudafe_s = steps["cudafe++"]
     assert steps["cicc"][0] < cudafe_start + cudafe_s  # a device pass started before cudafe++ ended
@@ -71,6 +74,14 @@ def test_the_front_makes_nvccs_object_and_dependency_file_with_both_sides_at_onc
     assert depfile == (tmp_path / "plain.d").read_text().replace("plain.o :", "front.o :", 1)
     assert "/vector " in depfile.replace("\\\n", " ")  # the host side's own headers are in it
     assert not list(Path(tmp_path).glob("tmpxft*"))
+
+    # a source preprocessed larger than the limit (memory): the front ends one after the other
+    done = front(nvcc, *[f.format("sequential") for f in flags], cwd=tmp_path, side_by_side_max_mb=0)
+    assert done.returncode == 0 and "front ends one after the other" in done.stderr, done.stderr
+    steps = trace_lines(done.stderr)
+    assert steps["cicc"][0] >= sum(steps["cudafe++"])
+    assert (TEMP_NAME.sub(b"", (tmp_path / "sequential.o").read_bytes())
+            == TEMP_NAME.sub(b"", (tmp_path / "plain.o").read_bytes()))
 
 
 def test_a_syntax_error_gets_nvccs_own_messages_and_exit_status(tmp_path, nvcc):
