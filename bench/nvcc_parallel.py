@@ -164,7 +164,7 @@ def main() -> None:
     nvcc_args += [flag for include in args.include for flag in ("-isystem", include)]
     prepend = " ".join(header_folder(args.header, cu, folder) + [os.environ.get("NVCC_PREPEND_FLAGS", "")]).strip()
     env = {**os.environ, "NVCC_PREPEND_FLAGS": prepend, nvcc_parallel.TRACE_ENV: "1"}
-    front = [sys.executable, nvcc_parallel.__file__, nvcc]
+    front = shlex.split(nvcc_parallel.front_command(nvcc))  # what judged builds' build.ninja names
     print(f"cpus {os.cpu_count()}; header {args.header}; NVCC_PREPEND_FLAGS={prepend}")
     print("nvcc command:", shlex.join([nvcc, *nvcc_args, "-o", "OUT.o"]), flush=True)
 

@@ -394,10 +394,10 @@ def torch_nvcc() -> str | None:
 
 
 def front_command(nvcc: str) -> str | None:
-    """PYTORCH_NVCC's value: this file run by this interpreter, then the real nvcc. Stable from one
-    process to the next (ninja compiles again when a command changes); None where build.ninja could
-    not hold it as is."""
-    parts = [sys.executable, os.path.abspath(__file__), nvcc]
+    """PYTORCH_NVCC's value: this file run by this interpreter (isolated: no PYTHONPATH, no script
+    folder on sys.path), then the real nvcc. Stable from one process to the next (ninja compiles again
+    when a command changes); None where build.ninja could not hold it as is."""
+    parts = [sys.executable, "-I", os.path.abspath(__file__), nvcc]
     return None if any(ch in part for part in parts for ch in "$\n") else shlex.join(parts)
 
 

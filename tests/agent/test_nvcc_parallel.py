@@ -129,7 +129,7 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
 
     command = nvcc_parallel.with_parallel_nvcc(write_ninja_file)()
     assert "PYTORCH_NVCC" not in os.environ  # only while torch writes the build
-    assert command == shlex.join([sys.executable, nvcc_parallel.__file__, cpp_extension._join_cuda_home("bin", "nvcc")])
+    assert command == shlex.join([sys.executable, "-I", nvcc_parallel.__file__, cpp_extension._join_cuda_home("bin", "nvcc")])
     assert f"nvcc = {command}" in ninja.read_text().splitlines()
     done = subprocess.run(["ninja", "-C", str(tmp_path), "k.cuda.o"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
