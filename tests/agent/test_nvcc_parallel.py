@@ -79,7 +79,7 @@ def test_the_front_makes_nvccs_object_and_dependency_file_with_both_sides_at_onc
     done = front(nvcc, *[f.format("sequential") for f in flags], cwd=tmp_path, side_by_side_max_mb=0)
     assert done.returncode == 0 and "front ends one after the other" in done.stderr, done.stderr
     steps = trace_lines(done.stderr)
-    assert steps["cicc"][0] >= sum(steps["cudafe++"])
+    assert steps["cicc"][0] >= sum(steps["cudafe++"]) - 0.02  # the trace's rounding
     assert (TEMP_NAME.sub(b"", (tmp_path / "sequential.o").read_bytes())
             == TEMP_NAME.sub(b"", (tmp_path / "plain.o").read_bytes()))
 
