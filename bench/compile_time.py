@@ -9,7 +9,9 @@ Each variant imports the candidate in a fresh process with an empty TORCH_EXTENS
 build). Variants:
 - default: torch's own build (its arch choice: the visible GPU's), no header help.
 - slim: CUDA files with the slim torch/extension.h (profiler_agent.bundles.slim_header).
-- judged: as a judged process builds: the precompiled header for main.cpp and the slim one for CUDA.
+- judged: as a judged process builds: the precompiled header for main.cpp, the slim one for CUDA and
+  the nvcc front that runs cudafe++ and the device passes side by side (bundles.nvcc_parallel).
+- judged-plain-nvcc: judged with torch's own nvcc (PROFILER_AGENT_PARALLEL_NVCC=0).
 - pch: with the agent's precompiled torch/extension.h (profiler_agent.bundles.pch) for main.cpp;
   preparing it is a one-off per host and set of flags, shown on its own line.
 - arch-own: TORCH_CUDA_ARCH_LIST set to the GPU's compute capability alone (CUDA).
@@ -41,10 +43,11 @@ EXTRA_CFLAGS = {"cuda": [], "cpu": ["-O3"]}  # what each example passes to load_
 IMPORT_CANDIDATE = r"""
 import os, runpy, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-from profiler_agent.bundles import pch, slim_header
+from profiler_agent.bundles import nvcc_parallel, pch, slim_header
 pch.install(sys.argv[2] or None)
 if sys.argv[3] == "slim":
     slim_header.install()
+    nvcc_parallel.install()  # as judged processes (PROFILER_AGENT_PARALLEL_NVCC=0 leaves it out)
 runpy.run_path(sys.argv[1])
 """
 
@@ -92,7 +95,7 @@ def main() -> None:
     with_cuda = args.device == "cuda"
     ccache = shutil.which("ccache")
     arch = gpu_arch() if with_cuda else None
-    variants = ["default", "pch", "slim", "judged", "max-jobs-1", "no-ccache"]
+    variants = ["default", "pch", "slim", "judged", "judged-plain-nvcc", "max-jobs-1", "no-ccache"]
     if with_cuda:
         variants += ["arch-own", "arch-many"]
     if ccache:
@@ -106,7 +109,7 @@ def main() -> None:
     rows = []
     print(f"candidate {candidate.relative_to(REPO)}; cpus {os.cpu_count()}; ccache {ccache or 'not installed'}; "
           f"GPU arch {arch or 'n/a'}; compiler {pch.torch_cflags([], with_cuda)[0]}", flush=True)
-    if "pch" in variants or "judged" in variants:
+    if any(variant in ("pch", "judged", "judged-plain-nvcc") for variant in variants):
         started = time.monotonic()
         pch.prepare(pch_root, EXTRA_CFLAGS[args.device], with_cuda)
         print(f"preparing the precompiled header (one-off per host and flags): {time.monotonic() - started:.1f} s",
@@ -114,8 +117,10 @@ def main() -> None:
     for variant in variants:
         env: dict[str, str] = {}
         root = None
-        if variant in ("pch", "judged"):
+        if variant in ("pch", "judged", "judged-plain-nvcc"):
             root = pch_root
+        if variant in ("slim", "judged-plain-nvcc"):
+            env["PROFILER_AGENT_PARALLEL_NVCC"] = "0"
         elif variant == "max-jobs-1":
             env["MAX_JOBS"] = "1"
         elif variant == "no-ccache":
@@ -130,7 +135,7 @@ def main() -> None:
         elif variant == "ccache-warm":
             env["CCACHE_DIR"] = tempfile.mkdtemp(prefix="compile-bench-ccache-")
             cold_build(candidate, env, None)  # fills the ccache
-        wall, steps, error = cold_build(candidate, env, root, slim=variant in ("slim", "judged"))
+        wall, steps, error = cold_build(candidate, env, root, slim=variant in ("slim", "judged", "judged-plain-nvcc"))
         rows.append((variant, wall, steps, error))
         print(f"  {variant}: {wall:.1f} s", flush=True)
 

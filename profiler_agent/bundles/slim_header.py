@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from profiler_agent.bundles.nvcc_parallel import RETRIED_ENV
+
 SLIM_EXTENSION_H = "#pragma once\n// profiler_agent.bundles.slim_header: torch/types.h alone, for CUDA files\n#include <torch/types.h>\n"
 
 
@@ -141,6 +143,7 @@ def with_slim_header(compile_function, folder: Path, narrow_root: Path | None = 
         for label, include in (("narrow", narrow_include_folder(narrow_root, ops)), ("slim", folder)):
             before = os.environ.get(PREPEND_ENV)
             os.environ[PREPEND_ENV] = " ".join(part for part in (f"-I{include}", before) if part)
+            os.environ[RETRIED_ENV] = "1"  # the nvcc front: a failure here is built again, no nvcc rerun
             versions = _versions_before(name)
             try:
                 return compile_function(name, sources, *args, **kwargs)
@@ -150,6 +153,7 @@ def with_slim_header(compile_function, folder: Path, narrow_root: Path | None = 
                       f"({type(exc).__name__}); building again with {'the slim' if label == 'narrow' else 'the full'} "
                       "ones", file=sys.stderr, flush=True)
             finally:
+                os.environ.pop(RETRIED_ENV, None)
                 if before is None:
                     os.environ.pop(PREPEND_ENV, None)
                 else:

@@ -23,6 +23,10 @@ ALLOWED = (
     "CXX",
     "MAX_JOBS",
     "OMP_NUM_THREADS",
+    # the nvcc front of judged builds (bundles.nvcc_parallel): "0" turns it off; the largest source
+    # (MB preprocessed) whose two front ends run at once
+    "PROFILER_AGENT_PARALLEL_NVCC",
+    "PROFILER_AGENT_NVCC_SIDE_BY_SIDE_MAX_MB",
     # NVLink multicast switches some GPU hosts require to stay set for every program
     "NCCL_NVLS_ENABLE",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",

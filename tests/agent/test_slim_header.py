@@ -6,17 +6,20 @@ import subprocess
 
 import pytest
 
-from profiler_agent.bundles import slim_header
+from profiler_agent.bundles import nvcc_parallel, slim_header
 
 
-def recording_compile(fail_with_slim, fail_with_narrow=None):
-    """fail_with_narrow: None means as fail_with_slim."""
+def recording_compile(fail_with_slim, fail_with_narrow=None, retried=None):
+    """fail_with_narrow: None means as fail_with_slim. retried: a list given the nvcc front's
+    RETRIED_ENV at each call."""
     fail_with_narrow = fail_with_slim if fail_with_narrow is None else fail_with_narrow
     calls = []
 
     def compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs):
         prepended = os.environ.get(slim_header.PREPEND_ENV, "")
         calls.append((list(extra_cuda_cflags or []), prepended))
+        if retried is not None:
+            retried.append(os.environ.get(nvcc_parallel.RETRIED_ENV))
         narrow = slim_header.NARROW_FOLDER_NAME in prepended
         if "-I" in prepended and (fail_with_narrow if narrow else fail_with_slim):
             raise RuntimeError("Error building extension 'x'")
@@ -55,13 +58,16 @@ def test_a_narrow_failure_builds_with_the_slim_header_then_the_full_one(tmp_path
     assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}"]
     assert "did not build with the narrow torch headers" in capsys.readouterr().err
 
-    compile_function, calls = recording_compile(fail_with_slim=True)
+    retried = []
+    compile_function, calls = recording_compile(fail_with_slim=True, retried=retried)
     wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
                                            slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
     assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}", ""]
     assert "building again with the full ones" in capsys.readouterr().err
     assert slim_header.PREPEND_ENV not in os.environ
+    # the nvcc front skips nvcc's rerun of a failed step where the build is done again, not at the last try
+    assert retried == ["1", "1", None] and nvcc_parallel.RETRIED_ENV not in os.environ
 
 
 def test_the_narrow_header_declares_the_ops_the_cuda_sources_name(tmp_path):
