@@ -11,7 +11,7 @@ build). Variants:
 - slim: CUDA files with the slim torch/extension.h (profiler_agent.bundles.slim_header).
 - judged: as a judged process builds: the precompiled header for main.cpp, the slim one for CUDA and
   the nvcc front that runs cudafe++ and the device passes side by side (bundles.nvcc_parallel).
-- judged-plain-nvcc: judged with torch's own nvcc (PROFILER_AGENT_PARALLEL_NVCC=0).
+- judged-plain-nvcc: judged with torch's own nvcc (PROFILER_AGENT_PARALLEL_NVCC=0; judged sets it to 1).
 - pch: with the agent's precompiled torch/extension.h (profiler_agent.bundles.pch) for main.cpp;
   preparing it is a one-off per host and set of flags, shown on its own line.
 - arch-own: TORCH_CUDA_ARCH_LIST set to the GPU's compute capability alone (CUDA).
@@ -47,7 +47,7 @@ from profiler_agent.bundles import nvcc_parallel, pch, slim_header
 pch.install(sys.argv[2] or None)
 if sys.argv[3] == "slim":
     slim_header.install()
-    nvcc_parallel.install()  # as judged processes (PROFILER_AGENT_PARALLEL_NVCC=0 leaves it out)
+    nvcc_parallel.install()  # as judged processes with PROFILER_AGENT_PARALLEL_NVCC=1 (the variant sets it)
 runpy.run_path(sys.argv[1])
 """
 
@@ -119,9 +119,8 @@ def main() -> None:
         root = None
         if variant in ("pch", "judged", "judged-plain-nvcc"):
             root = pch_root
-        if variant in ("slim", "judged-plain-nvcc"):
-            env["PROFILER_AGENT_PARALLEL_NVCC"] = "0"
-        elif variant == "max-jobs-1":
+        env["PROFILER_AGENT_PARALLEL_NVCC"] = "1" if variant == "judged" else "0"
+        if variant == "max-jobs-1":
             env["MAX_JOBS"] = "1"
         elif variant == "no-ccache":
             env["TORCH_NO_COMPILER_WRAPPER"] = "1"

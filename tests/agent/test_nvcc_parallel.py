@@ -145,10 +145,13 @@ def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch
 
     monkeypatch.setattr(cpp_extension, "_jit_compile", cpp_extension._jit_compile)  # put back after the test
     original = cpp_extension._jit_compile
+    monkeypatch.delenv(nvcc_parallel.SWITCH_ENV, raising=False)  # off unless switched on
+    nvcc_parallel.install()
+    assert cpp_extension._jit_compile is original
     monkeypatch.setenv(nvcc_parallel.SWITCH_ENV, "0")
     nvcc_parallel.install()
     assert cpp_extension._jit_compile is original
-    monkeypatch.delenv(nvcc_parallel.SWITCH_ENV)
+    monkeypatch.setenv(nvcc_parallel.SWITCH_ENV, "1")
     nvcc_parallel.install()
     nvcc_parallel.install()
     assert cpp_extension._jit_compile is not original and cpp_extension._jit_compile.__wrapped__ is original
