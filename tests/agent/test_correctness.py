@@ -58,3 +58,18 @@ def test_bitwise_equal_spots_any_difference_but_treats_nan_as_equal():
     assert bitwise_equal((x, 2), (x.clone(), 2))
     assert not bitwise_equal(x, torch.tensor([1.0 + 1e-7, float("nan")]))
     assert not bitwise_equal((x,), (x, x))
+
+
+def test_the_figures_of_finite_outputs_are_the_max_errors_and_the_verdict_is_allclose():
+    torch.manual_seed(0)
+    for scale in (0.0, 1e-6, 1e-3, 1.0):
+        expected = torch.randn(64, 33)
+        expected[0, :5] = 0.0  # no relative error where the reference is exactly zero
+        actual = expected + scale * torch.randn(64, 33)
+        result = compare_outputs(expected, actual)
+        diff = (actual.double() - expected.double()).abs()
+        nonzero = expected != 0
+        assert result.max_abs_err == pytest.approx(float(diff.max()), rel=1e-12)
+        assert result.max_rel_err == pytest.approx(float((diff[nonzero] / expected.double().abs()[nonzero]).max()),
+                                                   rel=1e-12)
+        assert result.passed == torch.allclose(actual.double(), expected.double(), atol=result.atol, rtol=result.rtol)
