@@ -301,11 +301,11 @@ def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from profiler_agent.measure import timing
+    from profiler_agent.service import config
 
     try:
-        timing.budget_from_environment()  # refused at start, not at the first judging
-    except ValueError as exc:
+        config.timing_budget_from_env()  # refused at start, not at the first judging
+    except RuntimeError as exc:
         parser.error(str(exc))
     from profiler_agent.sandbox.privileges import make_undumpable
     from profiler_agent.sandbox.scrub import scrub_own_secrets

@@ -14,7 +14,7 @@ from typing import Callable
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
-from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run, timing
+from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
 from profiler_agent.sandbox import privileges
 from profiler_agent import schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
@@ -23,6 +23,7 @@ from profiler_agent.sandbox.logcap import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
 from profiler_agent.harness import ahead, reasons, slots, trusted
+from profiler_agent.service import config
 from profiler_agent.harness.verdicts import classify
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
@@ -134,7 +135,7 @@ def judge_candidate(
         "atol": options.atol,
         "rtol": options.rtol,
         "timing": {"budget_s": options.timing_budget_s if options.timing_budget_s is not None
-                   else timing.budget_from_environment(), "target_rse": options.target_rse},
+                   else config.timing_budget_from_env(), "target_rse": options.target_rse},
         "kernel_census": census_in_child,
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,

@@ -33,26 +33,6 @@ class TimingPlan:
         return cls(**known)
 
 
-# The default budget_s of an agent's judgings, where its operator sets one: a demo, or a test suite that
-# judges hundreds of bundles whose figures' precision it does not check (tests/conftest.py: 0.3 s).
-BUDGET_VARIABLE = "PROFILER_AGENT_TIMING_BUDGET"
-
-
-def budget_from_environment() -> float | None:
-    """PROFILER_AGENT_TIMING_BUDGET in seconds; None when unset. A value that is not a positive
-    number is an error: an agent must not judge on a budget its operator did not mean."""
-    text = os.environ.get(BUDGET_VARIABLE, "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{BUDGET_VARIABLE} must be a positive number of seconds, got {text!r}")
-    return value
-
-
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2
 # Timed call vs the second clock: the timer may not claim more than the wall clock saw, nor less
 # than half of it (plus launch and synchronize slack, which dominate calls of a few microseconds).

@@ -28,6 +28,9 @@ COMPILE_MEMORY_LIMIT_ENV = "PROFILER_AGENT_COMPILE_MEMORY_LIMIT"
 NCU_ENV = "PROFILER_AGENT_NCU"  # 1: profile passed candidates with Nsight Compute (as --ncu)
 NCU_TIMEOUT_ENV = "PROFILER_AGENT_NCU_TIMEOUT"
 KEEP_WARM_ENV = "PROFILER_AGENT_KEEP_WARM"  # 1: as --keep-warm
+# The default timing budget (seconds per model pair) of judgings given none: for a demo, or a test
+# suite that judges hundreds of bundles whose figures' precision it does not check (tests/conftest.py)
+TIMING_BUDGET_ENV = "PROFILER_AGENT_TIMING_BUDGET"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ def _seconds_from_env(name: str) -> float | None:
     if not value > 0:
         raise RuntimeError(f"{name} must be a positive number of seconds, got {text!r}")
     return value
+
+
+def timing_budget_from_env() -> float | None:
+    """PROFILER_AGENT_TIMING_BUDGET; None when unset, RuntimeError when not a positive number."""
+    return _seconds_from_env(TIMING_BUDGET_ENV)
 
 
 def _size_from_env(name: str) -> int | None:

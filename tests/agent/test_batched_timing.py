@@ -202,22 +202,3 @@ def test_the_hold_leaves_the_wall_clock_at_the_length_its_reads_took_in_that_cal
     # a patched timer that reports a tenth of the call still disagrees
     assert timing.timer_disagrees([0.05] * 5, [timing.wall_without_hold(2.0, 0.99, 10)] * 5, wall_slack_ms=0.116)
     assert timing.wall_without_hold(0.3, held_ms=0.0, reads=1) == 0.3
-
-
-def test_the_operators_timing_budget_comes_from_the_environment_and_a_bad_one_is_refused(monkeypatch, tmp_path):
-    import subprocess
-    import sys
-
-    monkeypatch.setenv(timing.BUDGET_VARIABLE, "0.25")
-    assert timing.budget_from_environment() == 0.25
-    monkeypatch.setenv(timing.BUDGET_VARIABLE, "")
-    assert timing.budget_from_environment() is None
-    for bad in ("fast", "0", "-1", "nan", "inf"):
-        monkeypatch.setenv(timing.BUDGET_VARIABLE, bad)
-        with pytest.raises(ValueError, match="PROFILER_AGENT_TIMING_BUDGET must be a positive number"):
-            timing.budget_from_environment()
-    # the agent refuses it at start, before any judging
-    monkeypatch.setenv(timing.BUDGET_VARIABLE, "fast")
-    done = subprocess.run([sys.executable, "-m", "profiler_agent", "judge", str(tmp_path)], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 2 and "PROFILER_AGENT_TIMING_BUDGET must be a positive number" in done.stderr

@@ -4,6 +4,8 @@ Each candidate here is pure Python; a slow import stands in for a slow load_inli
 happens while the candidate is imported, so these tests cost no compile.
 """
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -89,3 +91,19 @@ def test_limits_come_from_the_environment_and_bad_values_are_named(monkeypatch):
     monkeypatch.setenv(agent_config.COMPILE_TIMEOUT_ENV, "ten")
     with pytest.raises(RuntimeError, match="PROFILER_AGENT_COMPILE_TIMEOUT must be a positive number"):
         agent_config.from_env()
+
+
+def test_the_operators_timing_budget_comes_from_the_environment_and_a_bad_one_stops_the_agent(monkeypatch, tmp_path):
+    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "0.25")
+    assert agent_config.timing_budget_from_env() == 0.25
+    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "")
+    assert agent_config.timing_budget_from_env() is None
+    for bad in ("fast", "0", "-1", "nan"):
+        monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, bad)
+        with pytest.raises(RuntimeError, match="PROFILER_AGENT_TIMING_BUDGET must be a positive number"):
+            agent_config.timing_budget_from_env()
+    # the agent refuses it at start, before any judging
+    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "fast")
+    done = subprocess.run([sys.executable, "-m", "profiler_agent", "judge", str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "PROFILER_AGENT_TIMING_BUDGET must be a positive number" in done.stderr
