@@ -163,6 +163,9 @@ RESULT_SHAPE = {
     "self_test": {"exit_code": _OPT_INT, "output": (str,)},
     "logs": _LOGS,
     "durations_s": _DURATIONS,
+    # the reference's inputs of trial 0, [{"dtype": "float32", "shape": [4096, 1024]}, ...]; null when
+    # the verifier did not run (a build that failed, say)
+    "inputs": (list, type(None)),
 }
 _NULLABLE_OBJECTS = {"self_test", "ncu"}
 
@@ -194,6 +197,22 @@ def conform(values, shape: dict) -> dict:
             item = None
         out[key] = item
     return out
+
+
+MAX_INPUTS = 64  # described inputs kept: a reference with more is described by its first ones
+
+
+def _input_spec(item) -> bool:
+    return (isinstance(item, dict) and set(item) == {"dtype", "shape"} and isinstance(item["dtype"], str)
+            and 0 < len(item["dtype"]) <= 40 and isinstance(item["shape"], list) and len(item["shape"]) <= 16
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in item["shape"]))
+
+
+def conform_inputs(values) -> list | None:
+    """The inputs' descriptions as the schema has them, or None when any is malformed."""
+    if not isinstance(values, list) or not all(_input_spec(item) for item in values[:MAX_INPUTS]):
+        return None
+    return [{"dtype": item["dtype"], "shape": list(item["shape"])} for item in values[:MAX_INPUTS]]
 
 
 TIMING_STATS_SHAPE = _TIMING_STATS
@@ -294,5 +313,7 @@ def validate_result(result: dict) -> None:
     _check_status_and_flags(result, "")
     _check_nullable_parts(result, "")
     _check_trace(result, "")
+    if result["inputs"] is not None and conform_inputs(result["inputs"]) != result["inputs"]:
+        raise ValueError("inputs: expected at most 64 objects {dtype: string, shape: list of sizes}")
     for name, variant in result["variants"].items():
         validate_variant(variant, f"variants.{name}")

@@ -37,6 +37,7 @@ def new_verdict() -> dict:
         "flags": [],
         "notes": [],  # what the verdict's reader should know (fewer trials than asked)
         "error": None,
+        "inputs": None,  # trial 0's dtypes and shapes (tensors.describe): the dataset's metadata
     }
 
 
@@ -63,7 +64,10 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     outputs = Path(args.outputs)
     result = verdict["correctness"]
     # the judged process's plan, worked out again here from the same figures
-    plan, note = planned_calls(make_inputs(api.get_inputs, seed + 1, device), device, settings)
+    first_inputs = make_inputs(api.get_inputs, seed + 1, device)
+    verdict["inputs"] = tensors.describe(first_inputs)
+    plan, note = planned_calls(first_inputs, device, settings)
+    del first_inputs
     if note:
         verdict["notes"].append(note)
     if not repeat:

@@ -216,6 +216,7 @@ def verify_outputs(verifier: trusted.TrustedAhead, bundle: Bundle, sources: dict
         return "internal_error"
     reasons.name_first_failure(verdict["correctness"], report.get("correctness"))
     report["correctness"] = verdict["correctness"]
+    report["inputs"] = verdict.get("inputs")  # the verifier's: drawn outside the judged process
     report["verdict_note"] = reasons.verifier_note(verdict)
     report["flags"] = flags + [f for f in verdict.get("flags", []) if f == "nondeterministic_output"]
     error = verdict.get("error")
@@ -372,6 +373,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         else:
             result["device"] = device_info.describe_device_without_torch(options.device)
         fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
+        result["inputs"] = schema.conform_inputs((main.report or {}).get("inputs"))
         if slot.warm:
             result["logs"]["stderr"] += WARM_NOTE
         # the times came from a process that ran submission code: bounded here from outside it

@@ -37,6 +37,13 @@ def tensor_bytes(values) -> int:
     return sum(t.numel() * t.element_size() for t in flatten(list(values)) if isinstance(t, torch.Tensor))
 
 
+def describe(values: list) -> list[dict]:
+    """Each input's dtype and shape (the dataset's metadata): `float32` and [4096, 1024] for a tensor,
+    the type's name and [] for anything else."""
+    return [{"dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)} if isinstance(v, torch.Tensor)
+            else {"dtype": type(v).__name__, "shape": []} for v in values]
+
+
 def synchronize(device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()

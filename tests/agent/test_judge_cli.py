@@ -70,6 +70,8 @@ def test_relu_cpu_passes_with_a_table_and_a_valid_json(relu_cpu):
         "passed": True, "trials": 3, "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 1e-4, "rtol": 1e-4,
         "reference_numpy": None,  # the example's torchcode.py defines none
     }
+    # the dataset's metadata, described by the verifier from the reference's get_inputs()
+    assert result["inputs"] == [{"dtype": "float32", "shape": [4096, 1024]}]
     timing = result["timing"]
     assert timing["speedup"] > 0
     assert timing["speedup"] == pytest.approx(timing["reference"]["median_ms"] / timing["candidate"]["median_ms"])

@@ -38,6 +38,9 @@ def test_empty_result_has_every_key_null_and_validates_once_status_and_device_ar
         (lambda r: r["device"].update(kind="tpu"), "device.kind"),
         (lambda r: r.update(self_test={"exit_code": 0}), "self_test"),
         (lambda r: r["variants"].update(cudacode_ori={"status": "passed"}), "variants.cudacode_ori"),
+        (lambda r: r.update(inputs={"dtype": "float32"}), "inputs"),
+        (lambda r: r.update(inputs=[{"dtype": "float32", "shape": [-1]}]), "inputs"),
+        (lambda r: r.update(inputs=[{"dtype": "float32", "shape": [2], "data": [1, 2]}]), "inputs"),
     ],
 )
 def test_validate_result_rejects_malformed_results(mutate, message):
@@ -67,3 +70,15 @@ def test_conform_keeps_only_well_typed_fields_of_an_untrusted_report():
     assert kept["rtol"] is None  # missing becomes null
     assert conform("not a dict", TIMING_STATS_SHAPE) == {key: None for key in TIMING_STATS_SHAPE}
     assert conform({"median_ms": 1, "runs": 3.5}, TIMING_STATS_SHAPE)["runs"] is None
+
+
+def test_inputs_are_kept_as_dtype_and_shape_and_anything_else_is_dropped():
+    from profiler_agent.schema import conform_inputs
+
+    result = minimal_result()
+    result["inputs"] = [{"dtype": "float16", "shape": [8, 16]}, {"dtype": "int", "shape": []}]
+    validate_result(result)
+    assert conform_inputs(result["inputs"]) == result["inputs"]
+    assert conform_inputs([{"dtype": "float32", "shape": [True]}]) is None
+    assert conform_inputs("float32") is None
+    assert len(conform_inputs([{"dtype": "float32", "shape": [1]}] * 100)) == 64

@@ -55,6 +55,7 @@ def test_a_correct_and_a_wrong_bundle_get_their_verdicts(live_server, contest, s
     result = run["result"]
     assert result["schema"] == 1 and result["device"]["kind"] == "cpu"
     assert result["correctness"]["passed"] is True and result["correctness"]["trials"] >= 3
+    assert result["inputs"] == [{"dtype": "float32", "shape": [4096, 1024]}]  # kept for the dataset's metadata
     (bad,) = wrong["runs"]
     assert bad["verdict"] == "wrong_answer" and bad["speedup"] is None
     assert bad["result"]["correctness"]["max_abs_err"] > 0
