@@ -43,11 +43,11 @@ EXTRA_CFLAGS = {"cuda": [], "cpu": ["-O3"]}  # what each example passes to load_
 IMPORT_CANDIDATE = r"""
 import os, runpy, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-from profiler_agent.bundles import nvcc_parallel, pch, slim_header
+from profiler_agent.bundles import nvcc_install, pch, slim_header
 pch.install(sys.argv[2] or None)
 if sys.argv[3] == "slim":
     slim_header.install()
-    nvcc_parallel.install()  # as judged processes with PROFILER_AGENT_PARALLEL_NVCC=1 (the variant sets it)
+    nvcc_install.install()  # as judged processes with PROFILER_AGENT_PARALLEL_NVCC=1 (the variant sets it)
 runpy.run_path(sys.argv[1])
 """
 

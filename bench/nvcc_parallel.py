@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.nvcc_stages import ninja_variables  # noqa: E402
-from profiler_agent.bundles import nvcc_parallel, slim_header  # noqa: E402
+from profiler_agent.bundles import nvcc_install, slim_header  # noqa: E402
 
 TEMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_")  # nvcc's temporary file names carry its pid
 
@@ -164,7 +164,7 @@ def main() -> None:
     nvcc_args += [flag for include in args.include for flag in ("-isystem", include)]
     prepend = " ".join(header_folder(args.header, cu, folder) + [os.environ.get("NVCC_PREPEND_FLAGS", "")]).strip()
     env = {**os.environ, "NVCC_PREPEND_FLAGS": prepend, nvcc_parallel.TRACE_ENV: "1"}
-    front = shlex.split(nvcc_parallel.front_command(nvcc))  # what judged builds' build.ninja names
+    front = shlex.split(nvcc_install.front_command(nvcc))  # what judged builds' build.ninja names
     print(f"cpus {os.cpu_count()}; header {args.header}; NVCC_PREPEND_FLAGS={prepend}")
     print("nvcc command:", shlex.join([nvcc, *nvcc_args, "-o", "OUT.o"]), flush=True)
 

@@ -20,13 +20,12 @@ nvcc runs with the same arguments: a build never fails because of this front, an
 gets nvcc's own messages (except while slim_header tries its narrower headers, RETRIED_ENV: there the
 failing step's own messages end the compile, which is done again with the next header anyway).
 
-`install()` makes the load_inline / load builds of a process use it (PYTORCH_NVCC during the build).
-This file imports nothing outside the standard library at its top: ninja runs it by path.
+`nvcc_install.install()` makes the load_inline / load builds of a process use it (PYTORCH_NVCC during
+the build). This file imports nothing outside the standard library: ninja runs it by path.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shlex
@@ -38,7 +37,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-SWITCH_ENV = "PROFILER_AGENT_PARALLEL_NVCC"  # "1": judged builds use this front; unset or "0": nvcc itself
 TRACE_ENV = "PROFILER_AGENT_NVCC_TRACE"  # "1": each step's seconds on stderr
 # "1" while a failed build is built again anyway (slim_header's narrow and slim headers): a failing
 # step's own messages end the compile, without nvcc's run from the start
@@ -380,64 +378,6 @@ def compile_in_parallel(nvcc: str, args: list[str], workdir: str) -> None:
         out, err = runner.outputs.get(id(step), ("", ""))
         sys.stdout.write(out)
         sys.stderr.write(err)
-
-
-def torch_nvcc() -> str | None:
-    """The nvcc torch's build.ninja would name, when it names nvcc alone (no ccache in front, no ROCm)."""
-    from torch.utils import cpp_extension
-
-    if getattr(cpp_extension, "IS_HIP_EXTENSION", False) or not cpp_extension.CUDA_HOME:
-        return None
-    nvcc = cpp_extension._join_cuda_home("bin", "nvcc")
-    wrap = getattr(cpp_extension, "_wrap_compiler", lambda compiler: [compiler])
-    return nvcc if wrap(nvcc) == [nvcc] and os.access(nvcc, os.X_OK) else None
-
-
-def front_command(nvcc: str) -> str | None:
-    """PYTORCH_NVCC's value: this file run by this interpreter (isolated: no PYTHONPATH, no script
-    folder on sys.path), then the real nvcc. Stable from one process to the next (ninja compiles again
-    when a command changes); None where build.ninja could not hold it as is."""
-    parts = [sys.executable, "-I", os.path.abspath(__file__), nvcc]
-    return None if any(ch in part for part in parts for ch in "$\n") else shlex.join(parts)
-
-
-def with_parallel_nvcc(compile_function):
-    """`compile_function` (torch's _jit_compile) with PYTORCH_NVCC naming this front while it runs,
-    unless PYTORCH_NVCC is set already (an operator's ccache, a bundle's own choice)."""
-
-    @functools.wraps(compile_function)
-    def compile_with_front(*args, **kwargs):
-        if "PYTORCH_NVCC" in os.environ:
-            return compile_function(*args, **kwargs)
-        try:
-            nvcc = torch_nvcc()
-            command = front_command(nvcc) if nvcc else None
-        except Exception:  # noqa: BLE001  (torch's internals moved: torch's own nvcc)
-            command = None
-        if command is None:
-            return compile_function(*args, **kwargs)
-        os.environ["PYTORCH_NVCC"] = command
-        try:
-            return compile_function(*args, **kwargs)
-        finally:
-            os.environ.pop("PYTORCH_NVCC", None)
-
-    compile_with_front._profiler_agent_parallel_nvcc = True
-    return compile_with_front
-
-
-def install() -> None:
-    """Make every load_inline / load build of this process compile its CUDA files through this front
-    (where SWITCH_ENV is "1": off by default until measured on a GPU host with a CUDA torch, where
-    a wrong object would break every judged CUDA build; a 2-core box gave 10.6 s against 13.8 s for
-    the example's .cu, bench/results/2026-11-24-devbox-nvcc-parallel/). The judged process, its self-test and the profiled process all do, so
-    that they write the same build.ninja and find each other's builds."""
-    if os.environ.get(SWITCH_ENV, "0") != "1":
-        return
-    from torch.utils import cpp_extension
-
-    if not getattr(cpp_extension._jit_compile, "_profiler_agent_parallel_nvcc", False):
-        cpp_extension._jit_compile = with_parallel_nvcc(cpp_extension._jit_compile)
 
 
 def main(argv: list[str]) -> None:

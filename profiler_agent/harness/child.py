@@ -86,7 +86,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     from profiler_agent.devices import device_info
     from profiler_agent.measure import kernel_census, kernel_symbols
-    from profiler_agent.bundles import nvcc_parallel, pch, slim_header
+    from profiler_agent.bundles import nvcc_install, pch, slim_header
     from profiler_agent.harness import loading
     from profiler_agent.measure.models import measure
     from profiler_agent.correctness.trials import check_correctness, make_inputs
@@ -108,7 +108,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     pch.install(os.environ.get(pch.PCH_DIR_ENV))  # the agent's precompiled torch/extension.h, where one fits
     slim_header.install()  # CUDA files read torch/types.h alone where they can (cold compile)
-    nvcc_parallel.install()  # nvcc's host and device steps side by side (cold compile)
+    nvcc_install.install()  # nvcc's host and device steps side by side (cold compile)
     builds = BuildWatch(args.result_fd, args.compile_log)
     builds.install()  # before the candidate runs: a build in __init__ or forward is compile time too
     modules_before = set(sys.modules)

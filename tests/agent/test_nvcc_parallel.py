@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.bundles import nvcc_parallel
+from profiler_agent.bundles import nvcc_install, nvcc_parallel
 
 TEMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_")  # nvcc's temporary file name (its pid) in the object's file symbol
 
@@ -127,7 +127,7 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
                                                          True, False, False)
         return os.environ.get("PYTORCH_NVCC")
 
-    command = nvcc_parallel.with_parallel_nvcc(write_ninja_file)()
+    command = nvcc_install.with_parallel_nvcc(write_ninja_file)()
     assert "PYTORCH_NVCC" not in os.environ  # only while torch writes the build
     assert command == shlex.join([sys.executable, "-I", nvcc_parallel.__file__, cpp_extension._join_cuda_home("bin", "nvcc")])
     assert f"nvcc = {command}" in ninja.read_text().splitlines()
@@ -137,7 +137,7 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
     assert "scale" in subprocess.run(["nm", "-C", str(tmp_path / "k.cuda.o")], capture_output=True, text=True).stdout
 
     monkeypatch.setenv("PYTORCH_NVCC", "ccache nvcc")  # an operator's or a bundle's own choice stays
-    assert nvcc_parallel.with_parallel_nvcc(write_ninja_file)() == "ccache nvcc"
+    assert nvcc_install.with_parallel_nvcc(write_ninja_file)() == "ccache nvcc"
 
 
 def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch):
@@ -145,13 +145,13 @@ def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch
 
     monkeypatch.setattr(cpp_extension, "_jit_compile", cpp_extension._jit_compile)  # put back after the test
     original = cpp_extension._jit_compile
-    monkeypatch.delenv(nvcc_parallel.SWITCH_ENV, raising=False)  # off unless switched on
-    nvcc_parallel.install()
+    monkeypatch.delenv(nvcc_install.SWITCH_ENV, raising=False)  # off unless switched on
+    nvcc_install.install()
     assert cpp_extension._jit_compile is original
-    monkeypatch.setenv(nvcc_parallel.SWITCH_ENV, "0")
-    nvcc_parallel.install()
+    monkeypatch.setenv(nvcc_install.SWITCH_ENV, "0")
+    nvcc_install.install()
     assert cpp_extension._jit_compile is original
-    monkeypatch.setenv(nvcc_parallel.SWITCH_ENV, "1")
-    nvcc_parallel.install()
-    nvcc_parallel.install()
+    monkeypatch.setenv(nvcc_install.SWITCH_ENV, "1")
+    nvcc_install.install()
+    nvcc_install.install()
     assert cpp_extension._jit_compile is not original and cpp_extension._jit_compile.__wrapped__ is original
