@@ -3,7 +3,7 @@
 # judged by `profiler_agent bench`, the whole result written to $OUT/bench-<gpu>.json for
 # `profiler_agent bench-upload` on a machine that reaches the site (docs/dataset.md, "Benchmarking GPUs offline").
 #   bash bench/dataset_gpu.sh [DATASET] [bench options...]   (DATASET: the exported folder or .tar.gz;
-#        default bench/results/dataset-season/gpucodeforces-DS1)
+#        default bench/results/dataset-season/gpucodeforces-DS1.tar.gz)
 #   OUT=folder (default /tmp/dataset-out)   GPU=label of the files (default from nvidia-smi: h100, h200...)
 #   BUILD_JOBS=builds at once (default 16)  DEADLINE=seconds for the whole run (default 540)
 #   DEVICE=cpu: the same flow on a machine without a GPU (tests/agent/test_dataset_gpu_script.py)
@@ -17,7 +17,7 @@ set -u
 PYTHON=${PYTHON:-python}  # the interpreter with torch (a venv's, say)
 cd "$(dirname "$0")/.."
 START=$SECONDS
-DATASET=bench/results/dataset-season/gpucodeforces-DS1
+DATASET=bench/results/dataset-season/gpucodeforces-DS1.tar.gz
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then DATASET=$1; shift; fi
 OUT=${OUT:-/tmp/dataset-out}
 CACHE=${CACHE:-bench/.cache/dataset}
