@@ -9,6 +9,7 @@
 #   PART=probe bash bench/session8_gpu.sh;  PART=next ...;  PART=dataset ...
 set -u
 cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the bench/ scripts import profiler_agent
 OUT=${OUT:-/tmp/session8-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
