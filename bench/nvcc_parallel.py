@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.nvcc_stages import ninja_variables  # noqa: E402
-from profiler_agent.bundles import nvcc_install, slim_header  # noqa: E402
+from profiler_agent.bundles import nvcc_install, nvcc_parallel, slim_header  # noqa: E402
 
 TEMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_")  # nvcc's temporary file names carry its pid
 

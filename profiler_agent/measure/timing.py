@@ -76,8 +76,6 @@ class Reading(NamedTuple):
 
 
 class CpuTimer:
-    wall_slack_ms = 0.0
-
     def __call__(self, call: Callable[[], object]) -> Reading:
         wall_start = _monotonic_ns()
         start = _perf_counter_ns()
@@ -124,7 +122,7 @@ class CudaTimer:
             words = (L2_FLUSH_BYTES if flush_bytes is None else flush_bytes) // 4
             flush_buffer = torch.zeros(words, dtype=torch.int32, device=device)
         self.flush_buffer = flush_buffer
-        self.wall_slack_ms = self._flush_ms()
+        self.read_ms = self._flush_ms()  # one read's length: how many the hold needs
         self.max_flush_reads = self.MAX_FLUSH_READS if max_flush_reads is None else max_flush_reads
         self.flush_reads = 1
         self._recent_launch_ms: list[float] = []
@@ -134,7 +132,7 @@ class CudaTimer:
             self.flush_buffer.max()  # reads every line; the one-element result is all it writes
 
     def _flush_ms(self) -> float:
-        """How long one flush runs: the most of it the wall clock may see after the start event."""
+        """How long one flush runs, timed alone."""
         times = []
         for _ in range(5):
             self._start.record()
@@ -147,26 +145,27 @@ class CudaTimer:
     def _hold_for(self, launched_ms: float) -> None:
         """Enough flush reads to cover twice the longest of the recent launches."""
         self._recent_launch_ms = (self._recent_launch_ms + [launched_ms])[-self.RECENT_LAUNCHES:]
-        wanted = math.ceil(2 * max(self._recent_launch_ms) / self.wall_slack_ms) if self.wall_slack_ms > 0 else 1
+        wanted = math.ceil(2 * max(self._recent_launch_ms) / self.read_ms) if self.read_ms > 0 else 1
         self.flush_reads = min(max(wanted, 1), self.max_flush_reads)
 
     def __call__(self, call: Callable[[], object]) -> Reading:
         self._torch.cuda.synchronize()  # nothing of the previous call is left running
         reads = self.flush_reads if self.flush_buffer.numel() else 1
+        wall_start = _monotonic_ns()  # the device is idle: the wall clock and the hold start together
         self._flushing.record()
         for _ in range(reads):
             self._flush()
-        wall_start = _monotonic_ns()
+        launch_start = _monotonic_ns()
         self._start.record()
         call()
         self._end.record()
-        launched_ms = (_monotonic_ns() - wall_start) / 1e6
+        launched_ms = (_monotonic_ns() - launch_start) / 1e6
         self._end.synchronize()
         pair_done = _perf_counter_ns()
         self._torch.cuda.synchronize()
         device_idle = _perf_counter_ns()
         held_ms = self._flushing.elapsed_time(self._start)
-        wall_ms = wall_without_hold((_monotonic_ns() - wall_start) / 1e6, held_ms, reads)
+        wall_ms = wall_without_hold((_monotonic_ns() - wall_start) / 1e6, held_ms)
         self._hold_for(launched_ms)
         return Reading(self._start.elapsed_time(self._end), wall_ms, held_ms / reads, (device_idle - pair_done) / 1e6)
 
@@ -178,11 +177,9 @@ class SynchronizedCudaTimer(CudaTimer):
     The pair then also holds the host's launch and synchronize latency: measured on an empty call
     and subtracted. Shares the plain timer's flush buffer."""
 
-    wall_slack_ms = 0.0  # the flush has ended before the wall clock starts
 
     def __init__(self, device, flush_buffer=None, calibration_calls: int = 21):
         super().__init__(device, flush_buffer=flush_buffer)
-        self.wall_slack_ms = 0.0
         self.overhead_ms = statistics.median(self._timed(lambda: None)[0] for _ in range(calibration_calls))
 
     def _timed(self, call: Callable[[], object]) -> tuple[float, float]:
@@ -260,34 +257,34 @@ def sample(values: list[float], limit: int = 200) -> list[float]:
     return [values[int(i * step)] for i in range(limit)]
 
 
-def wall_without_hold(wall_ms: float, held_ms: float, reads: int) -> float:
-    """The wall time a call's tamper check sees: the reads beyond the first are the hold, left out at
-    the length the device took for them in this call (`held_ms` over `reads`). Not at one flush's
-    length timed alone (wall_slack_ms): that holds a launch's latency too, 0.116 against 0.099 ms a
-    read on an H100, and 16 reads of a forward+backward call took the wall time to 0 and flagged
-    honest bundles `timer_tampered`."""
-    return max(wall_ms - (reads - 1) * held_ms / reads, 0.0) if reads > 0 else max(wall_ms, 0.0)
+def wall_without_hold(wall_ms: float, held_ms: float) -> float:
+    """The wall time a call's tamper check sees: from before the hold was queued, on an idle device,
+    to the end of the call, less the hold as the device timed it (`held_ms`, from the event before
+    the flush reads to the start event). Every honest call then reads at least its event pair.
+    Session 8 started the wall clock after queueing the reads and left out all but one at their
+    length: the host queues 16 reads in about 0.25 ms while the device is already running them, so
+    that took more than the hold off, the wall time of a forward+backward call read 0 on the H100
+    and honest bundles got `timer_tampered` (bench/results/2026-11-24-s9/)."""
+    return max(wall_ms - held_ms, 0.0)
 
 
-def timer_disagrees(times_ms: list[float], walls_ms: list[float], wall_slack_ms: float = 0.0) -> bool:
-    """True when the timer's median is impossible given the wall clock's (see TAMPER_SLACK_MS);
-    `wall_slack_ms` is wall time that may precede the timed region (the tail of an L2 flush)."""
+def timer_disagrees(times_ms: list[float], walls_ms: list[float]) -> bool:
+    """True when the timer's median is impossible given the wall clock's (see TAMPER_SLACK_MS)."""
     timed, wall = statistics.median(times_ms), statistics.median(walls_ms)
-    return timed > wall * 1.05 + TAMPER_SLACK_MS or timed < (wall - wall_slack_ms) * 0.5 - TAMPER_SLACK_MS
+    return timed > wall * 1.05 + TAMPER_SLACK_MS or timed < wall * 0.5 - TAMPER_SLACK_MS
 
 
 @dataclass
 class Timings:
     times_ms: dict[str, list[float]]
     walls_ms: dict[str, list[float]]
-    wall_slack_ms: float = 0.0
     # what the CUDA timer saw around each pair (Reading), per model and for the CONTROL call
     flush_ms: dict[str, list[float]] = field(default_factory=dict)
     tail_ms: dict[str, list[float]] = field(default_factory=dict)
     control_ms: list[float] = field(default_factory=list)  # the event pair around the empty call
 
     def tampered(self) -> bool:
-        return any(timer_disagrees(self.times_ms[n], self.walls_ms[n], self.wall_slack_ms) for n in self.times_ms)
+        return any(timer_disagrees(self.times_ms[n], self.walls_ms[n]) for n in self.times_ms)
 
     def floor_ms(self) -> float:
         """The event pair's own time: the fastest empty call's reading (0 where none was timed), at
@@ -310,7 +307,7 @@ class Timings:
         a net time never drops under the kernels' own time."""
         floor = self.floor_ms()
         net = {name: [max(t - floor, 0.0) for t in values] for name, values in self.times_ms.items()}
-        return Timings(net, self.walls_ms, self.wall_slack_ms, self.flush_ms, self.tail_ms, self.control_ms)
+        return Timings(net, self.walls_ms, self.flush_ms, self.tail_ms, self.control_ms)
 
     def add(self, name: str, reading: tuple) -> None:
         reading = Reading(*reading)
@@ -342,8 +339,7 @@ def time_interleaved(
             if prepare:
                 prepare(name)
             timer(call)
-    timings = Timings({name: [] for name in calls}, {name: [] for name in calls},
-                      getattr(timer, "wall_slack_ms", 0.0))
+    timings = Timings({name: [] for name in calls}, {name: [] for name in calls})
     started = _both_clocks_s()
     for rounds in range(1, plan.max_runs + 1):
         for name, call in calls.items():

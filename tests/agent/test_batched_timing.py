@@ -191,14 +191,20 @@ def test_a_pair_that_reads_no_more_than_an_empty_call_held_no_work():
     assert not timing.pair_held_no_work(0.0069, floor)  # lb-add-layernorm's candidate (5.7 us kernel)
 
 
-def test_the_hold_leaves_the_wall_clock_at_the_length_its_reads_took_in_that_call():
-    # a forward+backward call on an H100 (bench/results/2026-11-24-s8/tamper-ce-fused-backward.log):
-    # 10 reads held, 0.099 ms each in the queue, against 0.116 ms for one flush timed alone
-    wall = timing.wall_without_hold(1.0, held_ms=0.99, reads=10)
-    assert abs(wall - (1.0 - 9 * 0.099)) < 1e-9
-    assert not timing.timer_disagrees([0.108] * 5, [wall] * 5, wall_slack_ms=0.116)
-    # the isolated flush's length subtracted per read took it to 0: an honest call flagged
-    assert timing.timer_disagrees([0.108] * 5, [max(1.0 - 9 * 0.116, 0.0)] * 5, wall_slack_ms=0.116)
+def test_the_wall_clock_leaves_out_the_hold_as_the_device_timed_it():
+    # forward+backward calls on an H100 (bench/results/2026-11-24-s8/tamper-attention-backward.log):
+    # 16 reads of 0.098 ms held, the host 1.81 ms from the first read queued to the device idle
+    held, host, timed = 16 * 0.0984, 1.8096, 0.1148
+    wall = timing.wall_without_hold(host, held_ms=held)
+    assert abs(wall - (host - held)) < 1e-9
+    assert not timing.timer_disagrees([timed] * 5, [wall] * 5)
+    # session 8's wall clock (started after the reads were queued, then all but one read left out)
+    # read 0.0000 on every call of that log: the honest call was flagged
+    assert timing.timer_disagrees([timed] * 5, [0.0] * 5)
+    # 8 reads held and a slower launch (the reference's calls in the same log)
+    assert not timing.timer_disagrees([0.1289] * 5, [timing.wall_without_hold(0.9969, 8 * 0.0987)] * 5)
     # a patched timer that reports a tenth of the call still disagrees
-    assert timing.timer_disagrees([0.05] * 5, [timing.wall_without_hold(2.0, 0.99, 10)] * 5, wall_slack_ms=0.116)
-    assert timing.wall_without_hold(0.3, held_ms=0.0, reads=1) == 0.3
+    assert timing.timer_disagrees([0.05] * 5, [timing.wall_without_hold(2.5, held_ms=held)] * 5)
+    # and so does one that reports more than the wall clock allows
+    assert timing.timer_disagrees([0.5] * 5, [timing.wall_without_hold(host, held_ms=held)] * 5)
+    assert timing.wall_without_hold(0.3, held_ms=0.0) == 0.3
