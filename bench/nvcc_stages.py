@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated variants (default: all)")
     args = parser.parse_args()
     extensions = Path(tempfile.mkdtemp(prefix="nvcc-stages-"))
-    wall, steps, error = cold_build(Path(args.candidate), {}, None, extensions)
+    wall, _, steps, error = cold_build(Path(args.candidate), {}, None, extensions)
     print(f"cold build {wall:.1f} s; ninja steps {({k: round(v, 1) for k, v in steps.items()})} {error}", flush=True)
     build_dir = next(p.parent for p in extensions.rglob("build.ninja"))
     base, source = nvcc_command(build_dir)

@@ -145,13 +145,10 @@ def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch
 
     monkeypatch.setattr(cpp_extension, "_jit_compile", cpp_extension._jit_compile)  # put back after the test
     original = cpp_extension._jit_compile
-    monkeypatch.delenv(nvcc_install.SWITCH_ENV, raising=False)  # off unless switched on
-    nvcc_install.install()
-    assert cpp_extension._jit_compile is original
     monkeypatch.setenv(nvcc_install.SWITCH_ENV, "0")
     nvcc_install.install()
     assert cpp_extension._jit_compile is original
-    monkeypatch.setenv(nvcc_install.SWITCH_ENV, "1")
+    monkeypatch.delenv(nvcc_install.SWITCH_ENV, raising=False)  # on unless switched off
     nvcc_install.install()
     nvcc_install.install()
     assert cpp_extension._jit_compile is not original and cpp_extension._jit_compile.__wrapped__ is original
