@@ -105,6 +105,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         api = loading.reference_api(bundle / reference_name)
     # which peak applies is the reference's choice: read before the candidate could change it
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+    settings["reference_allows_tf32_convolution"] = bool(torch.backends.cudnn.allow_tf32)
 
     pch.install(os.environ.get(pch.PCH_DIR_ENV))  # the agent's precompiled torch/extension.h, where one fits
     slim_header.install()  # CUDA files read torch/types.h alone where they can (cold compile)

@@ -6,6 +6,14 @@ from __future__ import annotations
 def count_flops(model, inputs: list) -> int | None:
     """FLOPs of one call, by torch's own per-operator formulas (torch.utils.flop_counter); None when
     it cannot count, or counts 0."""
+    total, _ = count_flops_and_convolution_share(model, inputs)
+    return total
+
+
+def count_flops_and_convolution_share(model, inputs: list) -> tuple[int | None, float]:
+    """FLOPs of one call (as count_flops) and the share of them that convolutions did: cuDNN runs
+    those in TF32 under its own switch (torch.backends.cudnn.allow_tf32, on by default), not the
+    matmul one, so which peak applies depends on it (a conv read 167% of the fp32 peak on an H100)."""
     import torch
 
     try:
@@ -14,8 +22,8 @@ def count_flops(model, inputs: list) -> int | None:
             model(*inputs)
         total = int(counter.total)
     except Exception:
-        return None
-    return total or None
+        return None, 0.0
+    return (total or None), (counter.convolution / total if total else 0.0)
 
 
 _counter_class = None
@@ -48,13 +56,20 @@ def _flop_counter_class():
                     return decomposed
         out = func(*args, **kwargs)
         if packet in flop_registry:
-            self.total += flop_registry[packet](*args, **kwargs, out_val=out)
+            flops = flop_registry[packet](*args, **kwargs, out_val=out)
+            self.total += flops
+            if packet in convolutions:
+                self.convolution += flops
         return out
+
+    convolutions = {torch.ops.aten.convolution, torch.ops.aten._convolution, torch.ops.aten.cudnn_convolution,
+                    torch.ops.aten.convolution_backward}
 
     class FlopCount(TorchDispatchMode):
         def __init__(self):
             super().__init__()
             self.total = 0
+            self.convolution = 0
 
     FlopCount.__torch_dispatch__ = dispatch  # set after class creation: no dynamo guard around it
     _counter_class = FlopCount
@@ -75,8 +90,8 @@ _PEAK_KEYS = {
 
 def flops_dtype(values, allow_tf32: bool) -> str | None:
     """Which peak a call's FLOPs count against: the floating-point dtype of its tensors (the
-    reference's inputs and outputs). fp32 means the tf32 tensor-core peak when torch lets matmuls use
-    TF32. None when there is no floating-point tensor, when they mix dtypes (which unit did the work
+    reference's inputs and outputs). fp32 means the tf32 tensor-core peak where `allow_tf32` (torch
+    lets the units doing most of the FLOPs use TF32: tf32_allowed). None when there is no floating-point tensor, when they mix dtypes (which unit did the work
     is then unknown), or for a dtype without a peak (float64, complex)."""
     import torch
 
@@ -91,6 +106,12 @@ def flops_dtype(values, allow_tf32: bool) -> str | None:
         return None
     key = _PEAK_KEYS.get(names.pop())
     return "tf32" if key == "fp32" and allow_tf32 else key
+
+
+def tf32_allowed(matmul_allows: bool, convolution_allows: bool, convolution_share: float) -> bool:
+    """Whether the reference's fp32 FLOPs may run on TF32 tensor cores: cuDNN's switch where
+    convolutions did most of them, the matmul switch otherwise."""
+    return convolution_allows if convolution_share > 0.5 else matmul_allows
 
 
 def derived_metrics(

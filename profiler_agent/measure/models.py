@@ -116,11 +116,13 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     with torch.no_grad(), submission_code("reference"):
         output = reference(*tensors.fresh_copies(inputs))
     report["metrics"]["bytes"] = tensors.tensor_bytes(inputs) + tensors.tensor_bytes([output])
-    report["metrics"]["flops"] = metrics.count_flops(reference, tensors.fresh_copies(inputs))
+    flops, convolution_share = metrics.count_flops_and_convolution_share(reference, tensors.fresh_copies(inputs))
+    report["metrics"]["flops"] = flops
     if device.type == "cuda":
-        # the peak that applies depends on the dtype the reference computes in
-        report["device"]["peak_tflops"] = device_info.peak_tflops(
-            report["device"]["name"], [*inputs, output], settings.get("reference_allows_tf32", False))
+        # the peak that applies depends on the dtype the reference computes in, and on TF32
+        allow_tf32 = metrics.tf32_allowed(settings.get("reference_allows_tf32", False),
+                                          settings.get("reference_allows_tf32_convolution", False), convolution_share)
+        report["device"]["peak_tflops"] = device_info.peak_tflops(report["device"]["name"], [*inputs, output], allow_tf32)
     stages.end("bytes and FLOPs")
     if device.type == "cuda":
         del output

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from profiler_agent.measure.metrics import count_flops
+from profiler_agent.measure.metrics import count_flops, count_flops_and_convolution_share, flops_dtype, tf32_allowed
 
 CASES = {
     "linear": (lambda: torch.nn.Linear(512, 256), lambda: [torch.randn(64, 512)]),
@@ -43,3 +43,17 @@ def test_counting_does_not_import_dynamo():
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert shown.stdout.strip() == "False", shown.stderr
+
+
+def test_convolutions_count_against_cudnns_tf32_switch_and_matmuls_against_their_own():
+    # ds-conv-bias-relu on the H100 read 167% of the fp32 peak: cuDNN ran it in TF32 (its switch is on
+    # by default) while the peak followed the matmul switch (off)
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU())
+    total, share = count_flops_and_convolution_share(conv, [torch.randn(2, 3, 32, 32)])
+    assert total == count_flops(conv, [torch.randn(2, 3, 32, 32)]) and share > 0.9
+    assert flops_dtype([torch.randn(2)], tf32_allowed(False, True, share)) == "tf32"
+    total, share = count_flops_and_convolution_share(torch.nn.Linear(16, 16), [torch.randn(4, 16)])
+    assert total == 2 * 4 * 16 * 16 and share == 0.0
+    assert flops_dtype([torch.randn(2)], tf32_allowed(False, True, share)) == "fp32"
+    assert flops_dtype([torch.randn(2)], tf32_allowed(True, False, share)) == "tf32"
+    assert count_flops_and_convolution_share(torch.nn.ReLU(), [torch.randn(8)]) == (None, 0.0)
