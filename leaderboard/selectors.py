@@ -198,18 +198,19 @@ def _median(values):
 
 
 def _roofline(samples):
-    """Median achieved TFLOP/s and GB/s of the samples that have them, each also as a share of the
-    GPU's peak the agent reported with the run (None: no sample has throughput figures)."""
-    with_metrics = [s for s in samples.values() if s.get("tflops") and s.get("gbps")]
-    if not with_metrics:
+    """Median achieved TFLOP/s over the samples with a FLOP count and median GB/s over those with a
+    byte count, each also as a share of the GPU's peak the agent reported with it (a memory-bound
+    sample has no FLOP count and still places the GPU on the bandwidth axis). None: no throughput."""
+    compute = [s for s in samples.values() if s.get("tflops")]
+    memory = [s for s in samples.values() if s.get("gbps")]
+    if not compute and not memory:
         return None
-    compute = [100 * s["tflops"] / s["peak_tflops"] for s in with_metrics if s.get("peak_tflops")]
-    memory = [100 * s["gbps"] / s["peak_gbps"] for s in with_metrics if s.get("peak_gbps")]
-    return {"samples": len(with_metrics),
-            "tflops": _median([s["tflops"] for s in with_metrics]), "gbps": _median([s["gbps"] for s in with_metrics]),
-            "peak_tflops": _median([s["peak_tflops"] for s in with_metrics if s.get("peak_tflops")]),
-            "peak_gbps": _median([s["peak_gbps"] for s in with_metrics if s.get("peak_gbps")]),
-            "tflops_pct": _median(compute), "gbps_pct": _median(memory)}
+    return {"samples": sum(1 for s in samples.values() if s.get("tflops") or s.get("gbps")),
+            "tflops": _median([s["tflops"] for s in compute]), "gbps": _median([s["gbps"] for s in memory]),
+            "peak_tflops": _median([s["peak_tflops"] for s in compute if s.get("peak_tflops")]),
+            "peak_gbps": _median([s["peak_gbps"] for s in memory if s.get("peak_gbps")]),
+            "tflops_pct": _median([100 * s["tflops"] / s["peak_tflops"] for s in compute if s.get("peak_tflops")]),
+            "gbps_pct": _median([100 * s["gbps"] / s["peak_gbps"] for s in memory if s.get("peak_gbps")])}
 
 
 def _judged_series(season, hardware=None):
@@ -250,7 +251,9 @@ def _benchmark_series(season, taken):
             if sample.get("status") == "passed" and sample.get("candidate_ms"):
                 one.samples[sample["id"]] = {
                     "title": sample.get("title") or "", "ms": sample["candidate_ms"], "speedup": sample.get("speedup"),
-                    "weight": sample.get("weight"), "source": "benchmark", "run": run.pk}
+                    "weight": sample.get("weight"), "source": "benchmark", "run": run.pk,
+                    **{key: sample.get(key) for key in ("tflops", "gbps", "peak_tflops", "peak_gbps")}}
+        one.roofline = _roofline(one.samples)
         series.append(one)
     return series
 

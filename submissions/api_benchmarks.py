@@ -47,6 +47,11 @@ class SampleIn(Schema):
     not_scored: Optional[Text] = Field(None, max_length=200)
     device_name: Optional[Text] = Field(None, max_length=200)
     judged_at: Optional[Text] = Field(None, max_length=40)
+    # what the agent measured (the roofline position): achieved and peak, None where not measured
+    tflops: Optional[float] = Field(None, ge=0, le=1e6)
+    gbps: Optional[float] = Field(None, ge=0, le=1e7)
+    peak_tflops: Optional[float] = Field(None, gt=0, le=1e6)
+    peak_gbps: Optional[float] = Field(None, gt=0, le=1e7)
 
 
 class ScoresIn(Schema):

@@ -136,9 +136,19 @@ def format_table(run: dict) -> str:
     return "\n".join(out)
 
 
+def throughput(result: dict | None) -> dict:
+    """A judged sample's achieved TFLOP/s and GB/s and the device's peaks for it (None where not
+    measured): the site places each GPU on the roofline from these."""
+    metrics, device = (result or {}).get("metrics") or {}, (result or {}).get("device") or {}
+    return {"tflops": metrics.get("tflops"), "gbps": metrics.get("bandwidth_gbs"),
+            "peak_tflops": device.get("peak_tflops"), "peak_gbps": device.get("peak_gbps")}
+
+
 def upload_payload(run: dict) -> dict:
-    """What the site keeps: the run without each sample's whole judge result (its logs)."""
-    return {**run, "samples": [{k: v for k, v in r.items() if k != "result"} for r in run["samples"]]}
+    """What the site keeps: the run without each sample's whole judge result (its logs), with the
+    throughput read from it."""
+    return {**run, "samples": [{**{k: v for k, v in r.items() if k != "result"}, **throughput(r.get("result"))}
+                               for r in run["samples"]]}
 
 
 def read_result(path: Path) -> dict:

@@ -180,6 +180,14 @@ def test_two_uploaded_benchmark_runs_compared(live_server, page, settings, tmp_p
     assert scatter.locator(".scatterlayer .trace").first.locator("path.point").count() == len(expected)
     for run in runs:  # the site's own scores, computed again from the uploaded rows
         assert f"{run.speedup_score:.3f}×" in page.locator(f"#gpu-scores tr[data-gpu='{run.gpu_name}']").inner_text()
+    for run, result in zip(runs, results):  # each GPU on the roofline from the throughput its rows carry
+        measured = [s["result"]["metrics"]["bandwidth_gbs"] for s in result["samples"]
+                    if s["status"] == "passed" and ((s.get("result") or {}).get("metrics") or {}).get("bandwidth_gbs")]
+        roof = page.locator(f"#gpu-roofline tr[data-gpu='{run.gpu_name}']").inner_text()
+        assert ("no throughput figures" in roof) == (not measured), roof
+        if measured:
+            median = sorted(measured)[len(measured) // 2] if len(measured) % 2 else None
+            assert median is None or f"{median:.0f}" in roof.replace(",", ""), roof
     if not RESULTS_DIR:  # the made-up times: H200 faster by 0.82, 0.775, 0.88 with weights 1, 1.5 and 2
         assert sorted((round(r, 4), w) for *_, r, w in expected) == [(0.775, 1.5), (0.82, 1.0), (0.88, 2.0)]
     assert page.console_errors == []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from leaderboard.selectors import gpu_comparison
 from submissions.models import BenchmarkRun, DatasetExport
 from submissions.services import accounts
 from tests.agent.test_benchmark import PASSING, _measurement, _record, write_sums
@@ -41,7 +42,13 @@ def test_a_result_file_is_uploaded_as_a_benchmark_run(live_server, season, alice
     export = DatasetExport.objects.create(season=season, number=1, sample_count=3, manifest_sha256=CHECKSUM,
                                           archive_sha256="0" * 64, archive_bytes=1, folder="S1/v1")
     _, token = accounts.create_api_token(alice)
-    result = write(tmp_path, "bench-h100.json", bench_result())
+    content = bench_result()
+    # what the judge measured rides in each row's whole result: the throughput goes up, the logs do not
+    content["samples"][0]["result"].update(metrics={"tflops": None, "bandwidth_gbs": 3000.0},
+                                           device={"peak_tflops": 66.9, "peak_gbps": 3352.32})
+    content["samples"][1]["result"].update(metrics={"tflops": 40.0, "bandwidth_gbs": 50.0},
+                                           device={"peak_tflops": 66.9, "peak_gbps": 3352.32})
+    result = write(tmp_path, "bench-h100.json", content)
 
     code, out, err = bench_upload(result, "--site", live_server.url, f"--token={token}")
     assert code == 0, err
@@ -50,6 +57,12 @@ def test_a_result_file_is_uploaded_as_a_benchmark_run(live_server, season, alice
     assert (saved.gpu_name, saved.dataset_export, saved.season, saved.contestant) == ("NVIDIA H100", export, season,
                                                                                      alice)
     assert [s["id"] for s in saved.samples] == ["AAAAAA", "BBBBBB", "CCCCCC"] and "result" not in saved.samples[0]
+    assert [(s["tflops"], s["gbps"]) for s in saved.samples] == [(None, 3000.0), (40.0, 50.0), (None, None)]
+    # the roofline position: GB/s over both samples with a byte count, TFLOP/s over the one with FLOPs
+    roof = next(g for g in gpu_comparison(season)["gpus"] if g.key == "NVIDIA H100").roofline
+    assert roof["samples"] == 2 and roof["tflops"] == 40.0 and roof["gbps"] == pytest.approx(1525.0)
+    assert roof["tflops_pct"] == pytest.approx(100 * 40.0 / 66.9)
+    assert roof["gbps_pct"] == pytest.approx(100 * 1525.0 / 3352.32)
 
     # the token may come from the environment, as for `bench --upload`
     env = {"PATH": "/usr/bin:/bin", "PROFILER_AGENT_USER_TOKEN": token, "PROFILER_AGENT_SITE": live_server.url}
