@@ -11,26 +11,12 @@ from django.core.management import call_command
 
 from submissions.models import BenchmarkRun, DatasetExport
 from submissions.services import accounts
+from tests.site.test_seed_gpu_dataset_season import SOFTMAX_REFERENCE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "bench" / "dataset_season.json"
-# torch-only samples (nothing to build): one faster path, one that computes something else
-REFERENCE = """import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.softmax(x, dim=-1)
-
-
-def get_inputs():
-    return [torch.randn(64, 256)]
-
-
-def get_init_inputs():
-    return []
-"""
+# torch-only samples (nothing to build) of one reference: a candidate that passes, one that computes something else
 CANDIDATES = {"softmax": "torch.exp(x - torch.logsumexp(x, -1, keepdim=True))", "softmax-wrong": "torch.exp(x)"}
 CANDIDATE = """import torch
 
@@ -53,7 +39,7 @@ def _plan(tmp_path):
     for name, body in CANDIDATES.items():
         folder = tmp_path / "bundles" / name
         folder.mkdir(parents=True)
-        (folder / "torchcode.py").write_text(REFERENCE)
+        (folder / "torchcode.py").write_text(SOFTMAX_REFERENCE)
         (folder / "cudacode.py").write_text(CANDIDATE.format(body=body))
         plan["samples"].append({"bundle": str(folder), "operator": name, "category": "reduction", "level": 1})
     (tmp_path / "plan.json").write_text(json.dumps(plan))
