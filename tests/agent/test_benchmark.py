@@ -17,6 +17,14 @@ from profiler_agent.benchmark.score import weighted_geomean
 
 from .conftest import EXAMPLES, RELU_REFERENCE
 
+
+@pytest.fixture
+def build_cache(shared_build_cache) -> Path:
+    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
+    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
+    return Path(shared_build_cache)
+
+
 FAST = ["--device", "cpu", "--timing-budget", "0.5", "--seed", "7"]
 PASSING = """
     import torch

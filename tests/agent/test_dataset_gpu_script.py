@@ -18,6 +18,14 @@ from profiler_agent.benchmark import run as bench_run
 from .conftest import EXAMPLES, RELU_REFERENCE
 from .test_benchmark import WRONG, _measurement, _record, write_sums
 
+
+@pytest.fixture
+def build_cache(shared_build_cache) -> Path:
+    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
+    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
+    return Path(shared_build_cache)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "dataset_gpu.sh"
 

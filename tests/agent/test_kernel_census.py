@@ -2,6 +2,7 @@
 CPU op census on real profiler runs, and judged C++ bundles on CPU."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +11,14 @@ from profiler_agent.measure import kernel_census
 from profiler_agent.measure.kernel_census import Census, custom_kernels, is_library_kernel, qualified_name
 from profiler_agent.schema import validate_result
 from tests.agent.conftest import EXAMPLES
+
+
+@pytest.fixture
+def build_cache(shared_build_cache) -> Path:
+    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
+    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
+    return Path(shared_build_cache)
+
 
 FAST = ("--timing-budget", "0.2")  # timing is not what these tests look at
 
@@ -194,9 +203,8 @@ ATEN_RELU_EXTENSION = '''
 '''
 
 
-def test_an_extension_with_its_own_loop_has_a_custom_kernel(make_bundle, judge):
-    bundle = make_bundle("")
-    shutil.copy(EXAMPLES / "relu-cpu" / "cudacode.py", bundle / "cudacode.py")  # test_judge_cli's build
+def test_an_extension_with_its_own_loop_has_a_custom_kernel(judge, tmp_path):
+    bundle = shutil.copytree(EXAMPLES / "relu-cpu", tmp_path / "relu-cpu")  # all of it: the example's build key
     result = judge(bundle, *FAST).result
     validate_result(result)
     assert result["status"] == "passed"

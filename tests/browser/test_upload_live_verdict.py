@@ -23,13 +23,27 @@ RECORD_STATES = """() => {
 ELAPSED = re.compile(r"· (\d+:\d\d)$")
 
 
+# In plain torch: a changed copy of the example's C++ candidate would be a build of its own (20-30 s of g++
+# on CI); the sleep is what keeps the run in its compile stage long enough to be seen.
+SLOW_TO_IMPORT = """import time
+
+import torch
+
+time.sleep(5)  # the page shows this run compiling
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
 @pytest.fixture
 def slow_to_import_bundle(tmp_path):
-    """The CPU ReLU example, whose candidate takes 3 s to import: long enough to see it compiling."""
+    """The CPU ReLU example, whose candidate takes 5 s to import: long enough to see it compiling."""
     bundle = tmp_path / "relu-slow-import"
     shutil.copytree(EXAMPLES / "relu-cpu", bundle)
-    source = (bundle / "cudacode.py").read_text()
-    (bundle / "cudacode.py").write_text("import time\ntime.sleep(3)  # the page shows this run compiling\n" + source)
+    (bundle / "cudacode.py").write_text(SLOW_TO_IMPORT)
     return sorted(bundle.iterdir())
 
 
