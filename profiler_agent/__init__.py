@@ -11,4 +11,6 @@ __version__ = "0.1.0"
 # flags or verdict logic (minor: 1.0 -> 1.1), or to the result schema's meaning (major: 1.x -> 2.0).
 # Refactors, logs and the service layer leave it alone. A season's `min_harness_version` refuses
 # runs to older agents, so a fleet cannot judge one season by two rule sets. Format: numbers and dots.
-HARNESS_VERSION = "1.1"  # 1.1: backward problems, the energy window, the memo and tamper rules, result inputs
+# 1.1: backward problems, the energy window, the memo and tamper rules, result inputs; 1.2: a candidate
+# under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks
+HARNESS_VERSION = "1.2"

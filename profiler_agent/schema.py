@@ -75,6 +75,8 @@ _CONFIRMATION = {
     "tolerance": _OPT_NUMBER,  # reported_ms may be this share below kernel_ms
     "calls_profiled": _OPT_INT,
     "kernels_capped": _OPT_BOOL,  # the profiler stopped at its launch cap: kernel_ms sums a subset
+    # the candidate's median was under kernel_ms (within tolerance) and is ranked at it; reported_ms keeps it
+    "ranked_at_kernel_ms": _OPT_BOOL,
     "reference_reported_ms": _OPT_NUMBER,
     "reference_outside_ms": _OPT_NUMBER,  # the reference timed by the agent, no submission code loaded
     "reference_tolerance": _OPT_NUMBER,

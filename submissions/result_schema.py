@@ -57,6 +57,7 @@ class Confirmation(Open):
     tolerance: Number = Field(None, ge=0)
     calls_profiled: Optional[int] = Field(None, ge=0)
     kernels_capped: Optional[bool] = None
+    ranked_at_kernel_ms: Optional[bool] = None  # the candidate's median was under kernel_ms: ranked at it
     reference_reported_ms: Number = Field(None, ge=0)
     reference_outside_ms: Number = Field(None, ge=0)
     reference_tolerance: Number = Field(None, ge=0)

@@ -13,7 +13,7 @@ import pytest
 from profiler_agent import schema
 from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.harness.judge import JudgeOptions, snapshot_sources
-from profiler_agent.measure import confirm, ncu
+from profiler_agent.measure import confirm, metrics, ncu
 from tests.agent.conftest import EXAMPLES
 from tests.agent.processes import wait_gone
 from tests.agent.test_trials import STATEFUL_PORT, STATEFUL_REFERENCE
@@ -95,6 +95,43 @@ def test_the_candidate_bound_at_the_tolerance_edge():
     assert below["ratio"] == pytest.approx(edge * 0.999) and below["tolerance"] == confirm.TOLERANCE
     # an honest time is at least the record: launch gaps only add to it
     assert _decide(1.4)["confirmed"] is True and _decide(1.4)["ratio"] == pytest.approx(1.4)
+
+
+def _passed_result(reference_ms, candidate_ms, flops=None, nbytes=4_000_000):
+    result = schema.empty_result()
+    result.update(status="passed")
+    result["device"].update(kind="cuda", peak_gbps=3352.0, peak_tflops=66.9)
+    result["timing"]["reference"]["median_ms"], result["timing"]["candidate"]["median_ms"] = reference_ms, candidate_ms
+    result["timing"]["speedup"] = reference_ms / candidate_ms
+    result["metrics"] = metrics.derived_metrics(flops, nbytes, candidate_ms, 3352.0, 66.9)
+    return result
+
+
+def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
+    # lb-add-layernorm on the H100: 0.0055 ms net for a 0.00586 ms kernel, the reference at 0.0113 ms
+    record = confirm.KernelRecord(kernel_ms=0.00586, calls=3, capped=False)
+    result = _passed_result(0.0113, 0.0055)
+    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(0.0055, 0.0113, record, "", 0.0113, "")))
+    schema.validate_result(result)
+    timing, confirmation = result["timing"], result["timing"]["confirmation"]
+    assert confirmation["confirmed"] is True and confirmation["ranked_at_kernel_ms"] is True
+    assert confirmation["reported_ms"] == 0.0055  # the judged process's own figure stays on record
+    assert timing["candidate"]["median_ms"] == 0.00586 and timing["speedup"] == pytest.approx(0.0113 / 0.00586)
+    assert result["metrics"]["bandwidth_gbs"] == pytest.approx(4_000_000 / 0.00586e-3 / 1e9)
+    assert "ranked at the record" in result["logs"]["stderr"] and "timing_unconfirmed" not in result["flags"]
+
+    # at or above the record: nothing changes
+    for reported in (0.00586, 0.0070):
+        result = _passed_result(0.0113, reported)
+        confirm.apply_outcome(result, confirm.Outcome(confirm.decide(reported, 0.0113, record, "", 0.0113, "")))
+        assert result["timing"]["candidate"]["median_ms"] == reported
+        assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
+    # past the tolerance: not believed, flagged, and its figures left as reported (out of the standings)
+    forged = 0.00586 / 3
+    result = _passed_result(0.0113, forged)
+    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(forged, 0.0113, record, "", 0.0113, "")))
+    assert result["timing"]["candidate"]["median_ms"] == forged and "timing_unconfirmed" in result["flags"]
+    assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
 
 
 def test_a_forger_dividing_by_three_is_caught():
