@@ -177,7 +177,6 @@ class SynchronizedCudaTimer(CudaTimer):
     The pair then also holds the host's launch and synchronize latency: measured on an empty call
     and subtracted. Shares the plain timer's flush buffer."""
 
-
     def __init__(self, device, flush_buffer=None, calibration_calls: int = 21):
         super().__init__(device, flush_buffer=flush_buffer)
         self.overhead_ms = statistics.median(self._timed(lambda: None)[0] for _ in range(calibration_calls))
