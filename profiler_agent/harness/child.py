@@ -86,7 +86,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     from profiler_agent.devices import device_info
     from profiler_agent.measure import kernel_census, kernel_symbols
-    from profiler_agent.bundles import nvcc_install, pch, slim_header
+    from profiler_agent.bundles import build_setup
     from profiler_agent.harness import loading
     from profiler_agent.measure.models import measure
     from profiler_agent.correctness.trials import check_correctness, make_inputs
@@ -107,9 +107,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
     settings["reference_allows_tf32_convolution"] = bool(torch.backends.cudnn.allow_tf32)
 
-    pch.install(os.environ.get(pch.PCH_DIR_ENV))  # the agent's precompiled torch/extension.h, where one fits
-    slim_header.install()  # CUDA files read torch/types.h alone where they can (cold compile)
-    nvcc_install.install()  # nvcc's host and device steps side by side (cold compile)
+    build_setup.install()  # the precompiled header, narrow CUDA headers, the nvcc front
     builds = BuildWatch(args.result_fd, args.compile_log)
     builds.install()  # before the candidate runs: a build in __init__ or forward is compile time too
     modules_before = set(sys.modules)

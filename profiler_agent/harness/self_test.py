@@ -17,11 +17,9 @@ def main(argv=None) -> None:
     if len(args) != 1:
         sys.exit("usage: python -m profiler_agent.harness.self_test SCRIPT")
     script = os.path.abspath(args[0])
-    from profiler_agent.bundles import nvcc_install, pch, slim_header
+    from profiler_agent.bundles import build_setup
 
-    pch.install(os.environ.get(pch.PCH_DIR_ENV))
-    slim_header.install()
-    nvcc_install.install()
+    build_setup.install()
     sys.argv = [args[0]]
     sys.path.insert(0, os.path.dirname(script))  # as `python SCRIPT` does
     runpy.run_path(script, run_name="__main__")

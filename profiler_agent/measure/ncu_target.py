@@ -17,7 +17,6 @@ no GPU, no ncu) the same calls run without NVTX ranges, which CPU builds of torc
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -55,7 +54,7 @@ def main(argv=None) -> None:
     take_job(settings)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
 
-    from profiler_agent.bundles import nvcc_install, pch, slim_header
+    from profiler_agent.bundles import build_setup
     from profiler_agent.correctness import exchange
     from profiler_agent.correctness.trials import make_inputs
     from profiler_agent.harness import loading
@@ -73,9 +72,7 @@ def main(argv=None) -> None:
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     api = loading.reference_api(bundle / reference_name)
-    pch.install(os.environ.get(pch.PCH_DIR_ENV))  # as the judged process built it: the same build is found
-    slim_header.install()
-    nvcc_install.install()  # the same nvcc line in build.ninja, or ninja compiles the CUDA file again
+    build_setup.install()  # as the judged process built it: the same build is found
     module = loading.import_file(bundle / candidate_name, "candidate")
     model_class = loading.attribute(module, "ModelNew", candidate_name)
     model = loading.build_model(model_class, api.get_init_inputs, seed, device, api.backward)
