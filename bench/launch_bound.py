@@ -7,11 +7,15 @@ against later ones (item 6 of "Judging integrity II"), and the true speedup from
 
 `drift` judges each bundle `--repeats` times in a row with a fresh build cache, so the first
 judging compiles; it prints the speedup, both medians, and the drift of each model's per-call
-samples (median of the last quarter over the first). `truth` runs reference and candidate under
-`ncu --clock-control none` (5 calls each after a warm-up) and sums each call's kernel durations.
-`--cache-state kernel` (default) keeps ncu's flush of every cache before each kernel; `call` turns it
-off (`--cache-control none`) and the target flushes L2 before each call itself, as the judge's timer
-does, so a call's later kernels find what its earlier ones left in L2, as they do in real use.
+samples (median of the last quarter over the first). `truth` runs reference and candidate in one process under `ncu --clock-control none`, alternating
+(TRUTH_CALLS calls each after a warm-up, which model goes first alternating too, each call on fresh
+inputs), and sums each call's kernel durations; the true speedup is the ratio of the two medians, taken
+in one profile so both see the same clocks. `--cache-state kernel` (default) keeps ncu's flush of every
+cache before each kernel; `call` turns it off (`--cache-control none`) and the target flushes L2 before
+each call itself, by reading a buffer as the judge's timer does, so a call's later kernels find what its
+earlier ones left in L2, as they do in real use. (Until session 10 the flush wrote its buffer: the
+write-back of those dirty lines landed in each call's first kernel, about 0.2-0.3 us, a larger share of
+a 6 us candidate than of its 11 us reference, which took lb-add-layernorm's truth 2-3% low.)
 `aftermath` separates the compile from its aftermath: with the bundle's build cached, it judges
 right after 50 s of something else (a cold compile in another process, every core busy, idling).
 """
@@ -28,13 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 BUNDLES = REPO / "bench" / "bundles"
 LAUNCH_BOUND = ["lb-matmul-relu", "lb-mlp-gelu", "lb-add-layernorm"]
-NCU_CALLS = 5
+TRUTH_CALLS = 15
 # set in a truth target's environment: load_inline / load return the build already in
 # TORCH_EXTENSIONS_DIR (the judge's own build folder) instead of building with this process's flags
 PREBUILT_ENV = "BENCH_PREBUILT_EXTENSIONS"
@@ -126,39 +131,53 @@ def use_prebuilt_extensions() -> None:
     cpp_extension.load = prebuilt(cpp_extension.load)
 
 
-def ncu_target(bundle: Path, which: str, calls: int, flush_per_call: bool = False) -> None:
-    """The profiled process: both models built alike, `calls` calls of one of them in NVTX ranges."""
+def ncu_target(bundle: Path, calls: int, flush_per_call: bool = False) -> None:
+    """The profiled process: both models built alike, then `calls` calls of each, alternating, every
+    call on fresh inputs in the ranges `profiler_agent call <i>` / [`profiler_agent reference`] /
+    `candidate` that ncu's filter and profiler_agent.measure.ncu's parser read."""
     import torch
 
     from profiler_agent.correctness.trials import make_inputs
     from profiler_agent.harness import loading
-    from profiler_agent.measure.ncu import CALL_RANGE_PREFIX
+    from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
+    from profiler_agent.measure.timing import L2_FLUSH_BYTES
 
     if os.environ.get(PREBUILT_ENV):
         use_prebuilt_extensions()
     sys.path.insert(0, str(bundle))
     api = loading.reference_api(bundle / "torchcode.py")
     device = torch.device("cuda")
-    if which == "reference":
-        model = loading.build_model(api.Model, api.get_init_inputs, 0, device)
-    else:
-        module = loading.import_file(bundle / "cudacode.py", "candidate")
-        model = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device)
-    inputs = make_inputs(api.get_inputs, 1, device)
-    flush = torch.empty(256 * 1024**2, dtype=torch.uint8, device=device) if flush_per_call else None
-    with torch.no_grad():
+    reference = loading.build_model(api.Model, api.get_init_inputs, 0, device)
+    module = loading.import_file(bundle / "cudacode.py", "candidate")
+    candidate = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device)
+    flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if flush_per_call else None
+    push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+
+    def profiled(model, call: int, is_reference: bool) -> None:
+        inputs = make_inputs(api.get_inputs, 1 + call, device)  # the same draw for both models
+        if flush_buffer is not None:  # outside the ranges: not counted; a read leaves clean lines
+            flush_buffer.max()
+        torch.cuda.synchronize()
+        push(f"{CALL_RANGE_PREFIX}{call}")
+        if is_reference:
+            push(REFERENCE_RANGE)
+        push(CANDIDATE_RANGE)
         model(*inputs)
         torch.cuda.synchronize()
+        pop()
+        if is_reference:
+            pop()
+        pop()
+
+    with torch.no_grad():
+        warm = make_inputs(api.get_inputs, 0, device)
+        reference(*warm)
+        candidate(*warm)
+        torch.cuda.synchronize()
         for call in range(calls):
-            if flush is not None:  # outside the NVTX ranges: not counted
-                flush.add_(1)
-                torch.cuda.synchronize()
-            torch.cuda.nvtx.range_push(f"{CALL_RANGE_PREFIX}{call}")
-            torch.cuda.nvtx.range_push(which)
-            model(*inputs)
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_pop()
-            torch.cuda.nvtx.range_pop()
+            order = [(reference, True), (candidate, False)]
+            for model, is_reference in (order if call % 2 == 0 else order[::-1]):
+                profiled(model, call, is_reference)
 
 
 def quarters(samples: list[float]) -> list[float]:
@@ -210,35 +229,57 @@ def run_aftermath(out: Path, names: list[str], befores: list[str]) -> None:
     (out / "aftermath.json").write_text(json.dumps(rows, indent=1))
 
 
-def kernel_sum_ms(bundle: Path, which: str, out: Path, env: dict, cache_state: str = "kernel",
-                  ) -> tuple[float | None, list[str]]:
+@dataclass
+class Truth:
+    reference_ms: float | None  # median over calls of each call's summed kernel durations
+    candidate_ms: float | None
+    speedup: float | None  # their ratio
+    spread: list[float]  # the per-call ratios' lowest, median and highest (reference i / candidate i)
+    reference_kernels: list[str]
+    candidate_kernels: list[str]
+
+
+def kernel_sums(bundle: Path, out: Path, env: dict, cache_state: str = "kernel") -> Truth:
+    """Both models' kernel sums per call from one ncu profile (ncu_target)."""
     from profiler_agent.measure import ncu
 
-    log = out / f"ncu-{bundle.name}-{which}-{cache_state}.csv"
+    log = out / f"ncu-{bundle.name}-{cache_state}.csv"
     caches = ["--cache-control", "none"] if cache_state == "call" else []
     command = [
         shutil.which("ncu") or "ncu", "--clock-control", "none", *caches, "--target-processes", "application-only",
-        "--csv", "--log-file", str(log), "--metrics", ncu.DURATION, "--nvtx", "--nvtx-include", f"{which}/",
-        sys.executable, __file__, "_target", str(bundle), which, str(NCU_CALLS), cache_state,
+        "--csv", "--log-file", str(log), "--metrics", ncu.DURATION, "--nvtx",
+        "--nvtx-include", f"{ncu.CANDIDATE_RANGE}/",
+        sys.executable, __file__, "_target", str(bundle), str(TRUTH_CALLS), cache_state,
     ]
     subprocess.run(command, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=False)
-    launches = ncu.parse_launches(log.read_text() if log.exists() else "")
-    groups = ncu.group_calls(launches, NCU_CALLS)
-    sums = [sum(launch.duration_ms or 0.0 for launch in group) for group in groups]
-    names = sorted({launch.kernel[:60] for launch in launches})
-    return (statistics.median(sums) if sums else None), names
+    candidate, reference = ncu.split_reference(ncu.parse_launches(log.read_text() if log.exists() else ""))
+
+    def per_call(launches) -> dict[int, float]:
+        sums: dict[int, float] = {}
+        for launch in launches:
+            sums[launch.call] = sums.get(launch.call, 0.0) + (launch.duration_ms or 0.0)
+        return sums
+
+    reference_sums, candidate_sums = per_call(reference), per_call(candidate)
+    reference_ms = statistics.median(reference_sums.values()) if reference_sums else None
+    candidate_ms = statistics.median(candidate_sums.values()) if candidate_sums else None
+    ratios = sorted(reference_sums[i] / candidate_sums[i] for i in reference_sums
+                    if candidate_sums.get(i))
+    spread = [round(ratios[0], 4), round(statistics.median(ratios), 4), round(ratios[-1], 4)] if ratios else []
+    names = lambda launches: sorted({launch.kernel[:60] for launch in launches})  # noqa: E731
+    return Truth(reference_ms, candidate_ms, reference_ms / candidate_ms if reference_ms and candidate_ms else None,
+                 spread, names(reference), names(candidate))
 
 
 def run_truth(out: Path, names: list[str], cache_state: str = "kernel") -> None:
     rows = []
     for name in names:
         cache = Path(tempfile.mkdtemp(prefix=f"lb-ncu-{name}-"))
-        env = {"TORCH_EXTENSIONS_DIR": str(cache)}
-        reference, ref_kernels = kernel_sum_ms(BUNDLES / name, "reference", out, env, cache_state)
-        candidate, cand_kernels = kernel_sum_ms(BUNDLES / name, "candidate", out, env, cache_state)
-        true = reference / candidate if reference and candidate else None
-        row = {"bundle": name, "cache_state": cache_state, "reference_kernel_ms": reference, "candidate_kernel_ms": candidate,
-               "true_speedup": true, "reference_kernels": ref_kernels, "candidate_kernels": cand_kernels}
+        truth = kernel_sums(BUNDLES / name, out, {"TORCH_EXTENSIONS_DIR": str(cache)}, cache_state)
+        row = {"bundle": name, "cache_state": cache_state, "calls": TRUTH_CALLS,
+               "reference_kernel_ms": truth.reference_ms, "candidate_kernel_ms": truth.candidate_ms,
+               "true_speedup": truth.speedup, "per_call_ratio_min_median_max": truth.spread,
+               "reference_kernels": truth.reference_kernels, "candidate_kernels": truth.candidate_kernels}
         rows.append(row)
         print(json.dumps(row), flush=True)
     (out / f"truth-{cache_state}.json").write_text(json.dumps(rows, indent=1))
@@ -246,7 +287,7 @@ def run_truth(out: Path, names: list[str], cache_state: str = "kernel") -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_target":
-        ncu_target(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5:6] == ["call"])
+        ncu_target(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4:5] == ["call"])
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("drift", "truth", "aftermath"))

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 10 on the H100 (issue 9 item 6 and acceptance 2-3).
+# PART=truth (~5 min): the launch-bound bundles' true speedups, both models in one ncu profile
+#   (bench/launch_bound.py truth, call state, twice: how far the truth itself moves), then the judging
+#   right after a compile and the one after it (drift --repeats 2).
+# PART=integrity (~9 min): bench/integrity_gpu.py (truth in call state), then the DS1 convolution
+#   sample judged alone (its peak follows cuDNN's TF32 switch since session 9).
+#   PART=truth bash bench/session10_gpu.sh;  PART=integrity bash bench/session10_gpu.sh
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the bench/ scripts import profiler_agent
+OUT=${OUT:-/tmp/session10-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+if [ "${PART:-truth}" = truth ]; then
+  for run in 1 2; do
+    python bench/launch_bound.py truth --out "$OUT/truth$run" --cache-state call 2>&1 | tee "$OUT/truth$run.log" \
+      | grep -v '^\[bench\]' | cut -c1-400
+  done
+  python bench/launch_bound.py drift --out "$OUT/drift" --repeats 2 2>&1 | tee "$OUT/drift.log" | cut -c1-600
+elif [ "$PART" = integrity ]; then
+  python bench/integrity_gpu.py --out "$OUT/integrity" --deadline 470 2>&1 | tee "$OUT/integrity.log" \
+    | grep -E '^\|| median|OK|UNEXPECTED' | cut -c1-400
+  mkdir -p "$OUT/ds1" && tar -xzf bench/results/dataset-season/gpucodeforces-DS1.tar.gz -C "$OUT/ds1"
+  python -m profiler_agent judge "$OUT/ds1/gpucodeforces-DS1/samples/PDRSLU" --device cuda \
+    --json "$OUT/conv.json" 2>&1 | tail -25 | cut -c1-300
+  python -c "import json; r=json.load(open('$OUT/conv.json')); print({k: r[k] for k in ('status','flags')}, r['metrics'], r['device'].get('peak_tflops'))"
+fi
