@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 10 on the H100 (issue 9 item 6 and acceptance 2-3).
 # PART=truth (~5 min): the launch-bound bundles' true speedups, both models in one ncu profile
-#   (bench/launch_bound.py truth, call state, twice: how far the truth itself moves), then the judging
+#   (bench/launch_bound.py truth, call state; TRUTH_RUNS="1 2" twice: how far the truth moves), then the judging
 #   right after a compile and the one after it (drift --repeats 2).
 # PART=integrity (~9 min): bench/integrity_gpu.py (truth in call state), then the DS1 convolution
 #   sample judged alone (its peak follows cuDNN's TF32 switch since session 9).
@@ -13,7 +13,7 @@ OUT=${OUT:-/tmp/session10-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 if [ "${PART:-truth}" = truth ]; then
-  for run in 1 2; do
+  for run in ${TRUTH_RUNS:-1}; do
     python bench/launch_bound.py truth --out "$OUT/truth$run" --cache-state call 2>&1 | tee "$OUT/truth$run.log" \
       | grep -v '^\[bench\]' | cut -c1-400
   done

@@ -12,5 +12,6 @@ __version__ = "0.1.0"
 # Refactors, logs and the service layer leave it alone. A season's `min_harness_version` refuses
 # runs to older agents, so a fleet cannot judge one season by two rule sets. Format: numbers and dots.
 # 1.1: backward problems, the energy window, the memo and tamper rules, result inputs; 1.2: a candidate
-# under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks
-HARNESS_VERSION = "1.2"
+# under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks; 1.3: no
+# speedup ranked above the kernel record of both models in one profile (a ratio, not a floor)
+HARNESS_VERSION = "1.3"

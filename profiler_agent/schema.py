@@ -75,11 +75,15 @@ _CONFIRMATION = {
     "tolerance": _OPT_NUMBER,  # reported_ms may be this share below kernel_ms
     "calls_profiled": _OPT_INT,
     "kernels_capped": _OPT_BOOL,  # the profiler stopped at its launch cap: kernel_ms sums a subset
-    # the candidate's median was under kernel_ms (within tolerance) and is ranked at it; reported_ms keeps it
+    # the candidate is ranked at its kernel record (kernel_speedup below the timed speedup, or without
+    # one its median under kernel_ms, within tolerance); reported_ms keeps the judged process's figure
     "ranked_at_kernel_ms": _OPT_BOOL,
     "reference_reported_ms": _OPT_NUMBER,
     "reference_outside_ms": _OPT_NUMBER,  # the reference timed by the agent, no submission code loaded
     "reference_tolerance": _OPT_NUMBER,
+    # the GPU's own sum of the reference's kernels per call, median, in the candidate's profile
+    "reference_kernel_ms": _OPT_NUMBER,
+    "kernel_speedup": _OPT_NUMBER,  # reference_kernel_ms / kernel_ms: no ranked speedup is above it
     "confirmed": _OPT_BOOL,
     "reason": _OPT_STR,
 }

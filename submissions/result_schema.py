@@ -57,10 +57,12 @@ class Confirmation(Open):
     tolerance: Number = Field(None, ge=0)
     calls_profiled: Optional[int] = Field(None, ge=0)
     kernels_capped: Optional[bool] = None
-    ranked_at_kernel_ms: Optional[bool] = None  # the candidate's median was under kernel_ms: ranked at it
+    ranked_at_kernel_ms: Optional[bool] = None  # ranked at its kernel record (kernel_speedup, or kernel_ms)
     reference_reported_ms: Number = Field(None, ge=0)
     reference_outside_ms: Number = Field(None, ge=0)
     reference_tolerance: Number = Field(None, ge=0)
+    reference_kernel_ms: Number = Field(None, ge=0)
+    kernel_speedup: Number = Field(None, ge=0)  # the kernels' record of both models: no ranked speedup above it
     confirmed: Optional[bool] = None
     reason: Optional[str] = None
 

@@ -36,7 +36,7 @@ PROFILED_CALLS = 5
 # per call must not keep the profiler busy until its timeout.
 MAX_KERNELS_PER_CALL = 40
 # The range ncu profiles (--nvtx-include): each candidate call runs in one, inside its call's range;
-# the reference's census call (Profile.reference_call) in one inside REFERENCE_RANGE.
+# the reference's calls (Profile.reference_calls) in one inside REFERENCE_RANGE.
 CANDIDATE_RANGE = "candidate"
 CALL_RANGE_PREFIX = "profiler_agent call "
 REFERENCE_RANGE = "profiler_agent reference"
@@ -267,8 +267,9 @@ class Profile:
     # "all": ncu flushes the caches before each kernel (its default, for DRAM traffic); "none": each
     # kernel finds the caches as the call's earlier kernels left them, as in a timed call
     cache_control: str = "all"
-    # one reference call after the candidate's, for the kernel census (its launches: `reference`)
-    reference_call: bool = False
+    # reference calls after the candidate's (their launches: `reference`): the census names its kernels,
+    # and the confirmation takes its kernel record from the same profile as the candidate's
+    reference_calls: int = 0
 
     @property
     def candidate_cap(self) -> int:
@@ -276,8 +277,9 @@ class Profile:
 
     @property
     def launch_cap(self) -> int:
-        """ncu's --launch-count: the candidate's calls, then room for the reference's census call."""
-        return self.candidate_cap + (self.kernels_per_call if self.reference_call else 0)
+        """ncu's --launch-count: the candidate's calls, then the room of one call for all the reference's
+        (a reference of more kernels than that is cut: its record is then not taken)."""
+        return self.candidate_cap + (self.kernels_per_call if self.reference_calls else 0)
 
 
 FIGURES = Profile(METRICS, PROFILED_CALLS, MAX_KERNELS_PER_CALL)

@@ -88,7 +88,7 @@ def start_profiler(
         "--device", device,
         "--calls", str(profile.calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
-        *(["--reference-call"] if profile.reference_call else []),
+        *(["--reference-calls", str(profile.reference_calls)] if profile.reference_calls else []),
         *([CUDA_AHEAD] if cuda_ahead else []),
     ]
     privileges.hand_over(scratch, user)

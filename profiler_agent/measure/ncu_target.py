@@ -2,8 +2,10 @@
 profiler_agent.measure.ncu and profiler_agent.measure.confirm): imports the reference (for get_inputs /
 get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
 `--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
-parser look for; with `--reference-call`, one reference call after them inside `profiler_agent reference` /
-`candidate`, whose kernels the census names (profiler_agent.measure.confirm).
+parser look for; with `--reference-calls N`, N reference calls after them, each on the inputs of the
+candidate's call of that index, inside `profiler_agent call <i>` / `profiler_agent reference` /
+`candidate`: the census names their kernels, and the confirmation takes the reference's kernel record
+from them (profiler_agent.measure.confirm), in the same profile, under the same clocks, as the candidate's.
 
 Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
 loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
@@ -34,8 +36,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
     parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
-    parser.add_argument("--reference-call", action="store_true",
-                        help="then one reference call, for the kernel census (REFERENCE_RANGE)")
+    parser.add_argument("--reference-calls", type=int, default=0,
+                        help="then this many reference calls (REFERENCE_RANGE): the census, the reference's record")
     add_cuda_ahead_argument(parser)
     return parser.parse_args(argv)
 
@@ -95,19 +97,23 @@ def main(argv=None) -> None:
                 exchange.save_output(Path(args.outputs), call, output)
             del output, inputs
         profiled_s = time.perf_counter() - clock
-        if args.reference_call:  # last: a candidate that reaches ncu's launch cap leaves it out
+        if args.reference_calls:  # last: a candidate that reaches ncu's launch cap leaves them out
             reference = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
-            inputs = make_inputs(api.get_inputs, seed + 1, device)
-            reference(*inputs)  # its lazy initialization, outside the ranges
+            reference(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))  # lazy init, outside the ranges
             synchronize(device)
-            flush()
-            synchronize(device)
-            push(REFERENCE_RANGE)
-            push(CANDIDATE_RANGE)
-            reference(*inputs)
-            synchronize(device)
-            pop()
-            pop()
+            for call in range(args.reference_calls):
+                inputs = make_inputs(api.get_inputs, seed + 1 + call, device)
+                flush()
+                synchronize(device)
+                push(f"{CALL_RANGE_PREFIX}{call}")
+                push(REFERENCE_RANGE)
+                push(CANDIDATE_RANGE)
+                reference(*inputs)
+                synchronize(device)
+                pop()
+                pop()
+                pop()
+                del inputs
     # what the confirmation's cost line shows (measure.confirm): the rest of its time is ncu's own
     print(f"{TIMELINE_PREFIX}{args.calls} calls after a warm-up; loaded at {loaded_s:.2f} s, calls done at "
           f"{profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)

@@ -432,6 +432,92 @@ def test_the_reference_census_call_is_left_out_of_the_record_and_named_apart():
     assert record.candidate_kernels == [OWN_STYLE_KERNEL] and record.reference_kernels == [ATEN_KERNEL]
 
 
+def _reference_call(i):
+    return f"<default domain>:profiler_agent call {i}:<default domain>:profiler_agent reference:<default domain>:candidate"
+
+
+LAYER_NORM_KERNEL = "void at::native::vectorized_layer_norm_kernel<float, float>(int, float, const T1 *, T1 *)"
+
+
+def test_the_reference_record_is_taken_from_its_calls_in_the_same_profile():
+    candidate = [(_call(i), OWN_STYLE_KERNEL, 5600 + i) for i in range(3)]
+    reference = [(_reference_call(i), kernel, ns) for i, first in enumerate((9000, 9400, 9100))
+                 for kernel, ns in ((ATEN_KERNEL, first), (LAYER_NORM_KERNEL, 2000))]
+    whole = _table(candidate + reference)
+    record = confirm.kernel_record(whole, calls=3, launch_cap=300, reference_calls=3, total_cap=400)
+    assert record.kernel_ms == pytest.approx(5601e-6)  # the candidate's record leaves the reference out
+    assert record.reference_kernel_ms == pytest.approx(11100e-6)  # median of 11000, 11400, 11100 ns
+    assert record.reference_kernels == [ATEN_KERNEL, LAYER_NORM_KERNEL]
+    # a reference call cut short or missing, the launch count reached, or no call ranges: no record
+    cut = _table(candidate + reference[:-1])
+    assert confirm.kernel_record(cut, calls=3, launch_cap=300, reference_calls=3, total_cap=8).reference_kernel_ms is None
+    missing = _table(candidate + reference[:-2])
+    assert confirm.kernel_record(missing, 3, 300, reference_calls=3, total_cap=400).reference_kernel_ms is None
+    assert confirm.kernel_record(whole, 3, 300, reference_calls=3, total_cap=9).reference_kernel_ms is None
+    census_only = _table(candidate + [(REFERENCE_STACK, ATEN_KERNEL, 9000)])
+    assert confirm.kernel_record(census_only, 3, 300, reference_calls=1, total_cap=400).reference_kernel_ms is None
+    assert confirm.kernel_record(whole, 3, 300).reference_kernel_ms is None  # not asked for
+
+
+def _ranked(record, reference_ms, candidate_ms, outside=None):
+    outside = reference_ms if outside is None else outside
+    result = _passed_result(reference_ms, candidate_ms)
+    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(candidate_ms, reference_ms, record, "", outside, "")))
+    schema.validate_result(result)
+    return result
+
+
+def test_no_speedup_is_ranked_above_the_kernel_record_of_both_models():
+    # lb-add-layernorm on the H100 (session 10): the candidate read 5.50 us for 5.57 us of kernels, the
+    # reference 11.14 us for 11.1; timed speedup 2.025 against the profile's 11.1 / 5.57
+    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    result = _ranked(record, 0.01114, 0.0055)
+    timing, confirmation = result["timing"], result["timing"]["confirmation"]
+    assert confirmation["confirmed"] is True and confirmation["ranked_at_kernel_ms"] is True
+    assert confirmation["kernel_speedup"] == pytest.approx(0.0111 / 0.00557)
+    assert timing["speedup"] == pytest.approx(0.0111 / 0.00557)
+    assert timing["candidate"]["median_ms"] == pytest.approx(0.01114 * 0.00557 / 0.0111)
+    assert confirmation["reported_ms"] == 0.0055 and timing["reference"]["median_ms"] == 0.01114
+    assert result["metrics"]["bandwidth_gbs"] == pytest.approx(4_000_000 / (timing["candidate"]["median_ms"] * 1e-3) / 1e9)
+    assert "above the kernels' record of both models" in result["logs"]["stderr"]
+
+
+def test_the_kernel_ratio_is_clock_free_where_an_absolute_floor_was_not():
+    # lb-mlp-gelu on the H100 (session 10): timed 45.18 / 39.46 us (1.145) for a true 1.133, but its
+    # profile ran slower: records of 42.1 (candidate) and, at the same clock, 47.7 (reference). The
+    # floor at the candidate's record alone ranked it 1.072; the ratio of the records, 1.133.
+    record = confirm.KernelRecord(kernel_ms=0.0421, calls=3, capped=False, reference_kernel_ms=0.0477)
+    result = _ranked(record, 0.04518, 0.03946)
+    assert result["timing"]["speedup"] == pytest.approx(0.0477 / 0.0421)
+    without_reference = confirm.KernelRecord(kernel_ms=0.0421, calls=3, capped=False)
+    assert _ranked(without_reference, 0.04518, 0.03946)["timing"]["speedup"] == pytest.approx(0.04518 / 0.0421)
+
+
+def test_a_speedup_under_the_kernel_record_is_left_as_timed():
+    # lb-add-layernorm judged right after its compile: 1.961 timed, under the profile's 1.99
+    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    for reference_ms, candidate_ms in ((0.01059, 0.0054), (0.0111, 0.00557), (0.0199, 0.0100)):
+        result = _ranked(record, reference_ms, candidate_ms)
+        assert result["timing"]["candidate"]["median_ms"] == candidate_ms
+        assert result["timing"]["speedup"] == pytest.approx(reference_ms / candidate_ms)
+        assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
+
+
+def test_forged_records_can_only_lower_a_speedup():
+    # the records come from a process that runs submission code: a candidate that hides its kernels
+    # from the profiled range (a tiny record) or slows the reference there (a big one) raises the
+    # ratio, which only caps the timed speedup: it is left as timed
+    for forged in (confirm.KernelRecord(kernel_ms=1e-6, calls=3, capped=False, reference_kernel_ms=0.0111),
+                   confirm.KernelRecord(kernel_ms=0.0050, calls=3, capped=False, reference_kernel_ms=1.0)):
+        result = _ranked(forged, 0.0111, 0.0055)
+        assert result["timing"]["speedup"] == pytest.approx(0.0111 / 0.0055)
+    # a timed speedup far past the ratio, with the candidate under its record by more than the
+    # tolerance, is not believed: flagged, figures left as reported (out of the standings)
+    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    result = _ranked(record, 0.0111, 0.00557 / 3)
+    assert "timing_unconfirmed" in result["flags"] and result["timing"]["candidate"]["median_ms"] == 0.00557 / 3
+
+
 @pytest.mark.parametrize("loaded_native, kernel, custom", [
     (True, OWN_STYLE_KERNEL, True),  # a kernel the reference did not launch and no library owns
     (True, ATEN_KERNEL, False),  # the reference's own ATen kernel: nothing custom
