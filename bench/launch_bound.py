@@ -84,6 +84,10 @@ def summary(result: dict, seconds: float) -> dict:
         "candidate_batched_ms": side("candidate").get("batched_ms"),
         "reference_drift": drift_of(samples.get("reference") or []),
         "candidate_drift": drift_of(samples.get("candidate") or []),
+        # the confirmation's figures: the judged process's candidate median, the kernels' ratio
+        "candidate_reported_ms": (timing.get("confirmation") or {}).get("reported_ms"),
+        "kernel_speedup": (timing.get("confirmation") or {}).get("kernel_speedup"),
+        "ranked_at_kernel_ms": (timing.get("confirmation") or {}).get("ranked_at_kernel_ms"),
         "durations_s": result.get("durations_s"),
         "stages": stage_line(result),
         "wall_s": seconds,
