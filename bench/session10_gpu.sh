@@ -5,7 +5,10 @@
 #   right after a compile and the one after it (drift --repeats 2).
 # PART=integrity (~9 min): bench/integrity_gpu.py (truth in call state), then the DS1 convolution
 #   sample judged alone (its peak follows cuDNN's TF32 switch since session 9).
-#   PART=truth bash bench/session10_gpu.sh;  PART=integrity bash bench/session10_gpu.sh
+# PART=cost (~9 min): item 12's median warm judging again (the confirmation now profiles three reference
+#   calls), bench/judging_cost.py --gap 5 over every bench bundle, then item 10's cold compile
+#   (bench/compile_time.py --only judged: "compile s" is what a judging reports).
+#   PART=truth bash bench/session10_gpu.sh;  PART=integrity ...;  PART=cost ...
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the bench/ scripts import profiler_agent
@@ -25,4 +28,7 @@ elif [ "$PART" = integrity ]; then
   python -m profiler_agent judge "$OUT/ds1/gpucodeforces-DS1/samples/PDRSLU" --device cuda \
     --json "$OUT/conv.json" 2>&1 | tail -25 | cut -c1-300
   python -c "import json; r=json.load(open('$OUT/conv.json')); print({k: r[k] for k in ('status','flags')}, r['metrics'], r['device'].get('peak_tflops'))"
+elif [ "$PART" = cost ]; then
+  timeout 400 python bench/judging_cost.py --cache-dir bench/.cache/cost --gap 5 2>&1 | tee "$OUT/cost-warm.log" | tail -30
+  timeout 170 python bench/compile_time.py --only judged 2>&1 | tee "$OUT/cold-compile.log" | tail -8
 fi
