@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
 
-from profiler_agent.sandbox import cgroup, privileges, reaper
+from profiler_agent.sandbox import cgroup, privileges, reaper, zygote
 from profiler_agent.sandbox.memwatch import MemoryExceeded, MemoryWatchdog
 from profiler_agent.sandbox.phases import Clock, MessageSplitter
 from profiler_agent.sandbox.logcap import read_capped
@@ -30,9 +30,17 @@ _live_runs: set[int] = set()
 _live_runs_lock = threading.Lock()
 
 
+_spared_always: set[int] = set()  # the agent's own helpers started as children (sandbox.zygote)
+
+
 def live_runs() -> set[int]:
     with _live_runs_lock:
-        return set(_live_runs)
+        return set(_live_runs) | _spared_always
+
+
+def spare_always(pid: int) -> None:
+    with _live_runs_lock:
+        _spared_always.add(pid)
 
 
 @dataclass(frozen=True)
@@ -100,24 +108,51 @@ def _uid_tasks(uid: int) -> int:
     return count
 
 
-def _limiter(limits: Limits, wall_s: float, user: privileges.SandboxUser | None, cgroup_procs: str | None):
+def limit_figures(limits: Limits, wall_s: float, user: privileges.SandboxUser | None,
+                  cgroup_procs: str | None) -> dict:
+    """What apply_limits applies in the child, worked out in the agent (JSON: the zygote gets it too)."""
     nproc = _uid_tasks(user.uid if user else os.getuid()) + limits.extra_processes
     cpu = limits.cpu_s or int(wall_s * (os.cpu_count() or 1)) + 10
+    return {"cgroup_procs": cgroup_procs, "user": [user.uid, user.gid] if user else None,
+            "rlimits": {"RLIMIT_NPROC": nproc, "RLIMIT_FSIZE": limits.file_size_bytes, "RLIMIT_CPU": cpu,
+                        "RLIMIT_CORE": 0}}
+
+
+def apply_limits(figures: dict, parent: int) -> None:
+    """In the child, before the command runs (between fork and exec, or in a fork of the zygote)."""
+    if figures["cgroup_procs"] is not None:
+        cgroup.join(figures["cgroup_procs"])  # first, while still privileged enough to write there
+    if figures["user"]:
+        privileges.drop_to(privileges.SandboxUser(*figures["user"]))
+    if not reaper.die_with_parent(parent):  # a killed agent leaves no judged process behind
+        os._exit(70)
+    for name, value in figures["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _start(command: list[str], *, cwd: Path, env: dict[str, str], stdout, stderr, pass_fds: tuple[int, ...],
+           figures: dict):
+    """The run's process: a fork of the zygote (sandbox.zygote) for `python -m` commands where it
+    runs, else fork and exec. Either way apply_limits runs in it first."""
+    parsed = zygote.module_of(command)
+    forks = zygote.shared() if parsed else None
+    if forks is not None:
+        stderr_fd = stdout.fileno() if stderr == subprocess.STDOUT else stderr.fileno()
+        fds = {1: stdout.fileno(), 2: stderr_fd, **{fd: fd for fd in pass_fds}}
+        return forks.spawn(*parsed, cwd=str(cwd), env=env, fds=fds, limits=figures)
     parent = os.getpid()
-
-    def apply() -> None:  # runs in the child between fork and exec
-        if cgroup_procs is not None:
-            cgroup.join(cgroup_procs)  # first, while still privileged enough to write there
-        if user is not None:
-            privileges.drop_to(user)
-        if not reaper.die_with_parent(parent):  # a killed agent leaves no judged process behind
-            os._exit(70)
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        pass_fds=pass_fds,
+        start_new_session=True,  # own session and process group: one killpg ends it all
+        close_fds=True,
+        preexec_fn=lambda: apply_limits(figures, parent),
+    )
 
 
 @dataclass
@@ -234,6 +269,8 @@ def run_sandboxed(
         read_fd, write_fd = os.pipe()
         command = [*command, "--result-fd", str(write_fd)]
     reaper.become_subreaper()
+    if zygote.module_of(command):
+        zygote.shared()  # started before the spared set is taken (and spared by every run: live_runs)
     spared = reaper.children_of(os.getpid())
     marker = secrets.token_hex(8)
     env = {**env, reaper.MARKER_ENV: marker}
@@ -250,18 +287,9 @@ def run_sandboxed(
 
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=subprocess.STDOUT if merge_stderr else err,
-                pass_fds=(write_fd,) if result_pipe else (),
-                start_new_session=True,  # own session and process group: one killpg ends it all
-                close_fds=True,
-                preexec_fn=_limiter(limits, wall_limit_s, user, judged_cgroup and judged_cgroup.procs_file),
-            )
+            proc = _start(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT if merge_stderr else err,
+                          pass_fds=(write_fd,) if result_pipe else (),
+                          figures=limit_figures(limits, wall_limit_s, user, judged_cgroup and judged_cgroup.procs_file))
         except BaseException:
             if judged_cgroup is not None:
                 judged_cgroup.remove()

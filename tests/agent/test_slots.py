@@ -11,6 +11,7 @@ from profiler_agent.bundles.bundle import open_bundle
 from profiler_agent.harness import slots, wire
 from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle, judge_candidate, snapshot_sources
 from profiler_agent.harness.wire import file_name
+from profiler_agent.sandbox import zygote
 from tests.agent.conftest import EXAMPLES
 
 
@@ -38,7 +39,9 @@ def judged(bundle_name: str, tmp_path: Path, options: JudgeOptions) -> dict:
 
 
 def waiting_children(module: str) -> list[int]:
-    """This process's children running `python -m module` (sandboxed: their own sessions)."""
+    """This process's children running `python -m module` (sandboxed: their own sessions), or its
+    zygote's (sandbox.zygote: the agent's forks of one torch import)."""
+    parents = {os.getpid()} | ({zygote._zygote.process.pid} if zygote._zygote is not None else set())
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -50,7 +53,7 @@ def waiting_children(module: str) -> list[int]:
                 command = f.read().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid() and module.encode() in command:
+        if parent in parents and module.encode() in command:
             found.append(int(entry))
     return found
 

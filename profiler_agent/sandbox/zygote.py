@@ -1,0 +1,390 @@
+"""A process that imports torch once and forks the sandbox's Python commands from it.
+
+Every judging starts Python processes that import torch (the judged process, the verifier, the
+self-test, the trusted check): 1.2-5.7 s of CPU each, most of a cached judging's cost on a CPU host and
+about 46% of the test suite's CPU (docs/performance.md). The agent starts this process once
+(`python -m profiler_agent.sandbox.zygote`, an allowlisted environment: no agent secret is in its
+memory), it imports torch and waits; a command `[python, -m, module, args...]` is then a fork of it
+that applies exactly what `sandbox.process` applies between fork and exec (its own session, the
+run's cgroup, the sandbox uid, death with its parent, rlimits), takes the run's files as its
+stdin/stdout/stderr and pass_fds, its environment and cwd, and runs the module as `__main__`.
+
+Only the agent can ask for a fork: the request channel is one end of a socketpair the agent made
+(no path to connect to), and a forked command closes every descriptor it was not given. The zygote
+never makes a CUDA context (importing torch does not), so its forks may. It dies with the agent.
+When a fork ends, the zygote reaps it and writes its wait status to the exit pipe the agent gave with
+the request; the agent side (`ZygoteProcess`) reads it as `subprocess.Popen` reads waitpid.
+PROFILER_AGENT_ZYGOTE=0 turns it off (plain fork and exec).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+
+ZYGOTE_ENV = "PROFILER_AGENT_ZYGOTE"
+PRELOAD = ("torch",)
+MAX_REQUEST_BYTES = 1 << 20
+MAX_FDS = 16
+# Room in the zygote's argument and environment areas, which a fork overwrites with its own command
+# and environment: /proc/<pid>/cmdline and environ then read as an exec'd process's would (the
+# sweep finds a run's processes by the marker in their environment: sandbox.reaper).
+ROOM_BYTES = 64 * 1024
+PAD_ENV = "PROFILER_AGENT_ZYGOTE_ROOM"
+STATUS = struct.Struct("=i")
+SET_UP_TIMEOUT_S = 10.0
+
+
+def enabled() -> bool:
+    return os.environ.get(ZYGOTE_ENV, "1") != "0" and sys.platform.startswith("linux")
+
+
+def module_of(command: list[str]) -> tuple[str, list[str]] | None:
+    """(module, args) of a command the zygote can run: this interpreter with `-m module`."""
+    if len(command) >= 3 and command[0] == sys.executable and command[1] == "-m":
+        return command[2], command[3:]
+    return None
+
+
+# --- the agent's side ------------------------------------------------------------------------------
+
+class ZygoteProcess:
+    """A fork of the zygote, as much of subprocess.Popen as sandbox.process uses."""
+
+    def __init__(self, pid: int, stdin, exit_fd: int) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.returncode: int | None = None
+        self._exit_fd = exit_fd
+
+    def _status(self, timeout: float | None) -> bool:
+        if self.returncode is not None:
+            return True
+        ready, _, _ = select.select([self._exit_fd], [], [], timeout)
+        if not ready:
+            return False
+        data = os.read(self._exit_fd, STATUS.size)
+        os.close(self._exit_fd)
+        # the zygote wrote the wait status; nothing written: it died, and the fork with it
+        status = STATUS.unpack(data)[0] if len(data) == STATUS.size else -signal.SIGKILL
+        self.returncode = os.waitstatus_to_exitcode(status) if len(data) == STATUS.size else status
+        return True
+
+    def poll(self) -> int | None:
+        self._status(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._status(timeout):
+            raise subprocess.TimeoutExpired(f"zygote fork {self.pid}", timeout)
+        return self.returncode
+
+
+class Zygote:
+    """The agent's handle on its zygote: started on first use, one per agent process."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._socket = ours
+        self._lock = threading.Lock()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "profiler_agent.sandbox.zygote", str(theirs.fileno()), str(os.getpid()),
+             " " * ROOM_BYTES],
+            env={**env, PAD_ENV: " " * ROOM_BYTES}, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
+            close_fds=True)
+        theirs.close()
+        ready = self._socket.recv(64)  # torch imported
+        if ready != b"ready":
+            raise OSError(f"the zygote did not start ({ready!r})")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def spawn(self, module: str, args: list[str], *, cwd: str, env: dict[str, str], fds: dict[int, int],
+              limits: dict) -> ZygoteProcess:
+        """Fork `python -m module args` with these descriptors (target number -> ours), limits
+        (sandbox.process._limiter's figures). Its stdin is a new pipe, returned as `.stdin`."""
+        stdin_read, stdin_write = os.pipe()
+        exit_read, exit_write = os.pipe()
+        try:
+            targets = sorted(fds)
+            request = json.dumps({"module": module, "args": args, "cwd": cwd, "env": env,
+                                  "targets": [0, *targets], "limits": limits}).encode()
+            with self._lock:
+                socket.send_fds(self._socket, [request], [exit_write, stdin_read, *(fds[t] for t in targets)])
+                reply = json.loads(self._socket.recv(4096) or b"{}")
+        finally:
+            os.close(stdin_read)
+            os.close(exit_write)
+        if not isinstance(reply.get("pid"), int):
+            os.close(stdin_write)
+            os.close(exit_read)
+            raise OSError(f"the zygote could not fork: {reply.get('error', 'no answer')}")
+        return ZygoteProcess(reply["pid"], os.fdopen(stdin_write, "wb"), exit_read)
+
+
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def shared() -> Zygote | None:
+    """This agent process's zygote, started on first use (and again if it died); None when off or
+    it could not start (commands are then forked and exec'd)."""
+    global _zygote
+    if not enabled():
+        return None
+    with _zygote_lock:
+        if _zygote is None or not _zygote.alive():
+            import tempfile
+            from pathlib import Path
+
+            from profiler_agent.sandbox import child_env, process
+
+            home = Path(tempfile.mkdtemp(prefix="profiler-agent-zygote-"))
+            # the allowlist: nothing of the agent's secrets, and no run's marker (sandbox.reaper)
+            _zygote = _start_from_a_lasting_thread(child_env.child_env(home, home, None))
+            if _zygote is None:
+                return None
+            process.spare_always(_zygote.process.pid)  # no run's sweep may take it for one of its own
+        return _zygote
+
+
+def _start_from_a_lasting_thread(env: dict[str, str]) -> Zygote | None:
+    """The zygote dies with its parent (PR_SET_PDEATHSIG), and for the kernel its parent is the
+    thread that started it: a run's thread ends with the run. So a thread that lasts as long as the
+    agent starts it."""
+    started: list = []
+    done = threading.Event()
+
+    def keeper() -> None:
+        try:
+            started.append(Zygote(env))
+        except OSError as exc:
+            print(f"[profiler_agent] zygote: not used: {exc}", file=sys.stderr)
+        done.set()
+        threading.Event().wait()  # never returns: the zygote's parent thread must outlive it
+
+    threading.Thread(target=keeper, name="profiler-agent-zygote", daemon=True).start()
+    done.wait()
+    return started[0] if started else None
+
+
+# --- the zygote's side -----------------------------------------------------------------------------
+
+def _install_fds(received: list[int], targets: list[int], set_up_fd: int) -> int:
+    """Put received[i] at targets[i] and close every other descriptor (the zygote's channel too)
+    but the set-up pipe, which is returned at its new number (close-on-exec)."""
+    import fcntl
+
+    clear = max(1024, *targets) + 1  # above every target number
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, clear) for fd in received]
+    set_up = fcntl.fcntl(set_up_fd, fcntl.F_DUPFD_CLOEXEC, clear)
+    for fd, target in zip(moved, targets):
+        os.dup2(fd, target, inheritable=True)
+    keep = {*targets, set_up}
+    for fd in _open_fds():
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    return set_up
+
+
+def _open_fds() -> list[int]:
+    return [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
+
+
+def _run_fork(request: dict, received: list[int], zygote_pid: int) -> None:
+    """In the fork: become the run's process, run the module, exit. Never returns."""
+    code = 70
+    try:
+        from profiler_agent.sandbox import process
+
+        os.setsid()
+        for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(number, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(-1)
+        request["set_up_fd"] = _install_fds(received, request["targets"], request["set_up_fd"])
+        os.chdir(request["cwd"])
+        process.apply_limits(request["limits"], zygote_pid)
+        _become(request)
+        _show_as(request)
+        os.write(request["set_up_fd"], b"1")
+        os.close(request["set_up_fd"])
+        code = _run_module(request["module"], request["args"])
+    except BaseException:  # noqa: BLE001  (a fork must never return into the zygote's loop)
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _become(request: dict) -> None:
+    """The interpreter state a fresh `python -m` with this environment and cwd would have."""
+    import io
+    import tempfile
+
+    env = request["env"]
+    os.environ.clear()  # unsets every variable the zygote started with, the room's among them
+    os.environ.update(env)
+    tempfile.tempdir = None
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+                                 errors="replace")
+    for number, name in ((1, "stdout"), (2, "stderr")):
+        raw = io.FileIO(number, "w", closefd=False)
+        stream = io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw), encoding="utf-8",
+                                  errors="backslashreplace", write_through=unbuffered, line_buffering=not unbuffered)
+        setattr(sys, name, stream)
+    base = [p for p in sys.path[1:] if p not in _STARTED_PYTHONPATH]
+    sys.path[:] = [request["cwd"], *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), *base]
+
+
+def _areas() -> tuple[tuple[int, int], tuple[int, int]]:
+    """(arg_start, arg_end), (env_start, env_end) of this process, from /proc/self/stat."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields after the command: state is number 3 of proc(5); arg_start is 48, env_end 51
+    arg_start, arg_end, env_start, env_end = (int(fields[i - 3]) for i in (48, 49, 50, 51))
+    return (arg_start, arg_end), (env_start, env_end)
+
+
+def _overwrite(area: tuple[int, int], strings: list[str]) -> None:
+    import ctypes
+
+    start, end = area
+    data = b"".join(text.encode("utf-8", "surrogateescape") + b"\0" for text in strings)
+    data = data[:end - start - 1] if len(data) >= end - start else data
+    ctypes.memmove(start, data + b"\0" * (end - start - len(data)), end - start)
+
+
+def _show_as(request: dict) -> None:
+    """Its command line and environment where /proc shows them, in the room the zygote left. The
+    C environment no longer points there: os.environ.clear() unset every original variable."""
+    args_area, env_area = _areas()
+    _overwrite(args_area, [sys.executable, "-m", request["module"], *request["args"]])
+    _overwrite(env_area, [f"{key}={value}" for key, value in request["env"].items()])
+
+
+def _run_module(module: str, args: list[str]) -> int:
+    import atexit
+    import runpy
+
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001  (as the interpreter: the traceback, exit 1)
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    atexit._run_exitfuncs()
+    return code
+
+
+_STARTED_PYTHONPATH: set[str] = set()
+
+
+def serve(channel: socket.socket, agent_pid: int) -> None:
+    from profiler_agent.sandbox import reaper
+
+    if not reaper.die_with_parent(agent_pid):
+        return
+    _STARTED_PYTHONPATH.update([sys.path[0], *os.environ.get("PYTHONPATH", "").split(os.pathsep)])
+    for name in PRELOAD:
+        __import__(name)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_write)
+    exits: dict[int, int] = {}  # fork pid -> the write end of its exit pipe
+    channel.send(b"ready")
+    while True:
+        ready, _, _ = select.select([channel, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            os.read(wake_read, 4096)
+        _reap(exits)
+        if channel not in ready:
+            continue
+        try:
+            message, fds, _flags, _address = socket.recv_fds(channel, MAX_REQUEST_BYTES, MAX_FDS)
+        except OSError:
+            return
+        if not message:  # the agent closed its end
+            return
+        try:
+            request = json.loads(message)
+            exit_write, received = fds[0], fds[1:]
+            if len(received) != len(request["targets"]):
+                raise ValueError("descriptors and targets differ in number")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            for fd in fds:
+                os.close(fd)
+            channel.send(json.dumps({"error": f"bad request: {exc}"}).encode())
+            continue
+        set_up_read, set_up_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            for fd in (wake_read, wake_write, exit_write, set_up_read):
+                os.close(fd)
+            request["set_up_fd"] = set_up_write
+            _run_fork(request, received, os.getppid())
+        for fd in (*received, set_up_write):
+            os.close(fd)
+        # as Popen returns once its child has exec'd: the fork is the run's process (its session,
+        # limits, files, /proc's command line) before the agent hears of it; EOF if it failed first
+        select.select([set_up_read], [], [], SET_UP_TIMEOUT_S)
+        os.close(set_up_read)
+        exits[pid] = exit_write
+        channel.send(json.dumps({"pid": pid}).encode())
+
+
+def _reap(exits: dict[int, int]) -> None:
+    while exits:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = exits.pop(pid, None)
+        if fd is not None:
+            try:
+                os.write(fd, STATUS.pack(status))
+            except OSError:
+                pass
+            os.close(fd)
+
+
+def main() -> None:
+    channel = socket.socket(fileno=int(sys.argv[1]))
+    serve(channel, int(sys.argv[2]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The zygote (profiler_agent.sandbox.zygote): a `python -m` command run by the sandbox is a fork of
+one process that imported torch once, and is otherwise the run's process as fork and exec made it."""
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from profiler_agent.sandbox import child_env, process, reaper, zygote
+
+PROBE = textwrap.dedent('''
+    import json, os, resource, sys
+    def is_open(fd):
+        try:
+            os.fstat(fd)
+            return True
+        except OSError:
+            return False
+    preloaded = "torch" in sys.modules  # before this module imports anything heavy
+    report = {
+        "preloaded": preloaded, "argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": sys.stdin.read(),
+        "token": os.environ.get("AGENT_TOKEN"), "own": os.environ.get("OWN"),
+        "fds": [fd for fd in range(4096) if is_open(fd)],
+        "cpu_limit": resource.getrlimit(resource.RLIMIT_CPU)[0],
+        "session_leader": os.getsid(0) == os.getpid(),
+        "cmdline": open("/proc/self/cmdline", "rb").read().rstrip(b"\\0").decode().split("\\0"),
+        "environ_has_marker": b"MARKER_ENV=" in open("/proc/self/environ", "rb").read(),
+    }
+    os.write(int(sys.argv[sys.argv.index("--result-fd") + 1]), json.dumps(report).encode())
+    print("done", flush=True)
+    sys.exit(7)
+'''.replace("MARKER_ENV", reaper.MARKER_ENV))
+
+
+def _run(tmp_path: Path, name: str, **kwargs) -> process.SandboxRun:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "probe.py").write_text(PROBE)
+    env = child_env.child_env(folder, folder, None)
+    env.update(OWN="run's own", PYTHONPATH=f"{folder}{os.pathsep}{env['PYTHONPATH']}")
+    return process.run_sandboxed([sys.executable, "-m", "probe", "an argument"], cwd=folder, env=env,
+                                 timeout_s=60, logs_dir=folder / "logs", stdin_data=b"its input",
+                                 result_pipe=True, **kwargs)
+
+
+def test_a_python_command_is_a_fork_of_the_zygote_and_the_runs_own_process(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("AGENT_TOKEN", "secret of the agent")  # never in the zygote's environment
+    run = _run(tmp_path, "first", limits=process.Limits(cpu_s=77))
+    assert run.exit_code == 7 and run.stdout == "done\n", run.stderr
+    report = json.loads(run.report)
+    assert report["preloaded"] is True  # torch came with the fork: no import of its own
+    assert report["argv"] == ["an argument", "--result-fd", report["argv"][-1]]
+    assert report["cwd"] == str(tmp_path / "first") and report["stdin"] == "its input"
+    assert report["token"] is None and report["own"] == "run's own"
+    # its files and nothing else: no end of the zygote's channel, no pipe of another run
+    assert report["fds"] == [0, 1, 2, int(report["argv"][-1])]
+    assert report["cpu_limit"] == 77 and report["session_leader"] is True
+    # /proc shows it as the command it runs, with its run's marker (what the sweep looks for)
+    assert report["cmdline"] == [sys.executable, "-m", "probe", *report["argv"]]
+    assert report["environ_has_marker"] is True
+    shared = zygote.shared()
+    assert shared is not None and shared.alive() and shared.process.pid in process.live_runs()
+    second = _run(tmp_path, "second")
+    assert second.exit_code == 7 and json.loads(second.report)["preloaded"] is True
+    assert zygote.shared() is shared  # one per agent process
+
+
+def test_off_it_is_fork_and_exec(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv(zygote.ZYGOTE_ENV, "0")
+    run = _run(tmp_path, "plain")
+    assert run.exit_code == 7
+    report = json.loads(run.report)
+    assert report["preloaded"] is False and report["cmdline"][2:4] == ["probe", "an argument"]
+
+
+def test_a_run_killed_on_timeout_ends_and_the_zygote_stays(tmp_path):
+    folder = tmp_path / "sleeper"
+    folder.mkdir()
+    (folder / "sleeper.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(300)\n")
+    env = child_env.child_env(folder, folder, None)
+    env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+    run = process.run_sandboxed([sys.executable, "-m", "sleeper"], cwd=folder, env=env, timeout_s=1.5,
+                                logs_dir=folder / "logs")
+    assert run.timed_out and run.stdout == "up\n"
+    shared = zygote.shared()
+    assert shared is not None and shared.alive()
+
+
+@pytest.mark.parametrize("command", [["python3", "-m", "x"], [sys.executable, "x.py"], [sys.executable, "-c", "1"]])
+def test_only_this_interpreters_module_commands_go_to_the_zygote(command):
+    assert zygote.module_of(command) is None
+    assert zygote.module_of([sys.executable, "-m", "mod", "a"]) == ("mod", ["a"])
