@@ -8,7 +8,9 @@
 # PART=cost (~9 min): item 12's median warm judging again (the confirmation now profiles three reference
 #   calls), bench/judging_cost.py --gap 5 over every bench bundle, then item 10's cold compile
 #   (bench/compile_time.py --only judged: "compile s" is what a judging reports).
-#   PART=truth bash bench/session10_gpu.sh;  PART=integrity ...;  PART=cost ...
+# PART=zygote (~9 min): the sandbox's zygote on the GPU: the GPU tests and the zygote's tests, then the
+#   integrity bench again (every judged process, verifier, check and self-test now a fork of it).
+#   PART=truth bash bench/session10_gpu.sh;  PART=integrity ...;  PART=cost ...;  PART=zygote ...
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the bench/ scripts import profiler_agent
@@ -28,6 +30,11 @@ elif [ "$PART" = integrity ]; then
   python -m profiler_agent judge "$OUT/ds1/gpucodeforces-DS1/samples/PDRSLU" --device cuda \
     --json "$OUT/conv.json" 2>&1 | tail -25 | cut -c1-300
   python -c "import json; r=json.load(open('$OUT/conv.json')); print({k: r[k] for k in ('status','flags')}, r['metrics'], r['device'].get('peak_tflops'))"
+elif [ "$PART" = zygote ]; then
+  python -m pytest -q -p no:cacheprovider tests/agent/test_zygote.py tests/agent/test_slots_gpu.py \
+    tests/agent/test_timing_gpu.py 2>&1 | tail -4 | tee "$OUT/gpu-tests.log"
+  python bench/integrity_gpu.py --out "$OUT/integrity" --deadline 440 2>&1 | tee "$OUT/integrity.log" \
+    | grep -E '^\|| median|OK|UNEXPECTED' | cut -c1-300
 elif [ "$PART" = cost ]; then
   # session 7's set (every bench bundle of then: adv-*, dispatch-cpu, lb-*, and the example); the ds-*
   # dataset bundles added since are judged with inputs of 134-537 MB and were cut by the timeout here

@@ -317,6 +317,11 @@ def serve(channel: socket.socket, agent_pid: int) -> None:
     _STARTED_PYTHONPATH.update([sys.path[0], *os.environ.get("PYTHONPATH", "").split(os.pathsep)])
     for name in PRELOAD:
         __import__(name)
+    import warnings
+
+    # Python 3.12 warns at every fork of a process with a thread besides the caller's: torch's import
+    # may leave OpenMP's; a fork runs on with its own (checked: OpenMP work in forks, tests/agent/test_zygote.py)
+    warnings.filterwarnings("ignore", message=".*multi-threaded.*fork", category=DeprecationWarning)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)

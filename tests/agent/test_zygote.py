@@ -96,3 +96,31 @@ def test_a_run_killed_on_timeout_ends_and_the_zygote_stays(tmp_path):
 def test_only_this_interpreters_module_commands_go_to_the_zygote(command):
     assert zygote.module_of(command) is None
     assert zygote.module_of([sys.executable, "-m", "mod", "a"]) == ("mod", ["a"])
+
+
+def test_a_fork_of_a_zygote_whose_torch_started_openmp_threads_runs_parallel_work(tmp_path):
+    """Without OMP_NUM_THREADS torch's import can leave an OpenMP thread in the zygote; a fork has
+    only the forking thread, and must still run torch's parallel work (no hang, right result)."""
+    folder = tmp_path / "omp"
+    folder.mkdir()
+    (folder / "parallel.py").write_text(textwrap.dedent('''
+        import sys, torch
+        torch.set_num_threads(2)
+        a = torch.arange(1_000_000, dtype=torch.float64)
+        sys.stdout.write(f"{float(a.sum())} {torch.get_num_threads()}\\n")
+    '''))
+    env = child_env.child_env(folder, folder, None)
+    env.pop("OMP_NUM_THREADS", None)
+    own = zygote.Zygote(env)
+    try:
+        out = open(folder / "out.txt", "wb")
+        env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+        limits = process.limit_figures(process.Limits(), 60, None, None)
+        fork = own.spawn("parallel", [], cwd=str(folder), env=env, fds={1: out.fileno(), 2: out.fileno()}, limits=limits)
+        fork.stdin.close()
+        assert fork.wait(timeout=60) == 0
+        out.close()
+        assert (folder / "out.txt").read_text() == f"{float(sum(range(1_000_000)))} 2\n"
+    finally:
+        own.process.kill()
+        own.process.wait()
