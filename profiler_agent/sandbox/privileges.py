@@ -58,6 +58,14 @@ def make_undumpable() -> bool:
         return False
 
 
+def set_dumpable() -> bool:
+    """Back to the default an exec gives (a fork of the undumpable zygote: sandbox.zygote)."""
+    try:
+        return _libc().prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def drop_to(user: SandboxUser) -> None:
     """In the child before exec: leave the network, then become `user` for good."""
     _libc().unshare(CLONE_NEWNET)  # best effort: without it the uid switch still holds

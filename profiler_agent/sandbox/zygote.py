@@ -206,7 +206,7 @@ def _run_fork(request: dict, received: list[int], zygote_pid: int) -> None:
     """In the fork: become the run's process, run the module, exit. Never returns."""
     code = 70
     try:
-        from profiler_agent.sandbox import process
+        from profiler_agent.sandbox import privileges, process
 
         os.setsid()
         for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
@@ -216,6 +216,7 @@ def _run_fork(request: dict, received: list[int], zygote_pid: int) -> None:
         request["set_up_fd"] = _install_fds(received, request["targets"], request["set_up_fd"])
         os.chdir(request["cwd"])
         process.apply_limits(request["limits"], zygote_pid)
+        privileges.set_dumpable()  # as exec would: the zygote's setting is its own
         _become(request)
         _show_as(request)
         os.write(request["set_up_fd"], b"1")
@@ -310,10 +311,13 @@ _STARTED_PYTHONPATH: set[str] = set()
 
 
 def serve(channel: socket.socket, agent_pid: int) -> None:
-    from profiler_agent.sandbox import reaper
+    from profiler_agent.sandbox import privileges, reaper
 
     if not reaper.die_with_parent(agent_pid):
         return
+    # a fork of the agent's uid (an unprivileged agent) must not ptrace it or read its memory: what
+    # it changed there would be in every later fork, the trusted verifier's included
+    privileges.make_undumpable()
     _STARTED_PYTHONPATH.update([sys.path[0], *os.environ.get("PYTHONPATH", "").split(os.pathsep)])
     for name in PRELOAD:
         __import__(name)

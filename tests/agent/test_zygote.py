@@ -25,6 +25,7 @@ PROBE = textwrap.dedent('''
         "fds": [fd for fd in range(4096) if is_open(fd)],
         "cpu_limit": resource.getrlimit(resource.RLIMIT_CPU)[0],
         "session_leader": os.getsid(0) == os.getpid(),
+        "dumpable": __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0),  # PR_GET_DUMPABLE
         "cmdline": open("/proc/self/cmdline", "rb").read().rstrip(b"\\0").decode().split("\\0"),
         "environ_has_marker": b"MARKER_ENV=" in open("/proc/self/environ", "rb").read(),
     }
@@ -64,6 +65,9 @@ def test_a_python_command_is_a_fork_of_the_zygote_and_the_runs_own_process(tmp_p
     assert report["environ_has_marker"] is True
     shared = zygote.shared()
     assert shared is not None and shared.alive() and shared.process.pid in process.live_runs()
+    # the zygote makes itself undumpable (a fork of its uid must not ptrace it); its forks get back
+    # the default an exec gives
+    assert report["dumpable"] == 1
     second = _run(tmp_path, "second")
     assert second.exit_code == 7 and json.loads(second.report)["preloaded"] is True
     assert zygote.shared() is shared  # one per agent process
