@@ -134,6 +134,18 @@ _zygote: Zygote | None = None
 _zygote_lock = threading.Lock()
 
 
+def _forget_in_child() -> None:
+    """A forked agent (RQ's work-horse) starts its own: its parent's channel is its parent's."""
+    global _zygote, _zygote_lock
+    if _zygote is not None:
+        _zygote._socket.close()
+    _zygote, _zygote_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def shared() -> Zygote | None:
     """This agent process's zygote, started on first use (and again if it died); None when off or
     it could not start (commands are then forked and exec'd)."""

@@ -128,3 +128,28 @@ def test_a_fork_of_a_zygote_whose_torch_started_openmp_threads_runs_parallel_wor
     finally:
         own.process.kill()
         own.process.wait()
+
+
+def test_a_forked_agent_starts_its_own_zygote(tmp_path):
+    """RQ forks a work-horse per job: a horse must not share its parent's request channel."""
+    import json
+
+    parent = zygote.shared()
+    assert parent is not None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the horse: a judging of its own, through a zygote of its own
+        try:
+            os.close(read_end)
+            run = _run(tmp_path, "horse")
+            own = zygote.shared()
+            os.write(write_end, json.dumps({"exit": run.exit_code, "own": own.process.pid}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    seen = json.loads(os.read(read_end, 4096))
+    os.close(read_end)
+    assert seen["exit"] == 7 and seen["own"] != parent.process.pid
+    assert zygote.shared() is parent and parent.alive()  # the parent's own goes on
+    assert _run(tmp_path, "after").exit_code == 7
