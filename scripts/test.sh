@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs what it needs, makes sure Redis answers, then pytest.
 # DATABASE_URL picks the database (SQLite by default; postgres://... for PostgreSQL).
-# PYTEST_WORKERS: how many test processes (pytest-xdist; default two per core, 0 or 1 for none).
+# PYTEST_WORKERS: how many test processes (pytest-xdist; default one per core, 0 or 1 for none).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -16,10 +16,7 @@ export REDIS_URL
 # fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
 # (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do
 # nothing under pytest 9.2 (they rename item._nodeid, which pytest 9.2 no longer reads).
-# two per core: with the zygote (profiler_agent/sandbox/zygote.py) a test spends much of its time
-# waiting on its processes, and a second worker per core fills it (SQLite pass on 2 cores: 8m38s with
-# 2 workers, 7m42s with 4; docs/performance.md)
-workers="${PYTEST_WORKERS:-$(( $(nproc) * 2 ))}"
+workers="${PYTEST_WORKERS:-$(nproc)}"
 parallel=()
 if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
 exec_status=0
