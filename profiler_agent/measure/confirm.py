@@ -104,10 +104,8 @@ def reference_record(reference: list[ncu.KernelLaunch], calls: int, launches: in
         return None
     if any(launch.call is None or launch.duration_ms is None for launch in reference):
         return None
-    sums: dict[int, float] = {}
-    for launch in reference:
-        sums[launch.call] = sums.get(launch.call, 0.0) + launch.duration_ms
-    return float(statistics.median(sums.values())) if len(sums) == calls else None
+    groups = ncu.group_calls(reference, calls)
+    return float(statistics.median(sum(k.duration_ms for k in group) for group in groups)) if len(groups) == calls else None
 
 
 def candidate_bound_holds(reported_ms: float, kernel_ms: float, tolerance: float = TOLERANCE) -> bool:

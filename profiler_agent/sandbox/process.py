@@ -131,15 +131,13 @@ def apply_limits(figures: dict, parent: int) -> None:
 
 
 def _start(command: list[str], *, cwd: Path, env: dict[str, str], stdout, stderr, pass_fds: tuple[int, ...],
-           figures: dict):
-    """The run's process: a fork of the zygote (sandbox.zygote) for `python -m` commands where it
+           figures: dict, forks: zygote.Zygote | None):
+    """The run's process: a fork of the zygote (sandbox.zygote) for `python -m` commands where one
     runs, else fork and exec. Either way apply_limits runs in it first."""
-    parsed = zygote.module_of(command)
-    forks = zygote.shared() if parsed else None
     if forks is not None:
         stderr_fd = stdout.fileno() if stderr == subprocess.STDOUT else stderr.fileno()
         fds = {1: stdout.fileno(), 2: stderr_fd, **{fd: fd for fd in pass_fds}}
-        return forks.spawn(*parsed, cwd=str(cwd), env=env, fds=fds, limits=figures)
+        return forks.spawn(*zygote.module_of(command), cwd=str(cwd), env=env, fds=fds, limits=figures)
     parent = os.getpid()
     return subprocess.Popen(
         command,
@@ -269,8 +267,8 @@ def run_sandboxed(
         read_fd, write_fd = os.pipe()
         command = [*command, "--result-fd", str(write_fd)]
     reaper.become_subreaper()
-    if zygote.module_of(command):
-        zygote.shared()  # started before the spared set is taken (and spared by every run: live_runs)
+    # started before the spared set is taken (and spared by every run: live_runs)
+    forks = zygote.shared() if zygote.module_of(command) else None
     spared = reaper.children_of(os.getpid())
     marker = secrets.token_hex(8)
     env = {**env, reaper.MARKER_ENV: marker}
@@ -289,7 +287,8 @@ def run_sandboxed(
         try:
             proc = _start(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT if merge_stderr else err,
                           pass_fds=(write_fd,) if result_pipe else (),
-                          figures=limit_figures(limits, wall_limit_s, user, judged_cgroup and judged_cgroup.procs_file))
+                          figures=limit_figures(limits, wall_limit_s, user, judged_cgroup and judged_cgroup.procs_file),
+                          forks=forks)
         except BaseException:
             if judged_cgroup is not None:
                 judged_cgroup.remove()
