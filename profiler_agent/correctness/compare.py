@@ -66,10 +66,13 @@ def _compare_tensors(expected: torch.Tensor, actual, atol, rtol, where: str, sca
         abs_err = 0.0 if passed else None
         return Comparison(passed, abs_err, abs_err, atol, rtol,
                           None if passed else f"{where}: {mismatches} elements differ")
+    if exp.device.type == "cpu" and bool(torch.isfinite(exp).all()) and bool(torch.isfinite(act).all()):
+        close, abs_err, rel_err = _finite_errors(exp.reshape(-1), act.reshape(-1), atol, rtol)
+        reason = None if close else _tolerance_reason(where, abs_err, rel_err, atol, rtol)
+        return Comparison(close, abs_err, rel_err, atol, rtol, reason)
     exp64, act64 = exp.double(), act.double()
     same_nonfinite = True
     if bool(torch.isfinite(exp64).all()) and bool(torch.isfinite(act64).all()):
-        # the common case, without masked copies (they took half a CPU judging's correctness phase)
         diff, ref_abs = (act64 - exp64).abs_(), exp64.abs()
         close = bool((diff <= atol + rtol * ref_abs).all())  # torch.allclose's rule
     else:
@@ -89,8 +92,33 @@ def _compare_tensors(expected: torch.Tensor, actual, atol, rtol, where: str, sca
     if not same_nonfinite:
         return Comparison(False, abs_err, rel_err, atol, rtol,
                           f"{where}: NaN/inf where the reference has none (or the other way round)")
-    reason = None if close else f"{where}: max abs error {abs_err:.3e}, max rel error {rel_err:.3e} (atol {atol:g}, rtol {rtol:g})"
+    reason = None if close else _tolerance_reason(where, abs_err, rel_err, atol, rtol)
     return Comparison(close, abs_err, rel_err, atol, rtol, reason)
+
+
+CHUNK_ELEMENTS = 1 << 16  # 512 KiB of float64 a side: each pass over a chunk stays in the CPU's cache
+
+
+def _finite_errors(exp: torch.Tensor, act: torch.Tensor, atol: float, rtol: float) -> tuple[bool, float, float]:
+    """(all within torch.allclose's rule, max abs error, max rel error) of two flat finite CPU tensors, in
+    float64 chunk by chunk: the same figures as whole-tensor float64 copies, at a fraction of the memory
+    traffic (a CPU judging compares 16 MB outputs four times or more)."""
+    close, abs_err, rel_err = True, 0.0, 0.0
+    for start in range(0, exp.numel(), CHUNK_ELEMENTS):
+        # copies even of float64 tensors: what follows works in place
+        exp64 = exp[start:start + CHUNK_ELEMENTS].to(torch.float64, copy=True)
+        diff = act[start:start + CHUNK_ELEMENTS].to(torch.float64, copy=True).sub_(exp64).abs_()
+        ref_abs = exp64.abs_()
+        close = close and bool((diff <= ref_abs * rtol + atol).all())
+        abs_err = max(abs_err, float(diff.max()))
+        # relative error only where the reference is not exactly zero (undefined there)
+        relative = torch.where(ref_abs > 0, diff.div_(ref_abs), 0.0)
+        rel_err = max(rel_err, float(relative.max()))
+    return close, abs_err, rel_err
+
+
+def _tolerance_reason(where: str, abs_err: float, rel_err: float, atol: float, rtol: float) -> str:
+    return f"{where}: max abs error {abs_err:.3e}, max rel error {rel_err:.3e} (atol {atol:g}, rtol {rtol:g})"
 
 
 def _compare_plain(expected, actual, atol, rtol, where: str) -> Comparison:

@@ -32,7 +32,7 @@ import sys
 import threading
 
 ZYGOTE_ENV = "PROFILER_AGENT_ZYGOTE"
-PRELOAD = ("torch",)
+PRELOAD = ("torch", "torch.utils.cpp_extension")  # what every judging's forks import
 MAX_REQUEST_BYTES = 1 << 20
 MAX_FDS = 16
 # Room in the zygote's argument and environment areas, which a fork overwrites with its own command
