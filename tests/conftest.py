@@ -20,33 +20,32 @@ EXAMPLES = ROOT / "examples"
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--database-tests-only", action="store_true",
-        help="run only the tests that reach the database (a second pass on another database: .ci/run's "
-             "PostgreSQL pass; the tests that touch none ran in the first)")
+        "--site-sql-only", action="store_true",
+        help="run only the site's tests of its SQL: those of tests/site and tests/contest that use the database "
+             "(.ci/run's PostgreSQL pass; docs/performance.md says why the browser and end-to-end tests, "
+             "which run on SQLite, add no SQL there)")
 
 
-# pytest-django's fixtures that open the test database, and the mark of tests that reach a database from
-# processes of their own (a bench script or a site they start): on PostgreSQL when DATABASE_URL names it.
+# pytest-django's fixtures that open the test database
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
                      "django_db_serialized_rollback"}
+SITE_SQL_FOLDERS = (ROOT / "tests" / "site", ROOT / "tests" / "contest")
 
 
-def uses_database(item):
-    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))) or any(
-        item.get_closest_marker(name) for name in ("django_db", "database"))
+def is_site_sql_test(item):
+    uses_database = bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))) or bool(
+        item.get_closest_marker("django_db"))
+    return uses_database and any(folder in Path(item.path).parents for folder in SITE_SQL_FOLDERS)
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--database-tests-only"):
+    if not config.getoption("--site-sql-only"):
         return
-    kept = [item for item in items if uses_database(item)]
-    config.hook.pytest_deselected(items=[item for item in items if not uses_database(item)])
-    items[:] = kept
+    config.hook.pytest_deselected(items=[item for item in items if not is_site_sql_test(item)])
+    items[:] = [item for item in items if is_site_sql_test(item)]
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "database: reaches the database from processes of its own (kept by "
-                                       "--database-tests-only, which keeps the tests using the db fixtures too)")
     # Fast password hashing under pytest only (tests/fast_hashers.py); the agent's tests load no Django.
     if "django" not in sys.modules:
         return

@@ -14,7 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.database  # its site runs on a fresh PostgreSQL database when DATABASE_URL names PostgreSQL
 @pytest.mark.timeout(600)
 def test_every_submission_gets_exactly_one_verdict_through_every_fault(tmp_path):
     out = tmp_path / "chaos.json"

@@ -4,7 +4,7 @@ import re
 from django.core import mail
 
 from submissions.models import AuditEntry, Contestant
-from submissions.services import submitting
+from submissions.services import accounts, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import submit
 
@@ -110,3 +110,13 @@ def test_the_profile_keeps_a_name_of_ones_own_without_hidden_characters(client, 
     assert client.post("/account/", dict(fields, display_name="BOB", affiliation="浙江大学")).status_code == 302
     bob.refresh_from_db()
     assert (bob.display_name, bob.affiliation) == ("BOB", "浙江大学")  # his own name, another case
+
+
+def test_registration_refuses_a_name_another_contestant_is_shown_as(client, alice):
+    accounts.register_contestant("zed", "pw-zed-12345", display_name="Zorro")
+    for fields, field, shown in [({"display_name": "ALICE"}, "display_name", "Alice"),  # another case
+                                 ({"username": "zorro", "display_name": ""}, "username", "Zorro")]:
+        response = client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", **fields))
+        assert response.status_code == 200, field
+        assert f"Another contestant is shown as “{shown}”" in response.content.decode(), field
+    assert Contestant.objects.count() == 2

@@ -34,6 +34,8 @@ def test_queue_lists_finished_submissions_flagged_first(client, season, alice, b
     page = client.get("/organizer/").content.decode()
     assert page.index(f"#{flagged.pk}<") < page.index(f"#{plain.pk}<")
     assert f"#{pending.pk}<" not in page and "Same operator submitted again" in page
+    only_flagged = client.get("/organizer/?flagged=1").content.decode()
+    assert f"#{flagged.pk}<" in only_flagged and f"#{plain.pk}<" not in only_flagged
 
 
 def test_review_page_shows_code_side_by_side_metrics_flags_and_prefilled_rubric(

@@ -93,3 +93,28 @@ def test_issue_page_json_twin(client, season, alice, organizer):
     assert {r["gpu_type"]: r["speedup"] for r in body["submissions"][0]["runs"]} == {"cpu": 2.5, "c500": None}
     assert "files" not in body["submissions"][0]  # no code in the public twin
     assert client.get("/api/v1/issues/NOPEXX").status_code == 404
+
+
+def test_a_submissions_charts_fragment_has_latency_boxes_roofline_and_telemetry(client, season, alice, organizer):
+    # what its page fetches when the last verdict arrives (the browser tests watch it live)
+    submission = accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0), "c500": (4.0, 0.5)})
+    html = client.get(f"/submissions/{submission.pk}/charts/").content.decode()
+    figures = {name: json.loads(body) for name, body in
+               re.findall(r'<script id="([\w-]+)" type="application/json">(.*?)</script>', html, re.S)}
+    latency, roofline, telemetry = (next(f for name, f in figures.items() if kind in name)
+                                    for kind in ("latency", "roofline", "telemetry"))
+    assert [trace["type"] for trace in latency["data"]] == ["box", "box"]
+    assert sorted(set(latency["data"][1]["x"])) == ["CPU", "MetaX C500"]
+    assert {trace["mode"] for trace in roofline["data"]} == {"markers", "lines"}  # points under their roofs
+    assert [trace.get("yaxis") for trace in telemetry["data"]] == [None, "y2", None, "y2"]  # power, then clock
+    assert client.get("/submissions/987654/charts/").status_code == 404
+
+
+def test_the_500_page_wears_the_site_layout_with_the_requests_context(client, settings, alice):
+    settings.ROOT_URLCONF = "tests.browser.failing_urls"
+    client.raise_request_exception = False
+    client.force_login(alice.user)
+    response = client.get("/test-only/server-error/", headers={"Accept-Language": "zh-CN"})
+    html = response.content.decode()
+    assert response.status_code == 500 and '<html lang="zh-hans">' in html
+    assert re.search(r"<header.*alice.*</header>", html, re.S)  # who is signed in, as on every page

@@ -84,6 +84,9 @@ def test_fresh_submissions_are_judged_before_rejudges(cpu_season, alice, bob, or
     rejudge_runs = list(batch.runs.order_by("pk"))
     assert {r.queue_name for r in rejudge_runs} == {cpu.rejudge_queue_name}
     assert queueing.judging_queue(cpu.rejudge_queue_name).get_job_ids() == [r.rq_job_id for r in rejudge_runs]
+    # a rejudge's place counts the fresh queue ahead of it
+    fresh_run = fresh.runs.get()
+    assert [scheduling.queue_position(r) for r in (fresh_run, *rejudge_runs)] == [1, 2, 3]
 
     order = []
     while (run := judge_next(capture, cpu, agent)) is not None:
