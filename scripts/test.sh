@@ -12,13 +12,18 @@ trap stop_started EXIT
 setup_venv "site,agent,dev"
 ensure_redis
 export REDIS_URL
+# The suite's precompiled torch/extension.h (tests/conftest.py, TEST_CFLAGS), made before the workers
+# start: one made during the run would change the flags of the builds after it (each built again).
+"$PY" -m profiler_agent prepare-pch --cache-dir "${PROFILER_AGENT_CACHE_DIR:-$ROOT/var/test-build-cache}" \
+  --device cpu --cflags=-O3 >/dev/null
 # --dist loadfile: a test module runs whole, in order, on one worker, so what its tests share (a module
 # fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
 # (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do
 # nothing under pytest 9.2 (they rename item._nodeid, which pytest 9.2 no longer reads).
 workers="${PYTEST_WORKERS:-$(nproc)}"
 parallel=()
-if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
+# --no-loadscope-reorder: the modules go in tests/conftest.py's order (longest first), not xdist's (most tests first)
+if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder); fi
 exec_status=0
 "$PY" -m pytest ${parallel[@]+"${parallel[@]}"} "$@" || exec_status=$?
 exit $exec_status

@@ -1,7 +1,9 @@
 """Shared by every test package: one build cache for `load_inline`, so a bundle compiles once a session."""
+import json
 import os
 import sys
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,20 +31,41 @@ def pytest_addoption(parser):
 # pytest-django's fixtures that open the test database
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
                      "django_db_serialized_rollback"}
-SITE_SQL_FOLDERS = (ROOT / "tests" / "site", ROOT / "tests" / "contest")
+SITE_FOLDERS = (ROOT / "tests" / "site", ROOT / "tests" / "contest")  # the site's own tests: none builds
+
+
+def in_site_folders(path) -> bool:
+    return any(folder in Path(path).parents for folder in SITE_FOLDERS)
 
 
 def is_site_sql_test(item):
     uses_database = bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))) or bool(
         item.get_closest_marker("django_db"))
-    return uses_database and any(folder in Path(item.path).parents for folder in SITE_SQL_FOLDERS)
+    return uses_database and in_site_folders(item.path)
+
+
+# Seconds each module took in a whole run (scripts/module_seconds.py writes it from a JUnit report).
+MODULE_SECONDS = json.loads((ROOT / "tests" / "module_seconds.json").read_text())
+UNMEASURED_TEST_SECONDS = 0.5  # a module not in it: half a second a test
+
+
+def longest_modules_first(items):
+    """The test workers take whole modules (--dist loadfile) in this order (--no-loadscope-reorder): the
+    longest first, so that none of them is left running alone at the end while the other workers idle."""
+    counts = Counter(item.nodeid.split("::")[0] for item in items)
+
+    def seconds(item):
+        module = item.nodeid.split("::")[0]
+        return MODULE_SECONDS.get(module, UNMEASURED_TEST_SECONDS * counts[module])
+
+    items.sort(key=lambda item: -seconds(item))  # stable: a module's tests keep their order
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--site-sql-only"):
-        return
-    config.hook.pytest_deselected(items=[item for item in items if not is_site_sql_test(item)])
-    items[:] = [item for item in items if is_site_sql_test(item)]
+    if config.getoption("--site-sql-only"):
+        config.hook.pytest_deselected(items=[item for item in items if not is_site_sql_test(item)])
+        items[:] = [item for item in items if is_site_sql_test(item)]
+    longest_modules_first(items)
 
 
 def pytest_configure(config):
@@ -66,6 +89,46 @@ def shared_build_cache():
     cache = os.environ.setdefault("PROFILER_AGENT_CACHE_DIR", str(ROOT / "var" / "test-build-cache"))
     Path(cache).mkdir(parents=True, exist_ok=True)
     return cache
+
+
+# The extra_cflags of the suite's C++ extensions (examples/relu-cpu's): one precompiled torch/extension.h
+# serves them all, a build with it takes half the g++ time of one without (bench/compile_time.py).
+TEST_CFLAGS = ["-O3"]
+
+
+@pytest.fixture(scope="session")
+def precompiled_header(shared_build_cache) -> Path:
+    """The shared build cache's precompiled headers (profiler_agent.bundles.pch), with the one for
+    TEST_CFLAGS made. scripts/test.sh makes it before the test workers start, so that no build of the
+    run goes without it (a build whose flags change is built again); made here for a bare pytest."""
+    import fcntl
+
+    from profiler_agent.bundles import build_cache, pch
+
+    root = build_cache.pch_root(Path(shared_build_cache))
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / "pch.flock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker makes it, the others wait for it
+        pch.prepare(root, TEST_CFLAGS, with_cuda=False)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def header_before_any_build(request):
+    """Every build of the run finds the precompiled header: the tests that may build (all but the site's)."""
+    if not in_site_folders(request.node.path):
+        request.getfixturevalue("precompiled_header")
+
+
+def share_precompiled_header(cache_dir: Path, header_root: Path) -> Path:
+    """A build cache of a test's own, whose builds use the run's precompiled header; returns it."""
+    from profiler_agent.bundles import build_cache
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    link = build_cache.pch_root(cache_dir)
+    if not link.exists():
+        link.symlink_to(header_root, target_is_directory=True)
+    return cache_dir
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from profiler_agent.__main__ import main
+from tests.conftest import share_precompiled_header
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -18,17 +19,22 @@ RELU_REFERENCE = EXAMPLES / "relu-cpu" / "torchcode.py"
 
 
 @pytest.fixture(scope="session")
-def build_cache(tmp_path_factory) -> Path:
+def build_cache(tmp_path_factory, precompiled_header) -> Path:
     """One build cache for the whole run: each candidate source compiles once. Under pytest-xdist the
     workers share it (the run's temporary folder, above each worker's own): builds are keyed by their
     sources and a build folder is held by one judged process at a time (build_cache.exclusive), so a
     worker finds the build another made, or waits for it. A test that asserts a first compile builds
     a source no other test does, or in a cache of its own (test_judge_cli, test_pch)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = tmp_path_factory.getbasetemp().parent / "builds"
-        shared.mkdir(exist_ok=True)
-        return shared
-    return tmp_path_factory.mktemp("builds")
+        return share_precompiled_header(tmp_path_factory.getbasetemp().parent / "builds", precompiled_header)
+    return share_precompiled_header(tmp_path_factory.mktemp("builds"), precompiled_header)
+
+
+@pytest.fixture
+def examples_build_cache(shared_build_cache) -> Path:
+    """The session's shared cache (tests/conftest.py), the `build_cache` of a module whose tests judge
+    examples/relu-cpu: it is built there once a run for the e2e, browser and ncu tests too."""
+    return Path(shared_build_cache)
 
 
 SMALL_RELU_ROWS = 256  # 1 MiB of input instead of 16: a judging's trials, copies and timing cost a fraction

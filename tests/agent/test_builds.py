@@ -28,7 +28,7 @@ BROKEN = '''
 
     relu = load_inline(name="broken_relu", cpp_sources="""
     at::Tensor relu_forward(const at::Tensor& x) { return x.clamp_min(0) }  // the ';' is missing
-    """, functions=["relu_forward"], verbose=True)
+    """, functions=["relu_forward"], extra_cflags=["-O3"], verbose=True)  # -O3: the run's header
 
     class ModelNew(torch.nn.Module):
         def forward(self, x):
@@ -106,7 +106,9 @@ LAZY_BUILD = '''
 
         def forward(self, x):
             if self.ext is None:
-                self.ext = load_inline(name="lazy_relu", cpp_sources=SOURCE, functions=["relu_forward"], verbose=True)
+                # -O3: the run's precompiled header (tests/conftest.py), a build of seconds still
+                self.ext = load_inline(name="lazy_relu", cpp_sources=SOURCE, functions=["relu_forward"],
+                                       extra_cflags=["-O3"], verbose=True)
             return self.ext.relu_forward(x)
 '''
 
@@ -124,6 +126,7 @@ def test_a_build_in_forward_is_compile_time_with_its_log(make_bundle, judge):
 
 
 def test_a_build_in_init_is_under_the_compile_limit(make_bundle, judge):
+    # no -O3: without the run's precompiled header, a build of some 20 s that the 8 s limit stops
     source = LAZY_BUILD.format(tag="init", in_init='load_inline(name="lazy_relu", cpp_sources=SOURCE, functions=["relu_forward"], verbose=True)')
     result = judge(make_bundle(source), "--compile-timeout", "8", "--run-timeout", "600", *FAST).result
     assert result["status"] == "compile_error", result["logs"]["stderr"][-2000:]

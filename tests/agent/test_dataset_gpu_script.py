@@ -20,10 +20,8 @@ from .test_benchmark import WRONG, _measurement, _record, write_sums
 
 
 @pytest.fixture
-def build_cache(shared_build_cache) -> Path:
-    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
-    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
-    return Path(shared_build_cache)
+def build_cache(examples_build_cache) -> Path:
+    return examples_build_cache  # examples/relu-cpu, judged here, is built there once a run
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +36,8 @@ def dataset(tmp_path) -> Path:
     shutil.copytree(EXAMPLES / "relu-cpu", relu)
     wrong.mkdir(parents=True)
     shutil.copy(RELU_REFERENCE, wrong / "torchcode.py")
-    (wrong / "cudacode.py").write_text(textwrap.dedent(WRONG))
+    # slow to import: bench's 5 s past a DEADLINE of 1 end while it is judged, however fast the first one is
+    (wrong / "cudacode.py").write_text("import time\ntime.sleep(8)\n" + textwrap.dedent(WRONG))
     records = [_record("AAAAAA", relu, 2.0, [_measurement("cpu", 1.5)]), _record("CCCCCC", wrong, 3.0, [])]
     (root / "manifest.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     (root / "dataset.json").write_text(json.dumps({

@@ -334,7 +334,8 @@ def test_a_compiled_kernel_that_leaves_its_output_unwritten_is_a_wrong_answer(ma
         from torch.utils.cpp_extension import load_inline
 
         source = "at::Tensor relu_forward(const at::Tensor& x) { return at::empty_like(x); }"
-        ext = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], verbose=True)
+        ext = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], extra_cflags=["-O3"],
+                          verbose=True)  # -O3: the run's precompiled header (tests/conftest.py)
 
         class ModelNew(torch.nn.Module):
             def forward(self, x):

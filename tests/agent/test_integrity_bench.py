@@ -104,12 +104,14 @@ EXTENSION = textwrap.dedent("""
 """)
 
 
-def test_truth_targets_load_the_judges_build_even_when_their_flags_differ(tmp_path):
+def test_truth_targets_load_the_judges_build_even_when_their_flags_differ(tmp_path, precompiled_header):
     """The judged build may carry the harness's flags; a target importing it with other flags must not
     rebuild (ninja would, in the judge's folder), it imports the .so that is there."""
     cache = Path(os.environ.get("PROFILER_AGENT_CACHE_DIR") or tmp_path) / "bench-prebuilt-probe"
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(cache)}
-    subprocess.run([sys.executable, "-c", "FLAGS = ['-O2']" + EXTENSION], env=env, check=True, capture_output=True)
+    # built as a judged process builds, with the harness's header flags (the run's header: tests/conftest.py)
+    judged = f"from profiler_agent.bundles import pch; pch.install({str(precompiled_header)!r})\nFLAGS = ['-O3']"
+    subprocess.run([sys.executable, "-c", judged + EXTENSION], cwd=REPO, env=env, check=True, capture_output=True)
     built = cache / "bench_prebuilt_probe" / "bench_prebuilt_probe.so"
     before = built.stat().st_mtime_ns
     shim = "import sys; sys.path.insert(0, 'bench'); import launch_bound; launch_bound.use_prebuilt_extensions()\n"

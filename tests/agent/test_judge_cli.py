@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,8 +12,10 @@ import zipfile
 import pytest
 import torch
 
+from profiler_agent.sandbox.child_env import ALLOWED
 from profiler_agent.schema import validate_result
 from tests.agent.conftest import EXAMPLES, REPO, SMALL_RELU_ROWS
+from tests.conftest import share_precompiled_header
 
 RELU_BYTES = 2 * 4096 * 1024 * 4  # one fp32 input and one output of the same size
 
@@ -42,10 +45,10 @@ def run_cli(build_cache, bundle, json_path, *extra):
 
 
 @pytest.fixture(scope="module")
-def build_cache(tmp_path_factory):
+def build_cache(tmp_path_factory, precompiled_header):
     """This module's own build cache: relu_cpu below asserts the first compile of examples/relu-cpu, which
     other modules judge too (in the run's shared cache, on any worker, in any order: scripts/test.sh)."""
-    return tmp_path_factory.mktemp("judge-cli-builds")
+    return share_precompiled_header(tmp_path_factory.mktemp("judge-cli-builds"), precompiled_header)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +134,9 @@ def test_a_build_failure_is_a_compile_error(make_bundle, judge):
         from torch.utils.cpp_extension import load_inline
 
         source = "at::Tensor relu_forward(const at::Tensor& x) { return x.clamp_min(0) }  // missing ;"
-        relu = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], verbose=True)
+        # -O3: the run's precompiled header (tests/conftest.py) spares the error its seconds of parsing
+        relu = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], extra_cflags=["-O3"],
+                           verbose=True)
 
         class ModelNew(torch.nn.Module):
             def forward(self, x):
@@ -239,8 +244,11 @@ def test_agent_secrets_never_reach_the_judged_process(make_bundle, judge, monkey
     everything = json.dumps(result)
     assert "'TORCH_EXTENSIONS_DIR'" in result["logs"]["compile"]  # the dump did happen
     assert "HOME_ENTRIES []" in result["logs"]["compile"]  # an empty home
-    for secret in ("secret-xyz", "secret-site", "secret-redis", "PROFILER_AGENT"):
+    for secret in ("secret-xyz", "secret-site", "secret-redis"):
         assert secret not in everything
+    # of the agent's own settings, only the allowlisted ones (child_env.ALLOWED) and the harness's
+    allowed = {*(name for name in ALLOWED if name.startswith("PROFILER_AGENT_")), "PROFILER_AGENT_PCH_DIR"}
+    assert set(re.findall(r"'(PROFILER_AGENT_\w+)'", result["logs"]["compile"])) <= allowed
     assert result["flags"] == ["no_custom_kernel"]
 
 

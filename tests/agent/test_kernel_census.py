@@ -14,10 +14,8 @@ from tests.agent.conftest import EXAMPLES
 
 
 @pytest.fixture
-def build_cache(shared_build_cache) -> Path:
-    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
-    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
-    return Path(shared_build_cache)
+def build_cache(examples_build_cache) -> Path:
+    return examples_build_cache  # examples/relu-cpu, judged here, is built there once a run
 
 
 FAST = ("--timing-budget", "0.2")  # timing is not what these tests look at
@@ -209,7 +207,8 @@ ATEN_RELU_EXTENSION = '''
 
     # compiled, but the work is ATen's: at::relu is the reference's own op
     source = "at::Tensor relu_forward(const at::Tensor& x) { return at::relu(x); }"
-    relu = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], verbose=True)
+    relu = load_inline(name="relu", cpp_sources=source, functions=["relu_forward"], extra_cflags=["-O3"],
+                       verbose=True)  # -O3: the run's precompiled header (tests/conftest.py)
 
     class ModelNew(torch.nn.Module):
         def forward(self, x):

@@ -1,5 +1,6 @@
 """The agent's precompiled torch/extension.h (profiler_agent.bundles.pch), with real g++ builds: prepared
-once for a set of flags, then used by a judged build with exactly those flags, and by no other."""
+once for a set of flags, then used by a judged build with exactly those flags, and by no other. The header
+is the run's (tests/conftest.py's precompiled_header, made by pch.prepare as `prepare-pch` makes it)."""
 
 import shutil
 
@@ -7,21 +8,20 @@ import pytest
 
 from profiler_agent.bundles import build_cache, pch
 from tests.agent.conftest import EXAMPLES
+from tests.conftest import share_precompiled_header
 
 FAST = ("--timing-budget", "0.2")
 
 
 @pytest.fixture(scope="module", name="build_cache")
-def module_build_cache(tmp_path_factory):
-    """A build cache of this module's own (the judge's --cache-dir here): a header prepared in the session's
-    cache would go on serving the other modules' -O3 builds, whose self-tests (run_code.py, run without it)
-    then built each candidate again without it, and the next judging again with it."""
-    return tmp_path_factory.mktemp("pch-builds")
+def module_build_cache(tmp_path_factory, precompiled_header):
+    """A build cache of this module's own (the judge's --cache-dir here), with the run's header."""
+    return share_precompiled_header(tmp_path_factory.mktemp("pch-builds"), precompiled_header)
 
 
 def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judge, request):
     root = build_cache.pch_root(request.getfixturevalue("build_cache"))  # the judge's --cache-dir
-    folder = pch.prepare(root, ["-O3"], with_cuda=False)  # relu-cpu passes extra_cflags=["-O3"]
+    folder = pch.prepare(root, ["-O3"], with_cuda=False)  # relu-cpu passes extra_cflags=["-O3"]; the run's
     assert (folder / "torch" / "extension.h.gch").stat().st_size > 1 << 20
     assert (folder / "torch" / "extension.h").resolve() == pch._header().resolve()
     assert pch.prepare(root, ["-O3"], with_cuda=False) == folder  # prepared once

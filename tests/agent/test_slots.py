@@ -16,10 +16,8 @@ from tests.agent.conftest import EXAMPLES
 
 
 @pytest.fixture
-def build_cache(shared_build_cache) -> Path:
-    """The session's shared cache (tests/conftest.py): examples/relu-cpu, judged here, is built there once a
-    run for the e2e, browser and ncu tests too, instead of again in the agent tests' own cache."""
-    return Path(shared_build_cache)
+def build_cache(examples_build_cache) -> Path:
+    return examples_build_cache  # examples/relu-cpu, judged here, is built there once a run
 
 
 @pytest.fixture

@@ -24,6 +24,11 @@ TOKEN = "agent-token-1"
 
 
 @pytest.fixture
+def build_cache(examples_build_cache) -> Path:
+    return examples_build_cache  # examples/relu-cpu, judged here, is built there once a run
+
+
+@pytest.fixture
 def site():
     fake = FakeSite()
     yield fake
@@ -138,14 +143,14 @@ def test_the_site_client_retries_server_errors_but_not_client_errors(site):
     assert len(site.requests) == 1  # a 404 is an answer, not a transient failure
 
 
-def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue, build_cache):
+def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue, build_cache, tmp_path):
     """`rq worker -w profiler_agent.service.job_guard.JudgeWorker` (not our CLI) works too, configured by
     the environment; the class forces its JSON serializer and guarded job class over the CLI's."""
     site.bundles = {"wrong.zip": zipped("relu-cpu-wrong")}
     enqueue(queue, site, "21", "wrong.zip")
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": str(build_cache.parent),
+        "HOME": str(tmp_path),
         "PYTHONPATH": str(REPO),
         "PROFILER_AGENT_SITE": site.url,
         "PROFILER_AGENT_TOKEN": TOKEN,

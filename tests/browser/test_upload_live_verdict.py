@@ -24,7 +24,8 @@ ELAPSED = re.compile(r"· (\d+:\d\d)$")
 
 
 # In plain torch: a changed copy of the example's C++ candidate would be a build of its own (20-30 s of g++
-# on CI); the sleep is what keeps the run in its compile stage long enough to be seen.
+# on CI). The sleeps keep the run in its compile stage, then in its correctness checks (its first three
+# calls), long enough for the page's polls to see them.
 SLOW_TO_IMPORT = """import time
 
 import torch
@@ -33,7 +34,12 @@ time.sleep(5)  # the page shows this run compiling
 
 
 class ModelNew(torch.nn.Module):
+    calls = 0
+
     def forward(self, x):
+        ModelNew.calls += 1
+        if ModelNew.calls <= 3:
+            time.sleep(1)  # the page shows this run checking correctness
         return torch.relu(x)
 """
 
