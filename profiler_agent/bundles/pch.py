@@ -105,13 +105,14 @@ def prepare(root: Path, extra_cflags: list[str], with_cuda: bool) -> Path:
 def include_flags(root: Path | None, extra_cflags: list[str], with_cuda: bool) -> list[str]:
     """["-I<folder>", "-Winvalid-pch"] when a header was prepared for these flags under `root`, else []
     (the warning says in the compile log why GCC did not use it, if it did not)."""
-    if root is None or not Path(root).is_dir():
-        return []
     try:
+        if root is None or not Path(root).is_dir():
+            return []
         folder = pch_folder(root, extra_cflags, with_cuda)
-    except Exception:  # torch's internals moved: build as usual
+        prepared = (folder / "torch" / "extension.h.gch").is_file()
+    except Exception:  # torch's internals moved, or a folder this process may not read: build as usual
         return []
-    return [f"-I{folder}", "-Winvalid-pch"] if (folder / "torch" / "extension.h.gch").is_file() else []
+    return [f"-I{folder}", "-Winvalid-pch"] if prepared else []
 
 
 def install(root: Path | None) -> None:

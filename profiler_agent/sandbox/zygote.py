@@ -32,7 +32,9 @@ import sys
 import threading
 
 ZYGOTE_ENV = "PROFILER_AGENT_ZYGOTE"
-PRELOAD = ("torch", "torch.utils.cpp_extension")  # what every judging's forks import
+# torch alone: torch.utils.cpp_extension's import asks torch.cuda.is_available(), after which a fork may not
+# use CUDA ("Cannot re-initialize CUDA in forked subprocess", seen on the H100)
+PRELOAD = ("torch",)
 MAX_REQUEST_BYTES = 1 << 20
 MAX_FDS = 16
 # Room in the zygote's argument and environment areas, which a fork overwrites with its own command

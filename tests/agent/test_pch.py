@@ -45,3 +45,13 @@ def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judg
 def test_the_pch_folder_is_the_build_caches(tmp_path):
     assert build_cache.pch_root(tmp_path) == tmp_path / "pch"
     assert shutil.which("c++")
+
+
+def test_a_header_folder_the_judged_process_may_not_read_is_no_header(tmp_path, monkeypatch):
+    # seen on the H100: the sandbox's user could not search the agent's folder above it (PermissionError
+    # in the judged build, a runtime_error for the candidate); the build goes on without the header
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(pch.Path, "is_dir", denied)
+    assert pch.include_flags(tmp_path / "pch", ["-O3"], False) == []

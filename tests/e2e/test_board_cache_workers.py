@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from submissions.models import GpuType, Season
+from submissions.models import Contestant, GpuType, Season
 from submissions.services import accounts
 from tests.gunicorn_site import GunicornSite
 from tests.judged_data import accepted_sample
@@ -40,6 +40,12 @@ def answers_until_both_workers_answered(site, log, path):
     raise AssertionError(f"one worker answered every request of {path}")
 
 
+def seasons_and_contestants():
+    """What the database holds, for a failure's message."""
+    return ([(s.code, s.starts_at.isoformat()) for s in Season.objects.all()],
+            list(Contestant.objects.values_list("display_name", flat=True)))
+
+
 def test_no_worker_serves_a_board_rendered_before_a_change(tmp_path, monkeypatch):
     season = Season.objects.create(code="S1", name="Season one")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
@@ -56,11 +62,12 @@ def test_no_worker_serves_a_board_rendered_before_a_change(tmp_path, monkeypatch
     site.start()
     try:
         for path in PATHS:
-            assert all("Alice" in body and "Bob" not in body
-                       for body in answers_until_both_workers_answered(site, log, path)), path
+            wrong = [body for body in answers_until_both_workers_answered(site, log, path)
+                     if "Alice" not in body or "Bob" in body]
+            assert not wrong, (path, seasons_and_contestants(), wrong[0][-3000:])
         accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})  # committed: no test transaction here
         for path in PATHS:
-            bodies = answers_until_both_workers_answered(site, log, path)
-            assert all("Bob" in body for body in bodies), path
+            wrong = [body for body in answers_until_both_workers_answered(site, log, path) if "Bob" not in body]
+            assert not wrong, (path, seasons_and_contestants(), wrong[0][-3000:])
     finally:
         site.stop()
