@@ -9,9 +9,10 @@ log() { printf '\033[1m[gpu-codeforces]\033[0m %s\n' "$*" >&2; }
 
 # Creates .venv and installs the project with the extras named (e.g. "site,agent,dev").
 # torch==2.13.0 first: it is the CPU build this kind of machine keeps on disk (no download);
-# a GPU host with its own torch already installed keeps it.
+# a GPU host with its own torch already installed keeps it. $2, optional: a command that needs torch
+# alone, run beside the project's install (both use one core).
 setup_venv() {
-  local extras="$1"
+  local extras="$1" beside="${2:-}" beside_pid=""
   if [ ! -x "$PY" ]; then
     log "creating $VENV"
     python3 -m venv "$VENV"
@@ -23,9 +24,19 @@ setup_venv() {
     log "installing torch (CPU build 2.13.0 where available)"
     "$PY" -m pip install -q torch==2.13.0 || "$PY" -m pip install -q torch
   fi
+  if [ -n "$beside" ]; then "$beside" & beside_pid=$!; fi
   log "installing the project with extras [$extras]"
   "$PY" -m pip install -q -e "$ROOT[$extras]"
+  if [ -n "$beside_pid" ]; then wait "$beside_pid"; fi
   touch "$stamp"
+}
+
+# The test suite's precompiled torch/extension.h (tests/conftest.py, TEST_CFLAGS), made before the test
+# workers start: one made during the run would change the flags of the builds after it (each built
+# again). Needs torch alone; a header already made is found at once.
+prepare_test_header() {
+  PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m profiler_agent prepare-pch --device cpu --cflags=-O3 \
+    --cache-dir "${PROFILER_AGENT_CACHE_DIR:-$ROOT/var/test-build-cache}" >/dev/null
 }
 
 redis_answers() {

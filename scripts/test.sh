@@ -9,13 +9,10 @@ mkdir -p var/staticfiles
 STARTED_PIDS=()
 trap stop_started EXIT
 
-setup_venv "site,agent,dev"
+setup_venv "site,agent,dev" prepare_test_header
+prepare_test_header
 ensure_redis
 export REDIS_URL
-# The suite's precompiled torch/extension.h (tests/conftest.py, TEST_CFLAGS), made before the workers
-# start: one made during the run would change the flags of the builds after it (each built again).
-"$PY" -m profiler_agent prepare-pch --cache-dir "${PROFILER_AGENT_CACHE_DIR:-$ROOT/var/test-build-cache}" \
-  --device cpu --cflags=-O3 >/dev/null
 # --dist loadfile: a test module runs whole, in order, on one worker, so what its tests share (a module
 # fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
 # (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do
