@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs what it needs, makes sure Redis answers, then pytest.
 # DATABASE_URL picks the database (SQLite by default; postgres://... for PostgreSQL).
-# PYTEST_WORKERS: how many test processes (pytest-xdist; default one per core, 0 or 1 for none).
+# PYTEST_WORKERS: how many test processes (pytest-xdist; default one more than the cores, 0 or 1 for none).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -17,7 +17,9 @@ export REDIS_URL
 # fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
 # (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do
 # nothing under pytest 9.2 (they rename item._nodeid, which pytest 9.2 no longer reads).
-workers="${PYTEST_WORKERS:-$(nproc)}"
+# One more than the cores: a test waiting on its processes (a sleep, a poll, a site starting) leaves a
+# core to the extra one (docs/performance.md: 2 cores, the SQLite pass 5m35s with 2, 4m58s with 3).
+workers="${PYTEST_WORKERS:-$(( $(nproc) + 1 ))}"
 parallel=()
 # --no-loadscope-reorder: the modules go in tests/conftest.py's order (longest first), not xdist's (most tests first)
 if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder); fi
