@@ -98,6 +98,9 @@ def test_issue_page_json_twin(client, season, alice, organizer):
 def test_a_submissions_charts_fragment_has_latency_boxes_roofline_and_telemetry(client, season, alice, organizer):
     # what its page fetches when the last verdict arrives (the browser tests watch it live)
     submission = accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0), "c500": (4.0, 0.5)})
+    cpu_run = submission.runs.get(gpu_type__slug="cpu")
+    cpu_run.result["metrics"]["flops"] = None  # no FLOP count (an unknown operator): no roofline point
+    cpu_run.save(update_fields=["result"])
     html = client.get(f"/submissions/{submission.pk}/charts/").content.decode()
     figures = {name: json.loads(body) for name, body in
                re.findall(r'<script id="([\w-]+)" type="application/json">(.*?)</script>', html, re.S)}
@@ -105,7 +108,9 @@ def test_a_submissions_charts_fragment_has_latency_boxes_roofline_and_telemetry(
                                     for kind in ("latency", "roofline", "telemetry"))
     assert [trace["type"] for trace in latency["data"]] == ["box", "box"]
     assert sorted(set(latency["data"][1]["x"])) == ["CPU", "MetaX C500"]
-    assert {trace["mode"] for trace in roofline["data"]} == {"markers", "lines"}  # points under their roofs
+    # the C500's point under its roofs; the CPU run has no FLOP count
+    assert [(trace["mode"], trace["name"].split(" · ")[-1]) for trace in roofline["data"]] == [
+        ("markers", "MetaX C500"), ("lines", "MetaX C500")]
     assert [trace.get("yaxis") for trace in telemetry["data"]] == [None, "y2", None, "y2"]  # power, then clock
     assert client.get("/submissions/987654/charts/").status_code == 404
 
