@@ -10,7 +10,7 @@ log() { printf '\033[1m[gpu-codeforces]\033[0m %s\n' "$*" >&2; }
 # Creates .venv and installs the project with the extras named (e.g. "site,agent,dev").
 # torch==2.13.0 first: it is the CPU build this kind of machine keeps on disk (no download);
 # a GPU host with its own torch already installed keeps it. $2, optional: a command that needs torch
-# alone, run beside the project's install (both use one core).
+# alone, run beside the project's install (both use one core), or by itself when all is installed already.
 setup_venv() {
   local extras="$1" beside="${2:-}" beside_pid=""
   if [ ! -x "$PY" ]; then
@@ -19,7 +19,10 @@ setup_venv() {
     "$PY" -m pip install -q --upgrade pip
   fi
   local stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
-  if [ -f "$stamp" ]; then return; fi
+  if [ -f "$stamp" ]; then
+    if [ -n "$beside" ]; then "$beside"; fi
+    return
+  fi
   if ! "$PY" -c "import torch" 2>/dev/null; then
     log "installing torch (CPU build 2.13.0 where available)"
     "$PY" -m pip install -q torch==2.13.0 || "$PY" -m pip install -q torch

@@ -10,7 +10,6 @@ STARTED_PIDS=()
 trap stop_started EXIT
 
 setup_venv "site,agent,dev" prepare_test_header
-prepare_test_header
 ensure_redis
 export REDIS_URL
 # --dist loadfile: a test module runs whole, in order, on one worker, so what its tests share (a module

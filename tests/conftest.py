@@ -125,9 +125,10 @@ def share_precompiled_header(cache_dir: Path, header_root: Path) -> Path:
     from profiler_agent.bundles import build_cache
 
     cache_dir.mkdir(parents=True, exist_ok=True)
-    link = build_cache.pch_root(cache_dir)
-    if not link.exists():
-        link.symlink_to(header_root, target_is_directory=True)
+    try:
+        build_cache.pch_root(cache_dir).symlink_to(header_root, target_is_directory=True)
+    except FileExistsError:  # another test worker linked the shared cache first
+        pass
     return cache_dir
 
 
