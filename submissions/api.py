@@ -362,12 +362,13 @@ def create_issue(request, payload: IssueIn, response: HttpResponse):
     return Status(201, _issue_out(issue))
 
 
-@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 413, 422, 429),
+@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 409, 413, 422, 429),
                         url_name="submission_create")
 def create_submission(request, response: HttpResponse, issue: Text = Form(...), note: Text = Form(""),
                       files: List[UploadedFile] = File(None)):
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
-    season's submissions per hour or day: 429 with Retry-After."""
+    season's submissions per hour or day: 429 with Retry-After. Exactly the bundle you submitted to the
+    issue before: 409, naming that submission."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
         return Status(404, {"detail": _("issue %(issue)s does not exist") % {"issue": issue}})
@@ -378,6 +379,8 @@ def create_submission(request, response: HttpResponse, issue: Text = Form(...), 
         return Status(400, {"detail": _("bundle refused: %(errors)s") % {"errors": "; ".join(exc.errors)}})
     except submitting.TooManyRequests as exc:
         return _too_many(response, exc)
+    except submitting.AlreadySubmitted as exc:
+        return Status(409, {"detail": str(exc)})
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))
@@ -404,7 +407,8 @@ class PullRequestIn(Schema):
                         url_name="submission_from_pull_request")
 def create_submissions_from_pull_request(request, payload: PullRequestIn):
     """Fetch a pull request's head with git and submit the folder `S<season>/<issue code>/` of each of
-    your issues it holds (or of `issue` alone). A commit already submitted yields an empty list."""
+    your issues it holds (or of `issue` alone). A commit already submitted, or folders whose files are exactly
+    those of your earlier submission to their issue, yield an empty list."""
     issue_row = None
     if payload.issue:
         issue_row = Issue.objects.select_related("season").filter(code=payload.issue.strip().upper()).first()

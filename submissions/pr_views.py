@@ -24,7 +24,9 @@ def submit_pull_request(request):
             form.add_error(None, str(exc))
         else:
             if not created:
-                form.add_error(None, _("This commit of the pull request was already submitted; push a new commit first."))
+                form.add_error(None, _("Nothing new to judge: this commit of the pull request was already submitted, or "
+                                       "its folders hold exactly the files of your earlier submissions to their "
+                                       "issues. Push a commit that changes them."))
             else:
                 listed = ", ".join(f"#{s.pk} ({s.issue.code})" for s in created)
                 # one submission: its page removes the message once it is judged (not so for several)

@@ -26,7 +26,8 @@ def _folder(issue):
 
 def submit_pull_request(contestant, pr_url, *, issue=None):
     """Create a submission for each of the contestant's issues whose folder the PR head holds
-    (or for `issue` alone). A folder already submitted at the same commit is skipped."""
+    (or for `issue` alone). A folder already submitted at the same commit is skipped, and so is one whose
+    files are exactly those of an earlier submission to its issue (a new commit that changed other folders)."""
     pr = parse_pr_url(pr_url)
     with FetchedPullRequest(pr) as fetched:
         head = fetched.head
@@ -52,9 +53,12 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
             except BundleError as exc:
                 raise PullRequestError(_("%(folder)s/ at %(commit)s: %(errors)s") % {
                     "folder": _folder(each), "commit": head.commit[:10], "errors": "; ".join(exc.errors)})
-            created.append(submitting.create_submission(
-                contestant, each, bundle, source=SubmissionSource.PULL_REQUEST, pr_url=pr.url, pr_commit=head.commit,
-                note=f"pull request {pr.url} at {head.commit[:10]}"))  # stored: not translated
+            try:
+                created.append(submitting.create_submission(
+                    contestant, each, bundle, source=SubmissionSource.PULL_REQUEST, pr_url=pr.url,
+                    pr_commit=head.commit, note=f"pull request {pr.url} at {head.commit[:10]}"))  # stored: not translated
+            except submitting.AlreadySubmitted:
+                continue  # this folder is unchanged since its last submission: nothing new to judge
         return created
 
 

@@ -2,10 +2,12 @@
 import hashlib
 
 from django.db import IntegrityError, transaction
+from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
+from submissions import ranked_runs
 from submissions.bundles import Bundle
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, RunStatus, Submission, SubmissionFile, SubmissionSource, new_issue_code
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 
@@ -19,6 +21,35 @@ class TooManyRequests(SubmissionRefused):
     def __init__(self, message, retry_after_s=None):
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AlreadySubmitted(SubmissionRefused):
+    """The contestant submitted exactly this bundle to the issue before (HTTP 409); `earlier` is that submission."""
+
+    def __init__(self, message, earlier):
+        super().__init__(message)
+        self.earlier = earlier
+
+
+def earlier_identical(contestant, issue, bundle_sha256):
+    """The contestant's earlier submission of exactly this bundle (every file, byte for byte) to the issue that
+    was judged or is being judged, or None. Judging the same code again only draws another sample of its
+    timing noise, and keeping the luckiest would rank luck (ranked_runs). One the platform never judged (every
+    run an internal error or cancelled) does not count: nothing the contestant sent is lost."""
+    earlier = (Submission.objects.filter(contestant=contestant, issue=issue, bundle_sha256=bundle_sha256)
+               .prefetch_related("runs").order_by("created_at"))
+    return next((s for s in earlier if any(r.status != RunStatus.DONE or r.verdict not in ranked_runs.NOT_A_JUDGEMENT
+                                           for r in s.runs.all())), None)
+
+
+def _already_submitted(earlier):
+    when = timezone.localtime(earlier.created_at)
+    return AlreadySubmitted(
+        _("you submitted exactly this bundle to issue %(issue)s before, as submission #%(id)s (%(when)s): the same "
+          "code is judged once, and its ranked figure is the median of its runs. Change the code to submit again.")
+        % {"issue": earlier.issue.code, "id": earlier.pk,
+           "when": f"{formats.date_format(when, 'DATETIME_FORMAT')} {when.tzname()}"},
+        earlier)
 
 
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
@@ -67,8 +98,12 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
         plan = hardware.check_judgeable(issue.season, bundle.files)
     except hardware.NoHardwareForBundle as exc:
         raise SubmissionRefused(str(exc))
-    # Serialize one contestant's concurrent submissions so the rate limit counts them all.
+    # Serialize one contestant's concurrent submissions so the rate limit counts them all (and a double click
+    # finds its twin).
     Contestant.objects.select_for_update().filter(pk=contestant.pk).first()
+    earlier = earlier_identical(contestant, issue, bundle.sha256)
+    if earlier is not None:
+        raise _already_submitted(earlier)
     try:
         abuse.check_rate_limit(contestant, issue.season)
     except abuse.RateLimited as exc:

@@ -1,5 +1,6 @@
 """Small valid bundle files for site tests (the site never runs them)."""
 import io
+import itertools
 import zipfile
 
 TORCHCODE = b"""import torch
@@ -29,8 +30,14 @@ class ModelNew(nn.Module):
 """
 
 
+_bundle_numbers = itertools.count(1)
+
+
 def valid_files():
-    return {"torchcode.py": TORCHCODE, "cudacode.py": CUDACODE, "readme.md": "# ReLU\n中文说明".encode()}
+    """A new bundle each call (its readme is numbered): the site refuses a bundle submitted to the same issue
+    before, and most tests submit several."""
+    return {"torchcode.py": TORCHCODE, "cudacode.py": CUDACODE,
+            "readme.md": f"# ReLU\n中文说明\n\nBundle {next(_bundle_numbers)}.\n".encode()}
 
 
 def zip_of(files, folder=""):

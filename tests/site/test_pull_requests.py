@@ -70,6 +70,26 @@ def test_pasted_pr_url_fetches_the_issue_folder_and_records_url_and_commit(
     assert "already submitted" in again.content.decode() and Submission.objects.count() == 1
 
 
+def test_a_new_commit_submits_only_the_folders_it_changed(client, host, issue, season, alice,
+                                                          django_capture_on_commit_callbacks):
+    gelu = submitting.open_issue(season, alice, title="GELU")
+    with django_capture_on_commit_callbacks(execute=True):
+        host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu)))
+        first = pr_intake.submit_pull_request(alice, GITEE_PR.format(n=5))
+    assert sorted(s.issue.code for s in first) == sorted([issue.code, gelu.code])
+
+    # the next commit changes the GELU folder alone: the ReLU folder is exactly its earlier submission
+    with django_capture_on_commit_callbacks(execute=True):
+        sha = host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# faster\n")))
+        (second,) = pr_intake.submit_pull_request(alice, GITEE_PR.format(n=5))
+    assert (second.issue, second.pr_commit) == (gelu, sha) and Submission.objects.count() == 3
+
+    host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# faster\n")))  # changed nothing
+    client.force_login(alice.user)
+    again = client.post("/submit/pull-request/", {"pr_url": GITEE_PR.format(n=5)}, headers={"Accept-Language": "en"})
+    assert "Nothing new to judge" in again.content.decode() and Submission.objects.count() == 3
+
+
 def test_pr_errors_are_clear(client, host, issue, alice, settings):
     host.open_pull_request(6, {"S1/ZZZZZZ/torchcode.py": TORCHCODE})
     client.force_login(alice.user)

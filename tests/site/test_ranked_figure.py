@@ -6,9 +6,10 @@ import html
 import io
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from submissions.models import GpuStanding, Run, RunStatus, Standing
-from submissions.services import cancelling, rejudging, reviewing, submitting
+from submissions.services import accounts, cancelling, rejudging, reviewing, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all, submit
 
@@ -149,3 +150,56 @@ def api_token(contestant):
     from submissions.services import accounts
 
     return accounts.create_api_token(contestant)[1]
+
+
+def test_the_same_bundle_again_to_the_same_issue_is_refused_in_every_way_in(
+        client, season, alice, organizer, agent_and_token, django_capture_on_commit_callbacks):
+    """Resubmitting exactly the same code would draw another sample of its timing noise, a rejudge the
+    contestant orders; the site refuses it (as a judge refuses the same source twice) and says which it was."""
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    files = valid_files()
+    first = submit(django_capture_on_commit_callbacks, alice, issue, files)
+    report_all(first, agent, passed_result(speedup=0.93))
+
+    with pytest.raises(submitting.AlreadySubmitted, match=rf"exactly this bundle to issue {issue.code} before, "
+                                                          rf"as submission #{first.pk}") as refused:
+        submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
+    assert refused.value.earlier == first
+
+    _, contestant_token = accounts.create_api_token(alice, "cli")
+    api = client.post("/api/v1/submissions", {"issue": issue.code, "files": [
+        SimpleUploadedFile(name, data) for name, data in files.items()]},
+        headers={"Authorization": f"Bearer {contestant_token}"})
+    assert api.status_code == 409 and f"#{first.pk}" in api.json()["detail"], api.content
+    client.force_login(alice.user)
+    page = client.post("/submit/", {"issue": issue.pk, "files": [SimpleUploadedFile(n, d) for n, d in files.items()]},
+                       headers=EN)
+    assert f"as submission #{first.pk}" in text(page) and page.status_code == 200
+    assert issue.submissions.count() == 1  # nothing stored, no run queued
+
+    # one byte of difference is another bundle; the same bundle for another issue of one's own is allowed
+    # (and flagged for the organizer as the same operator)
+    changed = submit(django_capture_on_commit_callbacks, alice, issue, dict(files, **{"cudacode.py": files["cudacode.py"] + b"\n"}))
+    other_issue = submitting.open_issue(season, alice, title="ReLU again")
+    elsewhere = submit(django_capture_on_commit_callbacks, alice, other_issue, dict(files))
+    assert changed.pk and elsewhere.abuse_flags.filter(kind="same_operator").exists()
+
+
+def test_a_bundle_the_platform_never_judged_may_be_sent_again(
+        season, alice, organizer, agent_and_token, django_capture_on_commit_callbacks):
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    files = valid_files()
+    first = submit(django_capture_on_commit_callbacks, alice, issue, files)
+    failed = dict(copy.deepcopy(passed_result()), status="internal_error", reason="the agent's disk is full")
+    for _ in range(5):  # every attempt the platform's failure
+        report_all(first, agent, failed)
+    assert set(first.runs.values_list("verdict", flat=True)) == {"internal_error"}
+    again = submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
+
+    for run in again.runs.all():  # an organizer cancels it before any agent starts it: still never judged
+        cancelling.cancel_run(run.pk, organizer.user, "wrong queue")
+    third = submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
+    with pytest.raises(submitting.AlreadySubmitted, match=f"#{third.pk}"):  # queued: being judged
+        submit(django_capture_on_commit_callbacks, alice, issue, dict(files))

@@ -38,9 +38,8 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
     organizer = accounts.register_contestant("org", "pw-org-123", display_name="Org", is_staff=True)
     agents = [accounts.create_agent(f"agent-{i}", [cpu])[0] for i in range(3)]
     issue = submitting.open_issue(season, alice, title="burst")
-    bundle = build_bundle(valid_files())
     for _ in range(12):
-        submitting.create_submission(alice, issue, bundle)
+        submitting.create_submission(alice, issue, build_bundle(valid_files()))
 
     def judge(agent):
         def work():
@@ -64,7 +63,7 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
 
     def submit():
         for _ in range(4):
-            submitting.create_submission(alice, issue, bundle)
+            submitting.create_submission(alice, issue, build_bundle(valid_files()))
 
     errors = []
     threads = [in_thread(work, errors) for work in (*map(judge, agents), cancel, submit, recovery.sweep_runs)]
