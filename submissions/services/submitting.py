@@ -4,6 +4,7 @@ import hashlib
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from submissions import hidden_characters
 from submissions.bundles import Bundle
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
 from submissions.services import abuse, accounts, hardware, judging, standings
@@ -21,11 +22,23 @@ class TooManyRequests(SubmissionRefused):
         self.retry_after_s = retry_after_s
 
 
+def issue_title_refusal(title):
+    """Why an issue's title is refused for a hidden character (hidden_characters.py), or ""."""
+    return hidden_characters.refusal(title, _("an issue's title"))
+
+
+def issue_operator_refusal(operator):
+    return hidden_characters.refusal(operator, _("an issue's operator"))
+
+
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
     if not season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": season.code})
     if not title.strip():
         raise SubmissionRefused(_("an issue needs a title"))
+    hidden = issue_title_refusal(title) or issue_operator_refusal(operator)
+    if hidden:
+        raise SubmissionRefused(hidden)
     if framework not in Framework.values:
         raise SubmissionRefused(_("unknown framework '%(framework)s'; one of %(known)s")
                                 % {"framework": framework, "known": ", ".join(Framework.values)})
