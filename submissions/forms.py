@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from submissions.hidden_characters import first_hidden_character
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Season
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season
 from submissions.services import submitting
 
 
@@ -45,7 +45,8 @@ class SubmitForm(forms.Form):
                                             label=_("Framework"))
     files = MultipleFileField(label=_("Files"),
                               help_text=_("torchcode.py, cudacode.py and the rest, or one .zip of the folder"))
-    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"))
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"),
+                           max_length=SUBMISSION_NOTE_MAX_CHARS)
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,7 +6,8 @@ from django.utils.translation import gettext as _
 
 from submissions import hidden_characters
 from submissions.bundles import Bundle
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue,
+                                Submission, SubmissionFile, SubmissionSource, new_issue_code)
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 
@@ -29,6 +30,14 @@ def issue_title_refusal(title):
 
 def issue_operator_refusal(operator):
     return hidden_characters.refusal(operator, _("an issue's operator"))
+
+
+def note_refusal(note):
+    """Why a submission's note is refused for its length, or ""."""
+    if len(note) > SUBMISSION_NOTE_MAX_CHARS:
+        return (_("a submission's note has at most %(count)s characters; this one has %(length)s")
+                % {"count": SUBMISSION_NOTE_MAX_CHARS, "length": len(note)})
+    return ""
 
 
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
@@ -70,6 +79,9 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
     """Store the bundle, fingerprint and flag it, fan out one run per GPU type that can judge it
     (services/hardware.py), enqueue them after commit."""
+    too_long = note_refusal(note)
+    if too_long:
+        raise SubmissionRefused(too_long)
     if issue.author_id != contestant.pk:
         raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:
