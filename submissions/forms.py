@@ -8,7 +8,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from submissions.hidden_characters import first_hidden_character
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season
-from submissions.services import submitting
+from submissions.services import accounts, submitting
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -119,6 +119,10 @@ class RegisterForm(UserCreationForm):
 
     def clean_affiliation(self):
         return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
+
+    def clean_email(self):
+        email = self.cleaned_data["email"]
+        return unless_refused(accounts.email_refusal(email), email)
 
     def clean(self):
         data = super().clean()
