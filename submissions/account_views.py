@@ -3,7 +3,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -16,15 +15,17 @@ from submissions.services import accounts
 def register(request):
     form = RegisterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            user = form.save()
-            contestant = accounts.contestant_for(user)
-            accounts.update_profile(contestant, display_name=form.cleaned_data["display_name"] or user.username,
-                                    affiliation=form.cleaned_data["affiliation"])
-            accounts.accept_agreement(contestant)
-        login(request, user)
-        messages.success(request, _("Welcome, %(name)s.") % {"name": contestant.display_name})
-        return redirect("home")
+        data = form.cleaned_data
+        try:
+            contestant = accounts.register_contestant(data["username"], data["password1"], email=data["email"],
+                                                      display_name=data["display_name"],
+                                                      affiliation=data["affiliation"])
+        except accounts.AccountRefused as exc:  # another account took the address since the form looked
+            form.add_error("email", str(exc))
+        else:
+            login(request, contestant.user)
+            messages.success(request, _("Welcome, %(name)s.") % {"name": contestant.display_name})
+            return redirect("home")
     return render(request, "registration/register.html", {"form": form, "agreement_version": settings.CONTEST_AGREEMENT_VERSION})
 
 

@@ -14,7 +14,8 @@ from submissions import ranked_runs, selectors
 from submissions.api_auth import AgentAuth, ContestantTokenAuth
 from submissions.api_fields import Text, column_length, replace_nul
 from submissions.bundles import BundleError, bundle_from_uploads, bundle_to_zip
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Framework, Issue, Run, RunStage, Season, Submission
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, Run, RunStage,
+                                Season, Submission)
 from submissions.result_schema import RunResult
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.services import fleet, judging, pr_intake, recovery, submitting
@@ -364,7 +365,9 @@ def create_issue(request, payload: IssueIn, response: HttpResponse):
 
 @contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 409, 413, 422, 429),
                         url_name="submission_create")
-def create_submission(request, response: HttpResponse, issue: Text = Form(...), note: Text = Form(""),
+def create_submission(request, response: HttpResponse, issue: Text = Form(...),
+                      note: Text = Form("", description=f"At most {SUBMISSION_NOTE_MAX_CHARS} characters; a longer "
+                                                        "note is refused (400)"),
                       files: List[UploadedFile] = File(None)):
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
     season's submissions per hour or day: 429 with Retry-After. Exactly the bundle you submitted to the

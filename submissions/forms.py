@@ -1,6 +1,4 @@
 """Forms of the contestant pages."""
-import unicodedata
-
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -8,7 +6,9 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, Season
+from submissions.hidden_characters import first_hidden_character
+from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season
+from submissions.services import accounts, submitting
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -45,7 +45,8 @@ class SubmitForm(forms.Form):
                                             label=_("Framework"))
     files = MultipleFileField(label=_("Files"),
                               help_text=_("torchcode.py, cudacode.py and the rest, or one .zip of the folder"))
-    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"))
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"),
+                           max_length=SUBMISSION_NOTE_MAX_CHARS)
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -62,19 +63,28 @@ class SubmitForm(forms.Form):
                 self.add_error("new_issue_title", _("Pick one of your issues, or give the new issue a title."))
             if not data.get("season"):
                 self.add_error("season", _("Pick the season of the new issue."))
+            # the service refuses them too; here the message stands next to the field
+            for field, refusal in (("new_issue_title", submitting.issue_title_refusal),
+                                   ("new_issue_operator", submitting.issue_operator_refusal)):
+                problem = refusal(data.get(field) or "")
+                if problem:
+                    self.add_error(field, problem)
         return data
 
 
-# Control characters and the invisible ones that reorder or hide text (U+202E turns "Carol evil" into
-# "Carol live" on the leaderboard; U+200B makes a second "Alice").
-HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs"}
-
-
 def refuse_hidden_characters(value):
-    hidden = next((c for c in value if unicodedata.category(c) in HIDDEN_CATEGORIES), None)
+    """Refuses what submissions/hidden_characters.py calls hidden, next to the field."""
+    hidden = first_hidden_character(value)
     if hidden is not None:
         raise forms.ValidationError(_("Invisible or text-direction characters are not allowed here (found U+%(code)s).")
                                     % {"code": f"{ord(hidden):04X}"}, code="hidden_character")
+    return value
+
+
+def unless_refused(problem, value):
+    """`value`, or a service's refusal of it (a message; "" for none) as the field's error."""
+    if problem:
+        raise forms.ValidationError(problem, code="refused")
     return value
 
 
@@ -109,6 +119,10 @@ class RegisterForm(UserCreationForm):
 
     def clean_affiliation(self):
         return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
+
+    def clean_email(self):
+        email = self.cleaned_data["email"]
+        return unless_refused(accounts.email_refusal(email), email)
 
     def clean(self):
         data = super().clean()
@@ -201,6 +215,14 @@ class IssueForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, label=_("Description"),
                                   max_length=ISSUE_DESCRIPTION_MAX_CHARS,
                                   help_text=_("Expected result, how to verify it, background"))
+
+    def clean_title(self):
+        title = self.cleaned_data["title"]
+        return unless_refused(submitting.issue_title_refusal(title), title)
+
+    def clean_operator(self):
+        operator = self.cleaned_data["operator"]
+        return unless_refused(submitting.issue_operator_refusal(operator), operator)
 
 
 class IssueFilterForm(forms.Form):

@@ -201,6 +201,8 @@ class Framework(models.TextChoices):
 # An issue's description is a few paragraphs; the column has no limit of its own (the walk of issue 12
 # opened one of 3 MB through the API, shown whole to every visitor of the issue).
 ISSUE_DESCRIPTION_MAX_CHARS = 20_000
+# A submission's note is a line or two about the version; the form and the API took any length.
+SUBMISSION_NOTE_MAX_CHARS = 2_000
 
 
 class Issue(models.Model):

@@ -8,11 +8,32 @@ from django.utils.translation import gettext as _
 from submissions.models import Agent, ApiToken, Contestant, hash_secret, new_token
 
 
+class AccountRefused(ValueError):
+    """The account cannot be made as asked; the message says why."""
+
+
+def email_refusal(email):
+    """Why a new account may not have `email`, or "". Django's password reset mails a link to every
+    active account whose address matches the one typed, whatever the case (email__iexact), so one
+    address must lead to one account: none may take another's, matched the same way (inactive accounts
+    too: one may be activated again). An empty address is no one's."""
+    email = (email or "").strip()
+    if not email:
+        return ""
+    if get_user_model().objects.filter(email__iexact=email).exists():
+        return _("Another account already uses the e-mail address %(email)s; sign in to it, or reset its "
+                 "password.") % {"email": email}
+    return ""
+
+
 @transaction.atomic
 def register_contestant(username, password, *, email="", display_name="", affiliation="", is_staff=False,
                         accepts_agreement=True):
-    """An account made by a script or an organizer for someone who accepted the agreement
-    (pass accepts_agreement=False when they still have to, on the site)."""
+    """An account made on the registration page, by a script or by an organizer for someone who accepted
+    the agreement (pass accepts_agreement=False when they still have to, on the site)."""
+    refused = email_refusal(email)
+    if refused:
+        raise AccountRefused(refused)
     user = get_user_model().objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
     contestant = Contestant.objects.create(user=user, display_name=display_name or username, affiliation=affiliation)
     if accepts_agreement:

@@ -5,9 +5,10 @@ from django.db import IntegrityError, transaction
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from submissions import ranked_runs
+from submissions import hidden_characters, ranked_runs
 from submissions.bundles import Bundle
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Contestant, Framework, Issue, RunStatus, Submission, SubmissionFile, SubmissionSource, new_issue_code
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue,
+                                RunStatus, Submission, SubmissionFile, SubmissionSource, new_issue_code)
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 
@@ -52,11 +53,31 @@ def _already_submitted(earlier):
         earlier)
 
 
+def issue_title_refusal(title):
+    """Why an issue's title is refused for a hidden character (hidden_characters.py), or ""."""
+    return hidden_characters.refusal(title, _("an issue's title"))
+
+
+def issue_operator_refusal(operator):
+    return hidden_characters.refusal(operator, _("an issue's operator"))
+
+
+def note_refusal(note):
+    """Why a submission's note is refused for its length, or ""."""
+    if len(note) > SUBMISSION_NOTE_MAX_CHARS:
+        return (_("a submission's note has at most %(count)s characters; this one has %(length)s")
+                % {"count": SUBMISSION_NOTE_MAX_CHARS, "length": len(note)})
+    return ""
+
+
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
     if not season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": season.code})
     if not title.strip():
         raise SubmissionRefused(_("an issue needs a title"))
+    hidden = issue_title_refusal(title) or issue_operator_refusal(operator)
+    if hidden:
+        raise SubmissionRefused(hidden)
     if framework not in Framework.values:
         raise SubmissionRefused(_("unknown framework '%(framework)s'; one of %(known)s")
                                 % {"framework": framework, "known": ", ".join(Framework.values)})
@@ -88,6 +109,9 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
 def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
     """Store the bundle, fingerprint and flag it, fan out one run per GPU type that can judge it
     (services/hardware.py), enqueue them after commit."""
+    too_long = note_refusal(note)
+    if too_long:
+        raise SubmissionRefused(too_long)
     if issue.author_id != contestant.pk:
         raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:

@@ -1,6 +1,9 @@
 """Accounts: registration with the agreement, re-acceptance after a new version, profile, tokens, password reset."""
+import html
 import re
 
+import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 
 from submissions.models import AuditEntry, Contestant
@@ -120,3 +123,35 @@ def test_registration_refuses_a_name_another_contestant_is_shown_as(client, alic
         assert response.status_code == 200, field
         assert f"Another contestant is shown as “{shown}”" in response.content.decode(), field
     assert Contestant.objects.count() == 2
+
+
+def test_registration_refuses_an_email_address_another_account_has_whatever_the_case(client, db):
+    accounts.register_contestant("dave", "pw-dave-12345", email="Carol@Example.org")
+    with pytest.raises(accounts.AccountRefused, match="already uses the e-mail address carol@EXAMPLE.org"):
+        accounts.register_contestant("erin", "pw-erin-12345", email="carol@EXAMPLE.org")
+    for headers, refusal in [({"Accept-Language": "en"}, "Another account already uses the e-mail address "
+                                                         "CAROL@example.ORG; sign in to it, or reset its password."),
+                             ({"Accept-Language": "zh-CN"}, "已有账户使用邮箱 CAROL@example.ORG")]:
+        response = client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", email="CAROL@example.ORG"),
+                               headers=headers)
+        assert response.status_code == 200 and refusal in html.unescape(response.content.decode())
+    assert not Contestant.objects.filter(user__username="carol").exists()
+    assert get_user_model().objects.filter(email__iexact="carol@example.org").count() == 1
+    # no address is no one's: accounts without one may be many
+    accounts.register_contestant("erin", "pw-erin-12345")
+    accounts.register_contestant("frank", "pw-frank-12345", email="")
+    assert client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", email="")).status_code == 302
+    assert get_user_model().objects.filter(email="").count() == 3
+
+
+def test_a_password_reset_mails_the_one_account_of_its_address(client, db):
+    """Django's reset mails every active account whose address matches, whatever the case: a second
+    account that registered the address in other letters got a link to it too."""
+    client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on"))
+    client.post("/accounts/logout/")
+    client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", username="mallory",
+                                            display_name="Mallory", email="CAROL@example.org"))
+    client.post("/accounts/logout/")
+    assert client.post("/accounts/password_reset/", {"email": "Carol@Example.org"}).status_code == 302
+    (message,) = mail.outbox
+    assert message.to == ["carol@example.org"] and "account carol." in message.body

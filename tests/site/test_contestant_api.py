@@ -1,4 +1,5 @@
 """The contestant side of the API: personal tokens, submitting, reading, the public leaderboard."""
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from submissions.models import Submission
@@ -27,6 +28,20 @@ def test_open_issue_submit_zip_and_read_back(client, season, alice):
     assert sorted((r["gpu_type"], r["status"]) for r in body["runs"]) == [("c500", "queued"), ("cpu", "queued")]
     read = client.get(f"/api/v1/submissions/{body['id']}", headers=bearer(token))
     assert read.status_code == 200 and read.json()["bundle_sha256"] == Submission.objects.get().bundle_sha256
+
+
+@pytest.mark.parametrize("field, value, code_point", [("title", "ReLU evil\u202e", "U+202E"),
+                                                      ("title", "Re\u200bLU", "U+200B"),
+                                                      ("operator", "torch.relu\u2066", "U+2066")])
+def test_an_issue_whose_title_or_operator_holds_a_hidden_character_is_a_400_naming_it(client, season, alice, field,
+                                                                                     value, code_point):
+    _, token = create_api_token(alice)
+    payload = dict({"season": "S1", "title": "ReLU", "operator": "torch.relu"}, **{field: value})
+    response = client.post("/api/v1/issues", payload, content_type="application/json", headers=bearer(token))
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"] == (f"an issue's {field} must not contain invisible or text-direction characters "
+                                         f"(found {code_point})")
+    assert not alice.issues.exists()
 
 
 def test_others_cannot_read_a_submission_and_revoked_tokens_fail(client, season, alice, bob):

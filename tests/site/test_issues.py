@@ -1,5 +1,9 @@
 """Issues (赛题): opening one, its six-letter code, the list with search and filters, the version history."""
+import html
 import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from submissions.models import Issue
 from submissions.services import submitting
@@ -73,3 +77,39 @@ def test_an_issue_description_past_its_limit_is_refused_on_the_site_and_by_the_s
         raise AssertionError("a description of 20001 characters was accepted")
     client.post("/issues/new/", dict(form, description="d" * 20_000))
     assert len(Issue.objects.get().description) == 20_000
+
+
+HIDDEN_IN_ISSUES = [  # (field, value, the refusal naming the field and the code point)
+    ("title", "ReLU evil\u202e", "an issue's title must not contain invisible or text-direction characters (found U+202E)"),
+    ("title", "Re\u200bLU", "an issue's title must not contain invisible or text-direction characters (found U+200B)"),
+    ("operator", "torch.relu\u2066", "an issue's operator must not contain invisible or text-direction characters "
+                                     "(found U+2066)"),
+]
+
+
+@pytest.mark.parametrize("field, value, refusal", HIDDEN_IN_ISSUES)
+def test_a_hidden_character_in_an_issue_title_or_operator_is_refused_by_the_form_and_the_service(
+        client, season, alice, field, value, refusal):
+    """The walk: U+202E turned "evil" into "live" on the leaderboard, U+200B made two titles that look the same."""
+    client.force_login(alice.user)
+    fields = dict({"season": season.pk, "title": "ReLU", "operator": "torch.relu", "framework": "pytorch"},
+                  **{field: value})
+    response = client.post("/issues/new/", fields)
+    assert response.status_code == 200 and refusal in html.unescape(response.content.decode())
+    with pytest.raises(submitting.SubmissionRefused, match=re.escape(refusal)):
+        submitting.open_issue(season, alice, **{"title": "ReLU", field: value})
+    chinese = client.post("/issues/new/", fields, headers={"Accept-Language": "zh-CN"})
+    assert "不得包含不可见字符或改变文字方向的字符（发现 U+" in html.unescape(chinese.content.decode())
+    assert not Issue.objects.exists()
+
+
+@pytest.mark.parametrize("field, value, refusal", HIDDEN_IN_ISSUES)
+def test_a_hidden_character_in_the_new_issue_of_the_submit_form_is_refused_next_to_it(
+        client, season, alice, field, value, refusal):
+    client.force_login(alice.user)
+    fields = dict({"season": season.pk, "new_issue_title": "ReLU", "new_issue_operator": "torch.relu",
+                   "new_issue_framework": "pytorch"}, **{f"new_issue_{field}": value})
+    files = [SimpleUploadedFile(name, data) for name, data in valid_files().items()]
+    response = client.post("/submit/", dict(fields, files=files))
+    assert response.status_code == 200 and refusal in html.unescape(response.content.decode())
+    assert not Issue.objects.exists() and not alice.submissions.exists()

@@ -6,6 +6,7 @@ import zipfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from submissions.bundles import build_bundle
 from submissions.models import Run, Submission
 from submissions.services import submitting
 from tests.site.bundle_files import CUDACODE, TORCHCODE, valid_files, zip_of
@@ -93,6 +94,28 @@ def test_new_issue_can_be_opened_while_uploading(client, season, alice):
     assert response.status_code == 302
     submission = Submission.objects.get()
     assert submission.issue.title == "Fused GELU" and len(submission.issue.code) == 6 and submission.issue.code.isalpha()
+
+
+def test_a_note_past_its_limit_is_refused_on_the_page_by_the_api_and_by_the_service(client, season, alice):
+    """Notes were unbounded: each path is refused with the limit and the length, and nothing is stored."""
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    client.force_login(alice.user)
+    page = client.post("/submit/", {"issue": issue.pk, "note": "n" * 2_001, "files": uploads(valid_files())})
+    assert page.status_code == 200
+    assert "Ensure this value has at most 2000 characters (it has 2001)." in page.content.decode()
+    assert 'maxlength="2000"' in client.get("/submit/").content.decode()
+    from submissions.services.accounts import create_api_token
+
+    _, token = create_api_token(alice)
+    api = client.post("/api/v1/submissions", {"issue": issue.code, "note": "n" * 2_001, "files": uploads(valid_files())},
+                      headers={"Authorization": f"Bearer {token}"})
+    assert api.status_code == 400, api.content
+    assert api.json()["detail"] == "a submission's note has at most 2000 characters; this one has 2001"
+    with pytest.raises(submitting.SubmissionRefused, match="at most 2000 characters; this one has 2001"):
+        submitting.create_submission(alice, issue, build_bundle(valid_files()), note="n" * 2_001)
+    assert not Submission.objects.exists()
+    client.post("/submit/", {"issue": issue.pk, "note": "n" * 2_000, "files": uploads(valid_files())})
+    assert len(Submission.objects.get().note) == 2_000
 
 
 def test_upload_requires_login(client, season):
