@@ -20,8 +20,8 @@ def register(request):
             contestant = accounts.register_contestant(data["username"], data["password1"], email=data["email"],
                                                       display_name=data["display_name"],
                                                       affiliation=data["affiliation"])
-        except accounts.AccountRefused as exc:  # another account took the address since the form looked
-            form.add_error("email", str(exc))
+        except accounts.AccountRefused as exc:  # another account took the address or name since the form looked
+            form.add_error(exc.field, str(exc))
         else:
             login(request, contestant.user)
             messages.success(request, _("Welcome, %(name)s.") % {"name": contestant.display_name})

@@ -1,7 +1,7 @@
 """Contestant accounts, personal API tokens and agent credentials."""
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -9,7 +9,11 @@ from submissions.models import Agent, ApiToken, Contestant, hash_secret, new_tok
 
 
 class AccountRefused(ValueError):
-    """The account cannot be made as asked; the message says why."""
+    """The account cannot be made as asked; the message says why, `field` which of the form's fields it is about."""
+
+    def __init__(self, message, field="email"):
+        super().__init__(message)
+        self.field = field
 
 
 def email_refusal(email):
@@ -34,7 +38,13 @@ def register_contestant(username, password, *, email="", display_name="", affili
     refused = email_refusal(email)
     if refused:
         raise AccountRefused(refused)
-    user = get_user_model().objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
+    try:
+        with transaction.atomic():  # a savepoint: the failed INSERT must not end the whole transaction
+            user = get_user_model().objects.create_user(username=username, password=password, email=email,
+                                                        is_staff=is_staff)
+    except IntegrityError:  # a registration of the same name in between the form's check and this one
+        raise AccountRefused(_("The user name %(name)s was taken a moment ago; pick another.") % {"name": username},
+                             field="username")
     contestant = Contestant.objects.create(user=user, display_name=display_name or username, affiliation=affiliation)
     if accepts_agreement:
         accept_agreement(contestant)

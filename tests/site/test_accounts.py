@@ -5,6 +5,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.db.models.signals import pre_save
 
 from submissions.models import AuditEntry, Contestant
 from submissions.services import accounts, submitting
@@ -142,6 +143,27 @@ def test_registration_refuses_an_email_address_another_account_has_whatever_the_
     accounts.register_contestant("frank", "pw-frank-12345", email="")
     assert client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", email="")).status_code == 302
     assert get_user_model().objects.filter(email="").count() == 3
+
+
+def test_a_name_taken_between_the_form_s_check_and_the_insert_is_a_form_error_not_a_500(client, db):
+    """Two registrations of one name at once: both forms find it free, the second INSERT fails. The other
+    registration is made here just before this one's INSERT, in its transaction, as the race would."""
+    user_model, raced = get_user_model(), []
+
+    def the_other_registration_first(sender, instance, **kwargs):
+        if instance.username == "carol" and not raced:
+            raced.append(True)
+            user_model.objects.create_user("carol", password="pw-other-12345")
+
+    pre_save.connect(the_other_registration_first, sender=user_model)
+    try:
+        response = client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on", email=""),
+                               headers={"Accept-Language": "en"})
+    finally:
+        pre_save.disconnect(the_other_registration_first, sender=user_model)
+    assert raced and response.status_code == 200
+    assert "The user name carol was taken a moment ago; pick another." in html.unescape(response.content.decode())
+    assert not Contestant.objects.exists()  # (the other account went with this transaction: here it was inside it)
 
 
 def test_a_password_reset_mails_the_one_account_of_its_address(client, db):
