@@ -2,6 +2,7 @@
 abuse flags, is accepted only with an explicit override and its reason (audited); the review page says why."""
 import copy
 import html
+import re
 
 import pytest
 
@@ -81,11 +82,13 @@ def test_unjudged_and_flagged_submissions_need_it_too(season, alice, bob, organi
     assert review.acceptance_override == ""
 
 
-@pytest.mark.parametrize("headers, why, error", [
-    (EN, "CPU: Runtime error, no passed run", "accepting this submission needs an override"),
-    (ZH, "CPU：运行错误，没有通过的运行", "接受此提交需要越权确认"),
+@pytest.mark.parametrize("headers, why, error, accepted_with_override", [
+    (EN, "CPU: Runtime error, no passed run", "accepting this submission needs an override",
+     ("with an override: “C500 is what counts”.</p>", "A new acceptance would need one again:")),
+    (ZH, "CPU：运行错误，没有通过的运行", "接受此提交需要越权确认", ("越权接受：“C500 is what counts”。</p>", "再次接受仍需越权确认：")),
 ])
-def test_the_review_page_says_why_and_takes_the_reason(client, failed_on_cpu, organizer, headers, why, error):
+def test_the_review_page_says_why_and_takes_the_reason(client, failed_on_cpu, organizer, headers, why, error,
+                                                       accepted_with_override):
     submission = failed_on_cpu
     client.force_login(organizer.user)
     url = f"/organizer/submissions/{submission.pk}/"
@@ -96,8 +99,14 @@ def test_the_review_page_says_why_and_takes_the_reason(client, failed_on_cpu, or
             "points_bandwidth": "3", "points_ground_truth": "0", "points_llm_prompt": "0"}
     refused = client.post(f"{url}review/", form, headers=headers)
     assert refused.status_code == 400 and error in text(refused) and not Review.objects.exists()
+    # the refused form keeps what was chosen, the decision too
+    assert re.search(r'value="accepted" required checked>', text(refused)) and 'value="rejected" checked' not in text(refused)
     accepted = client.post(f"{url}review/", dict(form, acceptance_override="C500 is what counts"), headers=headers)
     assert accepted.status_code == 302
     assert Review.objects.get().acceptance_override == "C500 is what counts"
     page = text(client.get(url, headers=headers))
     assert "C500 is what counts" in page and "review.acceptance_overridden" in page
+    # once accepted, the page says so and that the blockers would hold a new acceptance again
+    assert 'id="accepted-with-override"' in page and all(part in page for part in accepted_with_override)
+    assert why in page and "needs an override:" not in page
+    assert not re.search(r'value="(accepted|rejected)"[^>]*checked', page)
