@@ -11,11 +11,14 @@ from submissions import fleet_status, ranked_runs, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue, RunStatus
+from submissions.search import notify_cut
 from submissions.services import accounts, scheduling, submitting
 
 
 def issue_list(request):
     form = IssueFilterForm(request.GET or None)
+    if form.search_cut:
+        notify_cut(request)
     filters = form.cleaned_data if form.is_valid() else {}
     author = None
     if filters.get("mine") and request.user.is_authenticated:
