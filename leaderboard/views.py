@@ -110,7 +110,7 @@ def contestant_detail(request, contestant_id):
     contestant = selectors.public_contestant(contestant_id)
     if contestant is None:
         raise Http404("no such contestant")
-    return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant))
+    return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant, request.user))
 
 
 def gpu_leaderboard(request, code, slug):
