@@ -205,7 +205,8 @@ class IssueForm(forms.Form):
 
 
 class IssueFilterForm(forms.Form):
-    q = forms.CharField(required=False, label=_("Search"), widget=forms.SearchInput(attrs={"maxlength": SEARCH_MAX_CHARS}))
+    q = forms.CharField(required=False, label=_("Search"),
+                        widget=forms.SearchInput(attrs={"maxlength": SEARCH_MAX_CHARS}))
     season = forms.ModelChoiceField(queryset=Season.objects.all(), required=False, to_field_name="code",
                                     label=_("Season"), empty_label=_("any season"))
     framework = forms.ChoiceField(choices=[("", _("any framework"))] + list(Framework.choices), required=False,
