@@ -11,6 +11,11 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 errorlog = "-"
 # Upload bodies are read fully before Django sees them; keep them bounded like the bundle limits.
 limit_request_field_size = 16384
+# The longest request line gunicorn takes (its default is 4094): beyond it gunicorn answers a bare 414
+# that no page of ours can replace. A pasted address with a long search (5,000 characters on the walk)
+# then reaches the site, which cuts the search and says so (submissions/search.py); nginx's default
+# buffers (8k) take such a line too.
+limit_request_line = 8190
 # gunicorn >= 25.1 opens a control socket for `gunicornc` at $XDG_RUNTIME_DIR/gunicorn.ctl or
 # ~/.gunicorn/gunicorn.ctl: one path for every gunicorn of the user, so a second instance takes over
 # the first's socket and stopping either deletes it. Off unless this instance is given its own path.

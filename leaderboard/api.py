@@ -143,7 +143,7 @@ def contestant_detail(request, contestant_id: int):
     contestant = selectors.public_contestant(contestant_id)
     if contestant is None:
         raise HttpError(404, _("contestant %(id)s does not exist") % {"id": contestant_id})
-    profile = selectors.contestant_profile(contestant)
+    profile = selectors.contestant_profile(contestant, request.user)
     return {
         "id": contestant.pk, "display_name": contestant.display_name, "affiliation": contestant.affiliation,
         "standings": [{"season": s.season.code, "rank": s.rank, "accepted_count": s.accepted_count,

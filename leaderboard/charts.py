@@ -4,6 +4,7 @@ Plotly reads a subset of HTML in every label, legend entry and hover text: text 
 titles, GPU names) goes through `_text`, so it shows as written and never becomes markup."""
 import html
 import math
+import textwrap
 from collections import defaultdict
 from datetime import timedelta
 
@@ -16,6 +17,8 @@ MIN_TIME_SPAN = timedelta(days=1)
 # plotly's steps are whole numbers and the format keeps them so.
 COUNT_AXIS_UNIT_TICKS = 10
 SPEEDUP_BINS = 12  # about this many bars in the speedup histogram
+MATRIX_LABEL_CHARS = 40  # a sample's title on the heatmap's axis, shortened beyond
+HOVER_LINE_CHARS = 60  # a hover text's lines (titles hold up to 200 characters)
 
 
 def _text(value):
@@ -97,11 +100,29 @@ def speedup_distribution(speedups):
     }
 
 
+def _shortened(text, limit):
+    """`text` in at most `limit` characters: cut with an ellipsis when longer."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _wrapped(text, width):
+    """`text` escaped, in lines of at most `width` characters (at spaces where it has them), joined by
+    <br>: plotly never wraps a hover text, and a 200-character title ran off the chart."""
+    return "<br>".join(_text(line) for line in textwrap.wrap(str(text), width)) or _text(text)
+
+
 def hardware_matrix(gpu_types, rows):
-    labels = [f"{_text(r['submission'].issue.title[:24])} #{r['submission'].pk}" for r in rows]
+    """The speedup heatmap: a sample's title shortened on the axis (the label takes the chart's width
+    from its cells), whole in the hover text."""
+    labels = [f"{_text(_shortened(r['submission'].issue.title, MATRIX_LABEL_CHARS))} #{r['submission'].pk}"
+              for r in rows]
+    hovers = [f"{_wrapped(r['submission'].issue.title, HOVER_LINE_CHARS)} #{r['submission'].pk}" for r in rows]
     z = [[cell.speedup if cell and cell.speedup else None for cell in r["cells"]] for r in rows]
     return {
         "data": [{"type": "heatmap", "x": [_text(g.name) for g in gpu_types], "y": labels, "z": z,
+                  "text": [[hover] * len(gpu_types) for hover in hovers],
+                  "hovertemplate": "%{text}<br>%{x}: %{z:.2f}×<extra></extra>",
                   "colorscale": "Viridis", "colorbar": {"title": {"text": _("speedup ×")}}, "hoverongaps": False}],
         "layout": _layout(_("Speedup of each accepted sample on each GPU type"), height=max(300, 60 + 28 * len(rows)),
                           yaxis={"automargin": True}),

@@ -7,7 +7,12 @@ import re
 from urllib.parse import unquote_plus
 
 from django.conf import settings
-from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
+from django.http import JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.locale import LocaleMiddleware
 from django.shortcuts import render
 from django.utils import translation
 from django.utils.http import parse_header_parameters
@@ -19,14 +24,36 @@ FILE_NAME = re.compile(rb'filename="([^"]*)"|filename=([^;\s]*)')
 
 
 def _refusal(request, status, message):
-    if request.path.startswith("/api/"):
+    """`message` as JSON (`detail`) under /api/, else as a page in the site's layout."""
+    if request.path_info.startswith("/api/"):
         response = JsonResponse({"detail": message}, status=status)
     else:
-        response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+        response = _refusal_page(request, status, message)
     # Set here, outside CommonMiddleware: without it a client must wait for the connection to close,
     # and a server that drains the unread body (runserver does) keeps it open.
     response["Content-Length"] = len(response.content)
     return response
+
+
+def _refusal_page(request, status, message):
+    """The refusal page, through the middleware the guards answer before: the session, language, CSRF and
+    user they set up are what the layout shows (who is signed in, the language switch and its token,
+    which must match the visitor's CSRF cookie), and their answers' headers (Vary, the CSRF cookie,
+    X-Frame-Options) are those of every page. Never CommonMiddleware: it may redirect instead."""
+    heading = _("Request too large") if status == 413 else _("Bad request")
+
+    def page(request):
+        return render(request, "refused.html", {"status": status, "heading": heading, "message": message},
+                      status=status)
+
+    handler = XFrameOptionsMiddleware(CsrfViewMiddleware(page))
+    if not hasattr(request, "user"):
+        handler = AuthenticationMiddleware(handler)
+    if not hasattr(request, "LANGUAGE_CODE"):
+        handler = LocaleMiddleware(handler)
+    if not hasattr(request, "session"):
+        handler = SessionMiddleware(handler)
+    return handler(request)
 
 
 class RequestBodyLimitMiddleware:
@@ -110,20 +137,16 @@ class RefuseNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if NUL in request.path_info or NUL in unquote_plus(request.META.get("QUERY_STRING", "")):
-            return self.refusal(request)
+        # Cookies first: the refusal page looks the session up too.
         if any(NUL in name or NUL in value for name, value in request.COOKIES.items()):
             request.COOKIES = {name: value for name, value in request.COOKIES.items()
                                if NUL not in name and NUL not in value}
+        if NUL in request.path_info or NUL in unquote_plus(request.META.get("QUERY_STRING", "")):
+            # The visitor's language, restored afterwards: LocaleMiddleware has not run yet.
+            with translation.override(translation.get_language_from_request(request)):
+                return _refusal(request, 400, _("The address contains a NUL character; no page or API call "
+                                                "accepts one."))
         return self.get_response(request)
-
-    @staticmethod
-    def refusal(request):
-        with translation.override(translation.get_language_from_request(request)):
-            message = _("The address contains a NUL character; no page or API call accepts one.")
-        if request.path_info.startswith("/api/"):
-            return JsonResponse({"detail": message}, status=400)
-        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
 
 
 class ErrorAnswersMiddleware:

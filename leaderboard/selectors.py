@@ -9,6 +9,7 @@ from django.utils.translation import gettext
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
 from submissions import ranked_runs, ranking, weights
+from submissions import selectors as submission_selectors
 
 
 def with_freeze(seasons):
@@ -129,12 +130,13 @@ def passed_speedups(season):
             for (_, gpu_type_id), f in sorted(ranked_runs.figures(runs).items())]
 
 
-def contestant_profile(contestant):
+def contestant_profile(contestant, viewer):
+    """The contestant's standings, issues and latest submissions, each with its `state` for `viewer`."""
     standings = list(Standing.objects.filter(contestant=contestant).select_related("season").order_by("-season__starts_at"))
-    submissions = list(
-        Submission.objects.filter(contestant=contestant).select_related("issue__season")
+    submissions = submission_selectors.with_states(list(
+        Submission.objects.filter(contestant=contestant).select_related("issue__season", "contestant")
         .prefetch_related("runs__gpu_type", "reviews").order_by("-created_at")[:100]
-    )
+    ), viewer)
     return {"contestant": contestant, "standings": standings, "submissions": submissions,
             "issues": Issue.objects.filter(author=contestant).select_related("season")}
 

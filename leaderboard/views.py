@@ -8,6 +8,7 @@ from django.views import defaults
 
 from leaderboard import board_cache, charts, selectors
 from submissions.models import Season, Submission
+from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
 
 PAGE_SIZE = 50
 HOME_ROWS = 10
@@ -60,14 +61,17 @@ def season_detail(request, code):
 
 def season_leaderboard(request, code):
     season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
-    search = request.GET.get("q", "").strip()
+    search, cut = bounded_search(request.GET.get("q"))
     freeze = selectors.active_freeze(season, request.user)
     staff = request.user.is_staff
     # ?fragment=1: the table alone, which the page polls to follow runs finishing and reviews landing
     fragment = bool(request.GET.get("fragment"))
+    if cut and not fragment:  # a fragment shows no messages: the notice would wait for the next page
+        notify_cut(request)
 
     def render_part(page):
         context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+                   "search_max_chars": SEARCH_MAX_CHARS,
                    "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
                    "live_freeze": selectors.active_freeze(season) if staff else None}
         return render_to_string(
@@ -106,7 +110,7 @@ def contestant_detail(request, contestant_id):
     contestant = selectors.public_contestant(contestant_id)
     if contestant is None:
         raise Http404("no such contestant")
-    return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant))
+    return render(request, "leaderboard/contestant.html", selectors.contestant_profile(contestant, request.user))
 
 
 def gpu_leaderboard(request, code, slug):
@@ -114,14 +118,16 @@ def gpu_leaderboard(request, code, slug):
     gpu_type = selectors.season_gpu_type(season, slug)
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")
-    search = request.GET.get("q", "").strip()
+    search, cut = bounded_search(request.GET.get("q"))
+    if cut:
+        notify_cut(request)
     page, table = cached_board_page(
         season, (f"gpu-{gpu_type.pk}", "table"), selectors.gpu_standings_query(season, gpu_type, search), search,
         request.GET.get("page"),
         lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {
         "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
-        "standings_table": table, "search": search,
+        "standings_table": table, "search": search, "search_max_chars": SEARCH_MAX_CHARS,
     })
 
 

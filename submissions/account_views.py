@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from submissions import selectors
 from submissions.forms import ProfileForm, RegisterForm
 from submissions.models import ApiToken
 from submissions.services import accounts
@@ -43,7 +44,7 @@ def account(request):
         "agreement_version": settings.CONTEST_AGREEMENT_VERSION,
         "tokens": contestant.api_tokens.order_by("-created_at"),
         "issues": contestant.issues.select_related("season"),
-        "submissions": contestant.submissions.select_related("issue")[:50],
+        "submissions": selectors.contestant_submissions(contestant, request.user),
     })
 
 

@@ -297,6 +297,9 @@ class SubmissionOut(Schema):
     runs: List[RunOut]
     # per GPU type slug, the figure that ranks (ranked_runs): {"speedup", "run", "runs_counted"}
     ranked: dict
+    state: Literal[tuple(selectors.SubmissionState.values)] = Field(
+        description="judging; then, until an organizer reviews it, passed_awaiting_review (every latest run "
+                    "passed) or awaiting_review; then the review's decision, accepted or rejected")
     url: str
 
     @staticmethod
@@ -312,6 +315,7 @@ class SubmissionOut(Schema):
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
             files=[f.path for f in submission.files.all()],
             runs=[RunOut.from_run(r) for r in runs], ranked=ranked_runs.summary(runs),
+            state=selectors.submission_state(submission).value,
             url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
         )
 

@@ -8,6 +8,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from submissions.hidden_characters import first_hidden_character
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season
+from submissions.search import SEARCH_MAX_CHARS, bounded_search
 from submissions.services import accounts, submitting
 
 
@@ -226,7 +227,8 @@ class IssueForm(forms.Form):
 
 
 class IssueFilterForm(forms.Form):
-    q = forms.CharField(required=False, label=_("Search"))
+    q = forms.CharField(required=False, label=_("Search"),
+                        widget=forms.SearchInput(attrs={"maxlength": SEARCH_MAX_CHARS}))
     season = forms.ModelChoiceField(queryset=Season.objects.all(), required=False, to_field_name="code",
                                     label=_("Season"), empty_label=_("any season"))
     framework = forms.ChoiceField(choices=[("", _("any framework"))] + list(Framework.choices), required=False,
@@ -234,3 +236,11 @@ class IssueFilterForm(forms.Form):
     level = forms.TypedChoiceField(choices=[("", _("any level"))] + LEVEL_CHOICES[1:], coerce=int, empty_value=None,
                                    required=False, label=_("Level"))
     mine = forms.BooleanField(required=False, label=_("only mine"))
+
+    def __init__(self, data=None, *args, **kwargs):
+        # A longer search is cut before the form sees it: searched, and shown in the box, as cut.
+        self.search_cut = False
+        if data is not None and "q" in data:
+            data = data.copy()
+            data["q"], self.search_cut = bounded_search(data["q"])
+        super().__init__(data, *args, **kwargs)

@@ -1,5 +1,6 @@
 """Read-side queries of the contest domain."""
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, TextChoices
+from django.utils.translation import gettext_lazy as _
 
 from submissions import fleet_status, ranked_runs, weights
 from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
@@ -28,13 +29,71 @@ def is_accepted(submission) -> bool:
     return review is not None and review.decision == ReviewDecision.ACCEPTED
 
 
+def _is_author_or_organizer(user, submission) -> bool:
+    return user.is_authenticated and (user.is_staff or submission.contestant.user_id == user.pk)
+
+
+def _season_shows_code(submission) -> bool:
+    season = submission.issue.season
+    return season.code_public_after_end and season.has_ended
+
+
 def can_see_code(user, submission) -> bool:
     """Code and logs: the author and organizers always; everyone once the submission is accepted,
     or once its season has ended where the season says so."""
-    if user.is_authenticated and (user.is_staff or submission.contestant.user_id == user.pk):
+    if _is_author_or_organizer(user, submission):
         return True
-    season = submission.issue.season
-    return is_accepted(submission) or (season.code_public_after_end and season.has_ended)
+    return is_accepted(submission) or _season_shows_code(submission)
+
+
+class SubmissionState(TextChoices):
+    """Where a submission stands for its contestant: judged, then waiting for an organizer's review
+    (whether or not every run passed: the review queue holds both), then reviewed."""
+    JUDGING = "judging", _("Judging")
+    PASSED_AWAITING_REVIEW = "passed_awaiting_review", _("Passed — awaiting review")
+    AWAITING_REVIEW = "awaiting_review", _("Did not pass — awaiting review")
+    ACCEPTED = "accepted", _("Accepted")
+    REJECTED = "rejected", _("Rejected")
+
+
+def submission_state(submission) -> SubmissionState:
+    """The latest review's decision when there is one (a rejudge under way does not undo it), else from
+    the latest runs (latest_runs, the verdicts shown): judging while one is unfinished, then awaiting
+    review. Reads `submission.reviews.all()` and `.runs.all()`: prefetch them (runs with gpu_type) for a list."""
+    review = max(submission.reviews.all(), key=lambda r: (r.created_at, r.pk), default=None)
+    if review is not None:
+        return SubmissionState(review.decision)
+    runs = latest_runs(submission)
+    if not runs or any(run.status != RunStatus.DONE for run in runs):
+        return SubmissionState.JUDGING
+    if all(run.verdict == Verdict.PASSED for run in runs):
+        return SubmissionState.PASSED_AWAITING_REVIEW
+    return SubmissionState.AWAITING_REVIEW
+
+
+def visible_state(user, submission):
+    """submission_state for whoever may see its reviews (as its code, can_see_code), else None: that a
+    submission was rejected, or still waits, is its author's and the organizers' to know."""
+    state = submission_state(submission)
+    if state == SubmissionState.ACCEPTED or _is_author_or_organizer(user, submission) or _season_shows_code(submission):
+        return state
+    return None
+
+
+def with_states(submissions, user):
+    """The submissions (a list), each with `state`: visible_state for `user`. Prefetch their runs (with
+    gpu_type) and reviews, and select issue__season and contestant."""
+    for submission in submissions:
+        submission.state = visible_state(user, submission)
+    return submissions
+
+
+def contestant_submissions(contestant, user, limit=50):
+    """The contestant's latest submissions, newest first, each with its `state` for `user`."""
+    return with_states(list(
+        contestant.submissions.select_related("issue__season", "contestant")
+        .prefetch_related(Prefetch("runs", queryset=Run.objects.defer("result").select_related("gpu_type")), "reviews")
+        .order_by("-created_at", "-pk")[:limit]), user)
 
 
 def review_queue(*, include_reviewed=False, season=None, flagged_only=False):
@@ -148,12 +207,12 @@ def with_best_speedups(issues):
     return issues
 
 
-def issue_history(issue):
+def issue_history(issue, user):
     """The issue's submissions oldest first, numbered as versions; each with its runs per GPU type
-    (`gpu_rows`: the latest run, whose state and verdict show, and the ranked figure there) and its best
-    ranked speedup."""
-    submissions = list(issue.submissions.select_related("contestant").prefetch_related("runs__gpu_type")
-                       .order_by("created_at", "pk"))
+    (`gpu_rows`: the latest run, whose state and verdict show, and the ranked figure there), its best
+    ranked speedup and its `state` for `user` (with_states)."""
+    submissions = with_states(list(issue.submissions.select_related("contestant", "issue__season")
+                                   .prefetch_related("runs__gpu_type", "reviews").order_by("created_at", "pk")), user)
     for version, submission in enumerate(submissions, start=1):
         submission.version = version
         ranked = ranked_runs.by_gpu_type(submission.runs.all())

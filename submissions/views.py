@@ -11,11 +11,14 @@ from submissions import fleet_status, ranked_runs, selectors, timing_flags
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue, RunStatus
+from submissions.search import notify_cut
 from submissions.services import accounts, scheduling, submitting
 
 
 def issue_list(request):
     form = IssueFilterForm(request.GET or None)
+    if form.search_cut:
+        notify_cut(request)
     filters = form.cleaned_data if form.is_valid() else {}
     author = None
     if filters.get("mine") and request.user.is_authenticated:
@@ -52,7 +55,7 @@ def issue_detail(request, code):
     is_author = request.user.is_authenticated and issue.author.user_id == request.user.pk
     sample = selectors.issue_sample(issue)
     return render(request, "submissions/issue_detail.html", {
-        "issue": issue, "submissions": selectors.issue_history(issue),
+        "issue": issue, "submissions": selectors.issue_history(issue, request.user),
         # the dataset's sample of this issue and its weight (submissions/weights.py)
         "sample": sample, "weight": selectors.sample_weight(issue) if sample else None,
         # only an issue's author submits to it; a visitor is asked to sign in first
@@ -89,6 +92,7 @@ def _submission_context(request, submission_id):
         "hardware": selectors.submission_hardware(submission, online),
         "run_rows": _run_rows(submission, online),
         "can_see_code": selectors.can_see_code(request.user, submission),
+        "state": selectors.visible_state(request.user, submission),
         "live": selectors.has_unfinished_runs(submission),
     }
 

@@ -77,6 +77,31 @@ def test_an_issue_title_and_a_gpu_name_stay_text_in_labels_and_hover(live_server
     assert page.console_errors == []
 
 
+def test_a_long_title_is_shortened_on_the_heatmaps_axis_and_whole_in_its_hover(live_server, page,
+                                                                                one_accepted_sample):
+    long_title = "<i>Tiled</i> softmax over the last axis, fused with the scale & mask, for every head of a block"
+    sample = accepted_sample(one_accepted_sample.issue.season, one_accepted_sample.contestant,
+                             one_accepted_sample.reviews.get().reviewer.contestant, {"h100": (2.0, 0.05)},
+                             title=long_title)
+    page.goto(f"{live_server.url}/seasons/S1/hardware/")
+    assert_charts_drawn(page, 1)
+    figure = "figure-hardware-matrix"
+    assert f"{long_title[:39]}… #{sample.pk}" in tick_labels(page, figure, "y")
+    assert markup_drawn(page, figure) == 0
+    box = page.locator(f"[data-figure='{figure}'] .nsewdrag").first.bounding_box()
+    rows = len(tick_labels(page, figure, "y"))
+    row = tick_labels(page, figure, "y").index(f"{long_title[:39]}… #{sample.pk}")
+    # plotly draws the first row at the bottom; the H100 column is the right one of two
+    page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * (1 - (row + 0.5) / rows))
+    hover = page.locator(f"[data-figure='{figure}'] .hoverlayer")
+    hover.locator("text").first.wait_for()
+    lines = hover.locator("tspan.line").all_text_contents()
+    assert " ".join(lines).startswith(f"{long_title} #{sample.pk}"), lines  # the whole title, as written
+    assert page.locator(f"[data-figure='{figure}'] .hoverlayer tspan[style*='italic']").count() == 0
+    shoot(page, "hardware-long-title")
+    assert page.console_errors == []
+
+
 def test_submission_charts_show_gpu_names_as_written(live_server, page, one_accepted_sample):
     page.goto(f"{live_server.url}/submissions/{one_accepted_sample.pk}/")
     assert_charts_drawn(page, 3)

@@ -226,3 +226,26 @@ def test_an_address_that_takes_only_post_opened_as_a_page_wears_the_site_layout(
         assert response.headers["allow"].startswith("POST")
     assert "alice" in page.locator("header").inner_text()  # still signed in: nothing was done
     assert [e for e in page.console_errors if "status of 405" not in e] == []
+
+
+@pytest.mark.parametrize("language, home, heading, refusal, other, other_refusal", [
+    ("en-US", "Home", "Bad request", "The address contains a NUL character", "简体中文", "地址中含有 NUL 字符"),
+    ("zh-CN", "首页", "请求无效", "地址中含有 NUL 字符", "English", "The address contains a NUL character"),
+])
+def test_an_address_with_a_nul_is_refused_in_the_site_layout(
+        live_server, page, language, home, heading, refusal, other, other_refusal):
+    """The walk: `/seasons/%00/` was a bare line of text. The refusal is made before the session, CSRF and
+    authentication middleware run, yet the page knows who is signed in and its language switch works."""
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
+    contestant = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    log_in_browser(page, live_server, contestant.user)
+    response = page.goto(f"{live_server.url}/seasons/%00/")
+    assert_in_site_layout(page, response, 400, heading, home)
+    assert refusal in page.locator("main").inner_text()
+    assert "alice" in page.locator("header").inner_text()
+    page.screenshot(path=str(ARTIFACTS / f"refused-nul-{language[:2]}.png"), full_page=True)
+    with page.expect_navigation():
+        page.locator("header form.lang button", has_text=other).click()
+    assert page.url == f"{live_server.url}/seasons/%00/"  # the same address, refused in the other language
+    assert other_refusal in page.locator("main").inner_text()
+    assert [e for e in page.console_errors if "status of 400" not in e] == []

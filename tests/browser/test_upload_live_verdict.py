@@ -1,6 +1,6 @@
 """In a real browser: log in, upload a bundle, and watch it being judged without reloading the page: its
 stage (queued, position, compiling, checking, timing, ...) and elapsed time, then its verdict and charts,
-and the "queued for judging" message gone."""
+the "queued for judging" message gone, and the submission now awaiting an organizer's review."""
 import re
 import shutil
 
@@ -74,6 +74,7 @@ def test_uploaded_bundle_shows_its_stages_then_its_verdict_and_charts_live(
     page.evaluate(RECORD_STATES)
     assert page.locator("#runs td.state").first.inner_text().startswith(("Queued", "Running"))
     assert "queued for judging" in page.locator(".message").inner_text()
+    assert page.locator("#submission-state").inner_text() == "Submission state: Judging"
     page.evaluate("window.__marker = 'not reloaded'")
     page.screenshot(path=str(ARTIFACTS / "submission-queued.png"), full_page=True)
 
@@ -89,6 +90,8 @@ def test_uploaded_bundle_shows_its_stages_then_its_verdict_and_charts_live(
     assert page.evaluate("window.__marker") == "not reloaded"
     assert page.locator("#runs table").get_attribute("data-live") == "false"
     assert page.locator(".message.judging").count() == 0 and "queued for judging" not in page.content()
+    # not the end: an organizer reviews it next
+    assert page.locator("#submission-state").inner_text() == "Submission state: Passed — awaiting review"
 
     states = page.evaluate("window.__states")
     stages = [s.split(" · ")[1] for s in states if s.startswith("Running · ")]

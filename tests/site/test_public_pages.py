@@ -1,4 +1,5 @@
 """Public pages: both languages, search, hardware comparison, contestant pages, charts' data, plotly served locally."""
+import html
 import json
 import re
 
@@ -40,6 +41,31 @@ def test_hardware_comparison_shows_each_accepted_sample_on_each_gpu(client, seas
     figure = json.loads(re.search(r'<script id="figure-hardware-matrix" type="application/json">(.*?)</script>', html, re.S).group(1))
     assert figure["data"][0]["type"] == "heatmap" and figure["data"][0]["x"] == ["MetaX C500", "CPU"]
     assert figure["data"][0]["z"] == [[4.0, 1.5]]
+
+
+def test_the_heatmap_shortens_a_long_title_on_its_axis_and_shows_it_whole_in_its_hover(
+        client, season, alice, bob, organizer):
+    """The walk: a long title was cut mid-word at 24 characters, with nothing saying so or showing the rest."""
+    long_title = ("<b>Fused</b> GELU & bias: 对001-example数据集进行性能优化, tiled for shared memory on every GPU "
+                  "type of the season, with a tail long enough to need two lines in the hover")
+    long_sample = accepted_sample(season, alice, organizer, {"cpu": (1.5, 2.0)}, title=long_title)
+    short_sample = accepted_sample(season, bob, organizer, {"cpu": (2.5, 1.0)}, title="ReLU")
+    page = client.get("/seasons/S1/hardware/").content.decode()
+    figure = json.loads(re.search(r'<script id="figure-hardware-matrix" type="application/json">(.*?)</script>',
+                                  page, re.S).group(1))
+    heatmap = figure["data"][0]
+    labels = dict(zip(heatmap["y"], heatmap["text"]))
+    shortened = f"{html.escape(long_title[:39], quote=False)}… #{long_sample.pk}"
+    assert set(labels) == {shortened, f"ReLU #{short_sample.pk}"}
+    assert len(html.unescape(shortened.rsplit(" #", 1)[0])) == 40  # 39 characters and the ellipsis
+    hover = labels[shortened][0]
+    assert "<b>" not in hover and "&lt;b&gt;Fused&lt;/b&gt; GELU &amp; bias" in hover  # text, never markup
+    assert hover.endswith(f" #{long_sample.pk}")
+    lines = hover.removesuffix(f" #{long_sample.pk}").split("<br>")
+    assert len(lines) > 1 and all(len(html.unescape(line)) <= 60 for line in lines)
+    assert html.unescape(" ".join(lines)) == long_title  # the whole title
+    assert labels[f"ReLU #{short_sample.pk}"] == [f"ReLU #{short_sample.pk}"] * len(heatmap["x"])
+    assert heatmap["hovertemplate"] == "%{text}<br>%{x}: %{z:.2f}×<extra></extra>"
 
 
 def test_season_page_charts_and_local_plotly(client, season, alice, organizer):
