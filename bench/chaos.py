@@ -23,10 +23,7 @@ end), else a SQLite file in the run's temporary folder. tests/e2e/test_chaos.py 
 import argparse
 import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,79 +31,30 @@ import time
 import uuid
 from pathlib import Path
 
-import requests
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PY = sys.executable
+
+from bench.live_platform import Database, Platform, RedisServer, ServiceProcess, is_postgres, make_log  # noqa: E402
+
 EXAMPLES = ROOT / "examples"
 BUNDLES = {"relu-cpu": "passed", "relu-cpu-wrong": "wrong_answer"}
 FAULTS = ("kill-agent-back", "kill-agent-gone", "redis-kept", "redis-lost", "site-restart")
+log = make_log("chaos", clock=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def log(message):
-    print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-class Redis:
-    """A private redis-server whose data survives a restart (append-only file) unless wiped."""
-
-    def __init__(self, folder):
-        self.folder, self.port = Path(folder), free_port()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.process = None
-
-    def start(self):
-        server = shutil.which("redis-server")
-        if server is None:
-            raise SystemExit("redis-server is not on PATH (apt-get install redis-server)")
-        self.process = subprocess.Popen(
-            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder), "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always"],
-            stdout=open(self.folder / "redis.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
-        import redis
-
-        for _ in range(100):
-            try:
-                redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping()
-                return
-            except redis.RedisError:
-                time.sleep(0.05)
-        raise RuntimeError("the private Redis did not start")
-
-    def stop(self, keep_data):
-        import redis
-
-        try:
-            redis.Redis.from_url(self.url).shutdown(nosave=not keep_data)
-        except redis.RedisError:
-            pass  # the connection closes as the server exits
-        self.process.wait(timeout=30)
-        if not keep_data:
-            for path in self.folder.iterdir():
-                if path.name != "redis.log":
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
-
-
-class Supervised:
+class Supervised(ServiceProcess):
     """A process restarted 1 s after it exits, unless held down (a host that is gone)."""
 
+    stop_grace_s = 15
+
     def __init__(self, name, command, env, log_path):
-        self.name, self.command, self.env, self.log_path = name, command, env, log_path
-        self.process, self.held, self.restarts = None, False, 0
-        self.lock = threading.Lock()
+        super().__init__(name, command, env, log_path)
+        self.held, self.restarts = False, 0
+        self.lock = threading.Lock()  # the watcher restarts processes while a fault kills them
 
     def start(self):
         with self.lock:
-            self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, start_new_session=True,
-                                            stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
+            super().start()
 
     def kill_group(self, sig=signal.SIGKILL):
         with self.lock:
@@ -125,105 +73,48 @@ class Supervised:
 
     def stop(self):
         self.held = True
-        if self.process and self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-                self.process.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.process.wait()
+        super().stop()
 
 
-class Database:
-    """A database of the run's own: a fresh PostgreSQL one, or a SQLite file."""
-
-    def __init__(self, folder):
-        base = os.environ.get("DATABASE_URL", "")
-        self.admin_url = None
-        if base.startswith(("postgres://", "postgresql://")):
-            name = f"gpucf_chaos_{uuid.uuid4().hex[:8]}"
-            server = base.split("?")[0].rsplit("/", 1)[0]
-            self.admin_url, self.name = server + "/postgres", name  # the server's maintenance database
-            self.url = server + "/" + name
-            self._admin(f'CREATE DATABASE "{name}"')
-        else:
-            self.url = f"sqlite:///{Path(folder) / 'chaos.sqlite3'}"
-
-    def _admin(self, sql):
-        import psycopg
-
-        with psycopg.connect(self.admin_url.replace("postgres://", "postgresql://", 1), autocommit=True) as c:
-            c.execute(sql)
-
-    def drop(self):
-        if self.admin_url:
-            from django.db import connections
-
-            connections.close_all()
-            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+def chaos_database(folder):
+    """A fresh PostgreSQL database when DATABASE_URL names PostgreSQL (dropped at the end), else a SQLite file."""
+    base = os.environ.get("DATABASE_URL", "")
+    if is_postgres(base):
+        server = base.split("?")[0].rsplit("/", 1)[0]
+        return Database(f"{server}/gpucf_chaos_{uuid.uuid4().hex[:8]}", drop_at_end=True)
+    return Database(f"sqlite:///{Path(folder) / 'chaos.sqlite3'}")
 
 
-class Platform:
+class ChaosPlatform(Platform):
+    """The platform on a private Redis, every process supervised, as systemd would."""
+
+    process_class = Supervised
+
     def __init__(self, folder, n_agents, n_gpu_types):
-        self.folder = Path(folder)
-        self.redis = Redis(self.folder / "redis")
-        self.db = Database(self.folder)
-        self.port = free_port()
-        self.site = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "DATABASE_URL": self.db.url, "REDIS_URL": f"{self.redis.url}/0",
-                    "SITE_REDIS_URL": f"{self.redis.url}/1", "PORT": str(self.port), "SITE_URL": self.site,
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "GUNICORN_ACCESS_LOG": "/dev/null", "GUNICORN_WORKERS": "2",
-                    "SUBMISSIONS_PER_HOUR": "100000", "SUBMISSIONS_PER_DAY": "100000", "LOG_LEVEL": "WARNING",
-                    "DJANGO_SETTINGS_MODULE": "leaderboard.settings", "PYTHONUNBUFFERED": "1"}
+        self.redis = RedisServer(Path(folder) / "redis")
+        super().__init__(folder, chaos_database(folder), f"{self.redis.url}/0", {
+            "ALLOWED_HOSTS": "127.0.0.1,localhost", "GUNICORN_ACCESS_LOG": "/dev/null", "GUNICORN_WORKERS": "2",
+            "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "leaderboard.settings"})
         self.n_agents, self.n_gpu_types = n_agents, n_gpu_types
-        self.agents, self.services = [], []
+        self._watching = False
 
-    # ---- setting up ------------------------------------------------------------------------
     def setup(self):
         self.redis.start()
-        os.environ.update({k: v for k, v in self.env.items() if k not in ("PYTHONUNBUFFERED",)})
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        from submissions.models import GpuType, Season
-        from submissions.services import accounts, submitting
-
-        season = Season.objects.create(code="S1", name="Chaos season")
-        gpu_types = [GpuType.objects.create(slug="cpu" if i == 0 else f"cpu{i}", name=f"CPU {i}")
-                     for i in range(self.n_gpu_types)]
-        season.gpu_types.add(*gpu_types)
-        contestant = accounts.register_contestant("chaos", "pw-chaos-123", display_name="Chaos")
-        _, self.contestant_token = accounts.create_api_token(contestant)
-        self.issue = submitting.open_issue(season, contestant, title="ReLU")
-        self.gpu_types = gpu_types
-        self.gunicorn = Supervised("site", [str(Path(PY).parent / "gunicorn"), "-c", "deploy/gunicorn.conf.py",
-                                            "leaderboard.wsgi"], self.env, self.folder / "site.log")
-        sweeper = Supervised("sweeper", [PY, "manage.py", "sweep_runs", "--loop"], self.env, self.folder / "sweeper.log")
-        self.services = [self.gunicorn, sweeper]
-        for service in self.services:
-            service.start()
-        self.wait_site()
+        self.prepare_database()
+        self.seed_contest("Chaos season", [("cpu" if i == 0 else f"cpu{i}", f"CPU {i}") for i in range(self.n_gpu_types)],
+                          ("chaos", "pw-chaos-123", "Chaos"))
+        self.start_site()
+        self.start_site_helper("sweeper", "sweep_runs", "--loop")
         cache = os.environ.get("PROFILER_AGENT_CACHE_DIR", str(ROOT / "var" / "test-build-cache"))
-        queues = [arg for t in gpu_types for arg in ("--queue", t.queue_name)]
         for i in range(self.n_agents):
-            agent, token = accounts.create_agent(f"chaos-{i}", gpu_types)
-            command = [PY, "-m", "profiler_agent", "work", "--site", self.site, *queues,
-                       "--redis", f"{self.redis.url}/0", "--name", f"chaos-{i}", "--device", "cpu",
-                       "--cache-dir", cache]
-            # the token in the environment, as in production (a token may start with "-")
-            supervised = Supervised(f"chaos-{i}", command, {**self.env, "PROFILER_AGENT_TOKEN": token},
-                                    self.folder / f"agent-{i}.log")
-            supervised.agent_pk = agent.pk
-            supervised.start()
-            self.agents.append(supervised)
+            agent, token = self.register_agent(f"chaos-{i}")
+            self.start_agent(f"chaos-{i}", token, "--cache-dir", cache).agent_pk = agent.pk
         self._watching = True
         threading.Thread(target=self._watch, daemon=True).start()
+
+    @property
+    def services(self):
+        return [self.site_process, *self.site_helpers]
 
     def _watch(self):
         while self._watching:
@@ -231,44 +122,21 @@ class Platform:
                 process.tick()
             time.sleep(0.2)
 
-    def wait_site(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.site_answers():
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"the site did not answer; see {self.folder / 'site.log'}")
-
-    def site_answers(self):
-        try:
-            return requests.get(f"{self.site}/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
     def submit(self, example):
         # a readme of its own: the site refuses a bundle submitted to the issue before (the code, built once, is the same)
-        files = [("files", (p.name, f"chaos submission {uuid.uuid4().hex}".encode() if p.name == "readme.md"
-                            else p.read_bytes())) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
-        for _ in range(30):  # the site may be restarting
-            try:
-                response = requests.post(f"{self.site}/api/v1/submissions", data={"issue": self.issue.code}, files=files,
-                                         headers={"Authorization": f"Bearer {self.contestant_token}"}, timeout=30)
-                if response.status_code == 201:
-                    return response.json()["id"]
-            except requests.RequestException:
-                pass
-            time.sleep(1)
-        raise RuntimeError("could not submit")
+        files = [(p.name, f"chaos submission {uuid.uuid4().hex}".encode() if p.name == "readme.md" else p.read_bytes())
+                 for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
+        return self.post_submission(files, attempts=30, timeout_s=30)  # the site may be restarting
 
-    def teardown(self):
+    def close(self):
         self._watching = False
-        for process in [*self.agents, *self.services]:
-            process.stop()
         try:
-            self.redis.stop(keep_data=False)
-        except Exception:
-            pass
-        self.db.drop()
+            super().close()
+        finally:
+            try:
+                self.redis.stop(keep_data=False)
+            except Exception:
+                pass
 
 
 # ---- observing ---------------------------------------------------------------------------------
@@ -374,10 +242,10 @@ def inject(platform, kind, recover_timeout):
         log(f"{kind}: Redis restarted {'with' if kind == 'redis-kept' else 'without'} its data")
     else:
         fault = Fault(kind, time.time())
-        platform.gunicorn.held = True
-        platform.gunicorn.stop()
-        platform.gunicorn.held = False
-        platform.gunicorn.start()
+        platform.site_process.held = True
+        platform.site_process.stop()
+        platform.site_process.held = False
+        platform.site_process.start()
         log("site-restart: gunicorn stopped and started again")
     started = time.monotonic()
 
@@ -443,7 +311,7 @@ def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, re
               finish_timeout=900, folder=None):
     folder = Path(folder or tempfile.mkdtemp(prefix="gpucf-chaos-"))
     folder.mkdir(parents=True, exist_ok=True)
-    platform = Platform(folder, agents, gpu_types)
+    platform = ChaosPlatform(folder, agents, gpu_types)
     started = time.monotonic()
     try:
         platform.setup()
@@ -459,7 +327,7 @@ def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, re
         counts, problems = audit(platform, expected)
         report = {
             "submissions": submissions, "agents": agents, "gpu_types": gpu_types,
-            "database": "postgresql" if platform.db.admin_url else "sqlite",
+            "database": "postgresql" if platform.database.is_postgres else "sqlite",
             "all_done": done is not None, "wall_s": round(time.monotonic() - started, 1), **counts,
             "faults": [{"fault": f.kind, **{key: None if getattr(f, key) is None else round(getattr(f, key), 1)
                                             for key in ("recovered_s", "judged_again_s", "resumed_s")},
@@ -469,7 +337,7 @@ def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, re
         }
         return report
     finally:
-        platform.teardown()
+        platform.close()
 
 
 def main(argv=None):

@@ -28,8 +28,6 @@ import argparse
 import json
 import os
 import platform as host_platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,19 +37,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import live_platform  # noqa: E402
+# bench/fleet_gpu.py imports ROOT, Platform, free_port, machine and stop from here
+from bench.live_platform import PY, Database, free_port, make_log  # noqa: E402, F401
+from bench.live_platform import stop_process_group as stop  # noqa: E402, F401
+
 BUNDLE = ROOT / "bench" / "bundles" / "dispatch-cpu"
-PY = sys.executable
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpucf_bench_dispatch"
-
-
-def log(message):
-    print(f"[dispatch] {message}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+log = make_log("dispatch", to_stderr=True)
 
 
 def percentile(values, fraction):
@@ -60,93 +55,35 @@ def percentile(values, fraction):
     return ordered[max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))]
 
 
-def fresh_postgres_database(url):
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-
-
-class Platform:
-    """The site, its database and queues, and the agents: real processes, stopped by `close`."""
+class Platform(live_platform.Platform):
+    """The platform on a shared Redis: queues named after this run's tag (their keys deleted by `close`),
+    agents started and stopped for each measurement. bench/fleet_gpu.py subclasses it: it keeps its
+    fleet's (process, log file) pairs in `agents` and its helpers in `helpers`, and stops both itself."""
 
     def __init__(self, workdir: Path, database_url: str, redis_url: str):
-        self.workdir = workdir
         self.tag = f"bench-{uuid.uuid4().hex[:8]}"
-        self.port = free_port()
-        self.site = f"http://127.0.0.1:{self.port}"
-        self.redis_url = redis_url
-        base, database = redis_url.rsplit("/", 1)
-        self.env = dict(
-            os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, SITE_REDIS_URL=f"{base}/{int(database) + 1}",
-            SITE_URL=self.site, PORT=str(self.port),
-            GPU_QUEUE_PREFIX=f"{self.tag}.gpu.", SITE_QUEUE_NAME=f"{self.tag}.site",
-            SUBMISSIONS_PER_HOUR="100000", SUBMISSIONS_PER_DAY="100000", GUNICORN_ACCESS_LOG=str(workdir / "access.log"),
-            PROFILER_AGENT_CACHE_DIR=str(workdir / "build-cache"), PYTHONUNBUFFERED="1",
-        )
-        self.site_process = None
-        self.agents = []  # (process, log file)
+        super().__init__(workdir, Database(database_url), redis_url, {
+            "GPU_QUEUE_PREFIX": f"{self.tag}.gpu.", "SITE_QUEUE_NAME": f"{self.tag}.site",
+            "GUNICORN_ACCESS_LOG": str(workdir / "access.log"), "PROFILER_AGENT_CACHE_DIR": str(workdir / "build-cache")})
         self.agent_tokens = []
 
     # -- set-up ------------------------------------------------------------------------------
     def prepare(self, agent_count, gpu_slug="cpu", gpu_name="CPU"):
-        if self.env["DATABASE_URL"].startswith("postgres"):
-            fresh_postgres_database(self.env["DATABASE_URL"])
-        subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=self.env, check=True)
-        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "REDIS_URL", "SITE_REDIS_URL", "GPU_QUEUE_PREFIX",
-                                                    "SITE_QUEUE_NAME")})
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-        sys.path.insert(0, str(ROOT))
-        import django
-
-        django.setup()
-        from submissions.models import GpuType, Season
-        from submissions.services import accounts, submitting
-
-        cpu = GpuType.objects.create(slug=gpu_slug, name=gpu_name)
-        season = Season.objects.create(code="S1", name="Bench season")
-        season.gpu_types.add(cpu)
-        contestant = accounts.register_contestant("bench", "bench-password-1", display_name="Bench")
-        self.issue = submitting.open_issue(season, contestant, title="ReLU").code
-        self.contestant_token = accounts.create_api_token(contestant)[1]
-        self.agent_tokens = [accounts.create_agent(f"{self.tag}-agent-{i}", [cpu])[1] for i in range(agent_count)]
-        self.queue = cpu.queue_name
+        self.prepare_database()
+        self.seed_contest("Bench season", [(gpu_slug, gpu_name)], ("bench", "bench-password-1", "Bench"))
+        self.queue = self.gpu_types[0].queue_name
+        self.agent_tokens = [self.register_agent(f"{self.tag}-agent-{i}")[1] for i in range(agent_count)]
         from submissions import queueing
 
         for key in queueing.connection().scan_iter("rq:*run-*"):  # jobs of an earlier bench's runs
             queueing.connection().delete(key)
-
-    def start_site(self):
-        self.site_log = open(self.workdir / "site.log", "wb")
-        self.site_process = subprocess.Popen(
-            [PY, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "leaderboard.wsgi"], cwd=ROOT,
-            env=self.env, stdout=self.site_log, stderr=subprocess.STDOUT, start_new_session=True)
-        import requests
-
-        for _ in range(300):
-            if self.site_process.poll() is not None:
-                break
-            try:
-                requests.get(f"{self.site}/", timeout=1)
-                return
-            except requests.RequestException:
-                time.sleep(0.1)
-        raise RuntimeError(f"the site did not answer; see {self.workdir / 'site.log'}")
 
     def start_agents(self, count):
         from submissions.models import Agent
 
         since = datetime.now(timezone.utc)
         for i in range(count):
-            log_file = open(self.workdir / f"agent-{len(self.agents)}.log", "wb")
-            process = subprocess.Popen(
-                [PY, "-m", "profiler_agent", "work", "--site", self.site, "--token", self.agent_tokens[i],
-                 "--queue", self.queue, "--redis", self.redis_url, "--device", "cpu",
-                 "--name", f"{self.tag}-{len(self.agents)}", "--heartbeat-seconds", "30"],
-                cwd=ROOT, env=self.env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-            self.agents.append((process, log_file))
+            self.start_agent(f"{self.tag}-{len(self.agents)}", self.agent_tokens[i], "--heartbeat-seconds", "30")
         # Ready when each has sent its first heartbeat (sent before its worker listens) and has had a
         # moment to reach its blocking dequeue.
         deadline = time.monotonic() + 120
@@ -156,17 +93,8 @@ class Platform:
             time.sleep(0.2)
         time.sleep(2)
 
-    def stop_agents(self):
-        for process, log_file in self.agents:
-            stop(process)
-            log_file.close()
-        self.agents = []
-
     def close(self):
-        self.stop_agents()
-        if self.site_process is not None:
-            stop(self.site_process)
-            self.site_log.close()
+        super().close()
         from submissions import queueing
 
         for connection in (queueing.connection(), queueing.site_connection()):
@@ -175,17 +103,10 @@ class Platform:
 
     # -- work ----------------------------------------------------------------------------------
     def submit(self, index, bundle=BUNDLE):
-        import requests
-
-        files = [(name, (name, (bundle / name).read_bytes() + (f"\n# submission {index}\n".encode()
-                                                                 if name == "cudacode.py" else b"")))
+        files = [(name, (bundle / name).read_bytes() + (f"\n# submission {index}\n".encode()
+                                                         if name == "cudacode.py" else b""))
                  for name in ("torchcode.py", "cudacode.py")]
-        response = requests.post(f"{self.site}/api/v1/submissions", data={"issue": self.issue},
-                                 files=[("files", f) for _, f in files],
-                                 headers={"Authorization": f"Bearer {self.contestant_token}"}, timeout=60)
-        if response.status_code != 201:
-            raise RuntimeError(f"submitting failed: {response.status_code} {response.text[:500]}")
-        return response.json()["id"]
+        return self.post_submission(files)
 
     def wait_done(self, submission_ids, timeout_s=900):
         from submissions.models import Run, RunStatus
@@ -194,9 +115,9 @@ class Platform:
         while Run.objects.filter(submission_id__in=submission_ids).exclude(status=RunStatus.DONE).exists():
             if time.monotonic() > deadline:
                 raise RuntimeError(f"runs not done after {timeout_s} s; see the logs in {self.workdir}")
-            for process, _ in self.agents:
-                if process.poll() is not None:
-                    raise RuntimeError(f"an agent exited with {process.returncode}; see {self.workdir}")
+            for agent in self.agents:
+                if agent.process.poll() is not None:
+                    raise RuntimeError(f"an agent exited with {agent.process.returncode}; see {self.workdir}")
             time.sleep(0.05)
         self.wait_jobs_ended(submission_ids)
 
@@ -214,16 +135,6 @@ class Platform:
         connection = queueing.connection()
         while any(connection.hget(key, "ended_at") is None for key in keys) and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-def stop(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 # ---- what one judging cost, stage by stage -----------------------------------------------------
@@ -313,7 +224,8 @@ def measure_throughput(platform, agents, batch):
     log(f"(b) throughput: {batch} submissions at once, {agents} agent(s)")
     platform.start_agents(agents)
     began = time.time()
-    ids = [platform.submit(i) for i in range(batch)]
+    # labels of their own: the site refuses a bundle sent to the issue before (a latency one included)
+    ids = [platform.submit(f"{agents}-agents-{i}") for i in range(batch)]
     submitted = time.time()
     platform.wait_done(ids, timeout_s=60 + 60 * batch)
     platform.stop_agents()
