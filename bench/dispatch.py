@@ -224,8 +224,10 @@ def measure_throughput(platform, agents, batch):
     log(f"(b) throughput: {batch} submissions at once, {agents} agent(s)")
     platform.start_agents(agents)
     began = time.time()
-    # labels of their own: the site refuses a bundle sent to the issue before (a latency one included)
-    ids = [platform.submit(f"{agents}-agents-{i}") for i in range(batch)]
+    # labels of their own: the site refuses a bundle sent to the issue before (a latency one, or one of an
+    # earlier phase with as many agents, `--agents 1,1`)
+    phase = uuid.uuid4().hex[:8]
+    ids = [platform.submit(f"{agents}-agents-{phase}-{i}") for i in range(batch)]
     submitted = time.time()
     platform.wait_done(ids, timeout_s=60 + 60 * batch)
     platform.stop_agents()
