@@ -24,6 +24,8 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from profiler_agent.bundles import orphaned_builds
+
 CACHE_DIR_ENV = "PROFILER_AGENT_CACHE_DIR"
 
 
@@ -180,12 +182,13 @@ STALE_TORCH_LOCK = "lock"  # torch.utils.cpp_extension's FileBaton: waits foreve
 @contextlib.contextmanager
 def exclusive(build_dir: Path):
     """Hold the build folder for one judged process. The OS drops the flock when its holder dies,
-    so a killed build never blocks the next; torch's own lock files left by a killed build (one in
-    each extension's folder, `<build_dir>/<name>/lock`) are removed here, safe because no one else
-    holds the folder."""
+    so a killed build never blocks the next; what a killed build leaves is cleared here, safe because
+    no one else holds the folder: its ninja and compilers, still running (orphaned_builds), and torch's
+    lock files (one in each extension's folder, `<build_dir>/<name>/lock`)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     with open(str(build_dir) + ".flock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        orphaned_builds.end_in(build_dir)
         for stale in [build_dir / STALE_TORCH_LOCK, *build_dir.glob(f"*/{STALE_TORCH_LOCK}")]:
             stale.unlink(missing_ok=True)
         yield

@@ -89,6 +89,43 @@ def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
         assert (build / "relu" / "relu.so").exists()  # the build itself is kept
 
 
+def test_builders_a_killed_agent_left_running_in_the_folder_are_ended_by_the_next_holder(tmp_path):
+    """An agent killed with -9 mid-build: its judged process dies with it, but ninja and the compilers
+    it started go on writing in the folder, whose lock is free. The next holder ends them first (a second
+    ninja beside them corrupted the deps log in a CI run: every later judging built relu-cpu again)."""
+    import pty
+    import subprocess
+
+    from profiler_agent.bundles import orphaned_builds
+    from profiler_agent.bundles.build_cache import exclusive
+
+    build, elsewhere = tmp_path / "build", tmp_path / "elsewhere"
+    (build / "relu").mkdir(parents=True)
+    elsewhere.mkdir()
+    # like an orphaned ninja: no terminal (its own session), working in the extension's folder
+    orphan = subprocess.Popen(["sleep", "120"], cwd=build / "relu", start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "120"], cwd=elsewhere, start_new_session=True)
+    shell_pid, shell_fd = pty.fork()  # a person's shell in the folder: it has a terminal
+    if shell_pid == 0:
+        os.chdir(build)
+        os.execvp("sleep", ["sleep", "120"])
+    try:
+        deadline = time.monotonic() + 10
+        while os.readlink(f"/proc/{shell_pid}/cwd") != os.path.realpath(build) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the forked shell has changed folder
+        assert orphaned_builds.working_in(build) == [orphan.pid]
+        with exclusive(build):
+            assert orphan.poll() == -9 and orphaned_builds.working_in(build) == []
+            assert bystander.poll() is None and os.waitpid(shell_pid, os.WNOHANG) == (0, 0)
+    finally:
+        for process in (orphan, bystander):
+            process.kill()
+            process.wait()
+        os.kill(shell_pid, 9)
+        os.waitpid(shell_pid, 0)
+        os.close(shell_fd)
+
+
 SCRUBBING_CHILD = r"""
 import os
 from profiler_agent.sandbox.scrub import scrub_own_secrets
