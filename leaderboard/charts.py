@@ -119,10 +119,14 @@ def hardware_matrix(gpu_types, rows):
               for r in rows]
     hovers = [f"{_wrapped(r['submission'].issue.title, HOVER_LINE_CHARS)} #{r['submission'].pk}" for r in rows]
     z = [[cell.speedup if cell and cell.speedup else None for cell in r["cells"]] for r in rows]
+    # the colours span the values and 1× (parity): plotly's own range around a single value (3.3 to 4
+    # for 3.65) said nothing, and 1× anchors what "faster" looks like
+    values = [value for line in z for value in line if value is not None] + [1.0]
     return {
         "data": [{"type": "heatmap", "x": [_text(g.name) for g in gpu_types], "y": labels, "z": z,
                   "text": [[hover] * len(gpu_types) for hover in hovers],
                   "hovertemplate": "%{text}<br>%{x}: %{z:.2f}×<extra></extra>",
+                  "zmin": min(values), "zmax": max(max(values), min(values) + 1.0),
                   "colorscale": "Viridis", "colorbar": {"title": {"text": _("speedup ×")}}, "hoverongaps": False}],
         "layout": _layout(_("Speedup of each accepted sample on each GPU type"), height=max(300, 60 + 28 * len(rows)),
                           yaxis={"automargin": True}),

@@ -24,3 +24,21 @@ def test_latency_falls_back_to_median_bars_without_samples():
     figure = charts.latency([run_on("H100", result)])
     assert [trace["type"] for trace in figure["data"]] == ["bar", "bar"]
     assert figure["data"][1]["y"] == [1.0] and figure["data"][1]["error_y"]["array"] == [0.02]
+
+
+def test_the_heatmap_colours_span_its_values_and_parity_even_for_one_value():
+    from types import SimpleNamespace
+
+    gpus = [SimpleNamespace(name="H100"), SimpleNamespace(name="CPU")]
+
+    def row(pk, *speedups):
+        return {"submission": SimpleNamespace(pk=pk, issue=SimpleNamespace(title="ReLU")),
+                "cells": [SimpleNamespace(speedup=s) if s else None for s in speedups]}
+
+    one = charts.hardware_matrix(gpus, [row(1, 3.65, None)])["data"][0]
+    assert (one["zmin"], one["zmax"]) == (1.0, 3.65)  # not plotly's 3.3 to 4 around the one value
+    several = charts.hardware_matrix(gpus, [row(1, 3.65, 0.5), row(2, 8.0, None)])["data"][0]
+    assert (several["zmin"], several["zmax"]) == (0.5, 8.0)
+    parity = charts.hardware_matrix(gpus, [row(1, 1.0, None)])["data"][0]
+    assert (parity["zmin"], parity["zmax"]) == (1.0, 2.0)  # a range, not a point
+
