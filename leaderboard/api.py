@@ -11,7 +11,9 @@ from pydantic import RootModel
 
 from leaderboard import board_cache, selectors
 from submissions import ranked_runs
-from submissions.api import agent_router, answers, contestant_router
+from submissions.api import answers
+from submissions.api_agent import agent_router
+from submissions.api_contestant import contestant_router
 from submissions.api_benchmarks import benchmark_router
 from submissions.api_datasets import organizer_router
 from submissions.models import Season

@@ -1,0 +1,216 @@
+"""The agent side of the HTTP API: heartbeats, and a run's start, progress, bundle and result."""
+import logging
+from typing import List, Optional
+
+from django.http import HttpResponse
+from django.urls import reverse
+from ninja import Header, Router, Schema, Status
+from ninja.errors import HttpError
+from pydantic import model_validator
+
+from submissions.api import ErrorOut, OkOut, answers
+from submissions.api_auth import AgentAuth
+from submissions.api_fields import replace_nul
+from submissions.bundles import bundle_to_zip
+from submissions.models import Run, RunStage
+from submissions.result_schema import RunResult
+from submissions.services import fleet, judging, recovery
+from submissions.services.accounts import record_heartbeat
+
+
+log = logging.getLogger(__name__)
+
+agent_router = Router(tags=["agent"], auth=AgentAuth())
+
+
+class AgentReport(Schema):
+    """What an agent sends is machine output (GPU names, logs of judged code): a NUL in it is replaced,
+    not refused, so a heartbeat or a verdict is never lost to it."""
+
+    @model_validator(mode="wrap")  # "wrap": a "before" validator would see ninja's wrapper, not the dict
+    @classmethod
+    def _replace_nul(cls, data, handler):
+        return handler(replace_nul(data))
+
+
+class WorkerGpuIn(Schema):
+    index: Optional[int] = None
+    uuid: Optional[str] = None
+    model: Optional[str] = None
+    driver: Optional[str] = None
+    memory_bytes: Optional[int] = None
+
+
+class WorkerIn(Schema):
+    """One `profiler_agent work` process: its name (unique per agent), GPU (null on CPU), harness
+    version and the run it is judging."""
+    name: str
+    gpu: Optional[WorkerGpuIn] = None
+    harness_version: Optional[str] = None
+    current_run: Optional[int] = None
+
+
+class JudgingIn(Schema):
+    run_id: int
+    attempt: int
+
+
+class HeartbeatIn(AgentReport):
+    name: Optional[str] = None
+    queues: List[str] = []
+    inventory: dict = {}
+    versions: dict = {}
+    worker: Optional[WorkerIn] = None
+    # The attempts this worker is judging now ([] when idle); absent from agents too old to say.
+    judging: Optional[List[JudgingIn]] = None
+    # The attempts a killed worker of the same name was judging (sent once, by its restarted successor).
+    abandoned: List[JudgingIn] = []
+
+
+class HeartbeatOut(OkOut):
+    accept_jobs: bool = True
+    why: str = ""
+    outdated: bool = False
+    outdated_for: List[dict] = []
+
+
+def _agent_run(run_id):
+    run = Run.objects.filter(pk=run_id).select_related("submission").first()
+    if run is None:
+        raise HttpError(404, f"run {run_id} does not exist")
+    return run
+
+
+@agent_router.post("/heartbeat", response=answers({200: HeartbeatOut}, 401, 422), url_name="agent_heartbeat")
+def heartbeat(request, payload: HeartbeatIn):
+    """Records the agent and its worker; answers whether that worker should take jobs now."""
+    answer = {}
+    if payload.worker is not None:
+        try:
+            worker = fleet.record_heartbeat(request.auth, payload.worker.model_dump())
+        except fleet.BadWorkerReport as exc:
+            return Status(400, {"detail": str(exc)})
+        answer = fleet.heartbeat_answer(worker)
+    agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
+    judging_now = None if payload.judging is None else [(item.run_id, item.attempt) for item in payload.judging]
+    recovery.note_judging(agent, judging_now)
+    recovery.requeue_abandoned(agent, [(item.run_id, item.attempt) for item in payload.abandoned])
+    try:
+        # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper
+        # (at most one sweep per SWEEP_INTERVAL_SECONDS site-wide).
+        recovery.sweep_if_due()
+    except Exception:  # the sweeper must never cost an agent its heartbeat
+        log.exception("sweeping runs failed")
+    return {"ok": True, "detail": f"agent {agent.name} seen", **answer}
+
+
+class StartIn(AgentReport):
+    attempt: int
+    agent: Optional[str] = None  # the name the agent calls itself: informative only
+    worker: Optional[str] = None  # the worker (one GPU of the host) that will judge: recorded on the run
+    gpu_uuid: Optional[str] = None
+    harness_version: Optional[str] = None
+
+
+class StartRefusedOut(ErrorOut):
+    accept_jobs: Optional[bool] = None  # false: stop dequeuing (until a heartbeat says so, or retry_after_s)
+    why: str = ""
+    retry_after_s: Optional[int] = None
+
+
+class StartOut(Schema):
+    job_secret: str
+    bundle_url: str
+    result_url: str
+    progress_url: str  # where the agent reports the stage it reached (POST, ProgressIn)
+    options: dict
+
+
+class ProgressIn(Schema):
+    attempt: int
+    stage: RunStage
+
+
+def _refused(run_id, agent, action, exc, code):
+    judging.record_refusal(run_id, agent, action, str(exc))
+    return Status(code, {"detail": str(exc)})
+
+
+@agent_router.post("/runs/{run_id}/start",
+                   response=answers({200: StartOut, 403: StartRefusedOut}, 401, 404, 409, 422),
+                   url_name="agent_run_start")
+def start_run(request, run_id: int, payload: StartIn):
+    """Take the run's current attempt: its secret, where its bundle and result go, the judging options.
+    A worker that may not take runs now is refused (403 with `accept_jobs: false`) and the run goes
+    back to the front of its queue."""
+    _agent_run(run_id)
+    try:
+        if payload.worker is None:
+            _, secret = judging.start_run(run_id, request.auth, payload.attempt)
+        else:
+            _, secret = fleet.start_on_worker(run_id, request.auth, payload.attempt, worker_name=payload.worker,
+                                              gpu_uuid=payload.gpu_uuid or "", harness_version=payload.harness_version)
+    except Run.DoesNotExist:
+        raise HttpError(404, f"run {run_id} does not exist")
+    except fleet.BadWorkerReport as exc:
+        return Status(400, {"detail": str(exc)})
+    except judging.RunConflict as exc:
+        return _refused(run_id, request.auth, "run.start_refused", exc, 409)
+    except fleet.WorkerRefused as exc:
+        judging.record_refusal(run_id, request.auth, "run.start_refused", str(exc))
+        return Status(403, exc.answer())
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.start_refused", exc, 403)
+    return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),
+            "result_url": reverse("api:agent_run_result", args=[run_id]),
+            "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options()}
+
+
+JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")
+
+
+@agent_router.post("/runs/{run_id}/progress", response=answers({200: OkOut}, 401, 403, 404, 409, 422),
+                   url_name="agent_run_progress")
+def run_progress(request, run_id: int, payload: ProgressIn, job_secret: str = JOB_SECRET):
+    """The stage the judging agent reached (compiling, checking, timing, profiling, self_test), for the
+    submission's page. Only from the agent that started the run, with this attempt's secret."""
+    _agent_run(run_id)
+    try:
+        judging.record_progress(run_id, request.auth, job_secret, payload.attempt, payload.stage)
+    except judging.RunConflict as exc:
+        return Status(409, {"detail": str(exc)})
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.progress_refused", exc, 403)
+    return {"ok": True, "detail": f"run {run_id}: {payload.stage}"}
+
+
+ZIP_ANSWER = {"responses": {200: {"description": "The submission's files as a zip",
+                                  "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}}
+
+
+@agent_router.get("/runs/{run_id}/bundle", response=answers({}, 401, 403, 404, 422), openapi_extra=ZIP_ANSWER,
+                  url_name="agent_run_bundle")
+def run_bundle(request, run_id: int, job_secret: str = JOB_SECRET):
+    run = _agent_run(run_id)
+    try:
+        judging.check_agent_access(run, request.auth, job_secret)
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.bundle_refused", exc, 403)
+    files = {f.path: f.content for f in run.submission.files.all()}
+    response = HttpResponse(bundle_to_zip(files), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="submission-{run.submission_id}.zip"'
+    return response
+
+
+@agent_router.post("/runs/{run_id}/result", response=answers({200: OkOut}, 401, 403, 404, 409, 422),
+                   url_name="agent_run_result")
+def run_result(request, run_id: int, payload: RunResult, job_secret: str = JOB_SECRET):
+    _agent_run(run_id)
+    try:
+        run = judging.record_result(run_id, request.auth, job_secret, payload.as_stored())
+    except judging.RunConflict as exc:
+        return Status(409, {"detail": str(exc)})
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.forged_report_refused", exc, 403)
+    state = run.verdict if run.status == "done" else f"requeued (attempt {run.attempts})"
+    return {"ok": True, "detail": f"run {run_id}: {state}"}
