@@ -15,6 +15,10 @@ ENERGY_WINDOW_S = 0.3
 ENERGY_TIMEOUT_S = 2.0  # a counter that does not move in this time gives no figure
 ENERGY_BATCH_S = 0.002  # calls between two notes of the calls made
 ENERGY_POLL_S = 0.001  # between two readings of the counter
+# An update's instant is known to within its bracket (the reading before it to the reading that saw
+# it): a watcher held off the CPU sees a step late, and counting calls to that late instant was
+# off by 38% on a loaded CI host. Only updates bracketed within this share of the window count.
+ENERGY_BRACKET_SHARE = 0.02
 
 _clock_s = time.perf_counter  # bound at import: submission code patching time cannot bend the trace
 
@@ -126,23 +130,34 @@ def energy_per_call_j(call, synchronize, now_s, source, window_s: float = ENERGY
     steps (every 100 ms on the H100), so the energy between two updates is known exactly; the calls
     made between them are read off this thread's count at those instants. A thread of its own
     watches the counter: a reading takes long enough that polling it between calls would leave the
-    device idle (bench/energy_window.py). None when `source` (a backend's Gpu, or None) has no
-    energy counter, or it did not move twice in `timeout_s`."""
+    device idle (bench/energy_window.py). An update counts only when the watcher saw it within
+    ENERGY_BRACKET_SHARE of the window of the reading before it. None when `source` (a backend's Gpu,
+    or None) has no energy counter, or it did not give two such updates `window_s` apart in `timeout_s`."""
     if source is None or source.energy_mj() is None:
         return None
     synchronize()
-    updates: list[tuple[float, int]] = []  # (when the watcher saw the counter move, its value)
+    widest = window_s * ENERGY_BRACKET_SHARE
+    updates: list[tuple[float, float, int]] = []  # (the reading before the step began, the one seeing it ended, value)
     stop = threading.Event()
 
     def watch() -> None:
-        last = source.energy_mj()
+        previous_at, last = now_s(), source.energy_mj()
         while not stop.wait(ENERGY_POLL_S):  # a pause: the calls' thread needs the interpreter too
+            reading_at = now_s()
             value = source.energy_mj()
             if value is None:
                 return
             if value != last:
-                updates.append((now_s(), value))
+                updates.append((previous_at, now_s(), value))
                 last = value
+            previous_at = reading_at
+
+    def span(until: float) -> tuple[tuple[float, int], tuple[float, int]] | None:
+        """The first and last updates seen by `until` and known within `widest`, as (instant, value),
+        `window_s` apart."""
+        known = [((before + after) / 2, value) for before, after, value in list(updates)
+                 if after - before <= widest and after <= until]
+        return (known[0], known[-1]) if len(known) >= 2 and known[-1][0] - known[0][0] >= window_s else None
 
     watcher = threading.Thread(target=watch, name="energy-counter", daemon=True)
     counts: list[tuple[float, int]] = [(now_s(), 0)]  # (when, calls done by then)
@@ -155,14 +170,15 @@ def energy_per_call_j(call, synchronize, now_s, source, window_s: float = ENERGY
             synchronize()
             calls += batch
             counts.append((now_s(), calls))
-            if len(updates) >= 2 and updates[-1][0] - updates[0][0] >= window_s:
+            if span(counts[-1][0]) is not None:
                 break
     finally:
         stop.set()
         watcher.join()
-    if len(updates) < 2 or updates[-1][1] <= updates[0][1]:
+    ends = span(counts[-1][0])
+    if ends is None or ends[1][1] <= ends[0][1]:
         return None
-    (first_at, first), (last_at, last) = updates[0], updates[-1]
+    (first_at, first), (last_at, last) = ends
     between = _calls_at(counts, last_at) - _calls_at(counts, first_at)
     return (last - first) / 1000.0 / between if between > 0 else None
 
