@@ -60,6 +60,9 @@ def spread(name: str, measure, repeats: int = 6) -> None:
     started = time.perf_counter()
     figures = [f for f in (measure() for _ in range(repeats)) if f is not None]
     seconds = (time.perf_counter() - started) / repeats
+    if not figures:
+        print(f"   {name}: no figure in {repeats} tries, {seconds:.2f} s each", flush=True)
+        return
     median = statistics.median(figures)
     print(f"   {name}: {median * 1e3:.4f} mJ/call median of {len(figures)}, spread (max-min)/median "
           f"{(max(figures) - min(figures)) / median:.3f}, {seconds:.2f} s each", flush=True)

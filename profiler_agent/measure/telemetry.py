@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+from collections import deque
 import time
 
 SAMPLE_INTERVAL_S = 0.01
@@ -15,10 +16,13 @@ ENERGY_WINDOW_S = 0.3
 ENERGY_TIMEOUT_S = 2.0  # a counter that does not move in this time gives no figure
 ENERGY_BATCH_S = 0.002  # calls between two notes of the calls made
 ENERGY_POLL_S = 0.001  # between two readings of the counter
-# An update's instant is known to within its bracket (the reading before it to the reading that saw
-# it): a watcher held off the CPU sees a step late, and counting calls to that late instant was
-# off by 38% on a loaded CI host. Only updates bracketed within this share of the window count.
+# An update's instant is known to within its bracket (the start of the reading before it to the end
+# of the reading that saw it). A watcher held off the CPU sees a step late: counting calls to that
+# late instant was 38% off on a loaded CI host. So an update counts only when its bracket is at most
+# ENERGY_BRACKET_TYPICAL times the watcher's recent ones (a reading itself takes 2.4 ms on the H200,
+# up to 17 ms), or within ENERGY_BRACKET_SHARE of the window whatever they are.
 ENERGY_BRACKET_SHARE = 0.02
+ENERGY_BRACKET_TYPICAL = 3.0
 
 _clock_s = time.perf_counter  # bound at import: submission code patching time cannot bend the trace
 
@@ -130,33 +134,35 @@ def energy_per_call_j(call, synchronize, now_s, source, window_s: float = ENERGY
     steps (every 100 ms on the H100), so the energy between two updates is known exactly; the calls
     made between them are read off this thread's count at those instants. A thread of its own
     watches the counter: a reading takes long enough that polling it between calls would leave the
-    device idle (bench/energy_window.py). An update counts only when the watcher saw it within
-    ENERGY_BRACKET_SHARE of the window of the reading before it. None when `source` (a backend's Gpu,
-    or None) has no energy counter, or it did not give two such updates `window_s` apart in `timeout_s`."""
+    device idle (bench/energy_window.py). An update counts only when the watcher placed it about as
+    precisely as its readings usually allow (ENERGY_BRACKET_*). None when `source` (a backend's Gpu, or
+    None) has no energy counter, or it did not give two such updates `window_s` apart in `timeout_s`."""
     if source is None or source.energy_mj() is None:
         return None
     synchronize()
-    widest = window_s * ENERGY_BRACKET_SHARE
-    updates: list[tuple[float, float, int]] = []  # (the reading before the step began, the one seeing it ended, value)
+    floor = window_s * ENERGY_BRACKET_SHARE
+    updates: list[tuple[float, int]] = []  # (the middle of a well-bracketed update, the counter's value)
     stop = threading.Event()
 
     def watch() -> None:
+        brackets: deque[float] = deque(maxlen=50)  # the recent readings': how precisely one is placed
         previous_at, last = now_s(), source.energy_mj()
         while not stop.wait(ENERGY_POLL_S):  # a pause: the calls' thread needs the interpreter too
             reading_at = now_s()
             value = source.energy_mj()
             if value is None:
                 return
+            seen_at = now_s()
+            brackets.append(seen_at - previous_at)
             if value != last:
-                updates.append((previous_at, now_s(), value))
+                if brackets[-1] <= max(floor, ENERGY_BRACKET_TYPICAL * statistics.median(brackets)):
+                    updates.append(((previous_at + seen_at) / 2, value))
                 last = value
             previous_at = reading_at
 
     def span(until: float) -> tuple[tuple[float, int], tuple[float, int]] | None:
-        """The first and last updates seen by `until` and known within `widest`, as (instant, value),
-        `window_s` apart."""
-        known = [((before + after) / 2, value) for before, after, value in list(updates)
-                 if after - before <= widest and after <= until]
+        """The first and last well-bracketed updates placed by `until`, `window_s` apart."""
+        known = [update for update in list(updates) if update[0] <= until]
         return (known[0], known[-1]) if len(known) >= 2 and known[-1][0] - known[0][0] >= window_s else None
 
     watcher = threading.Thread(target=watch, name="energy-counter", daemon=True)

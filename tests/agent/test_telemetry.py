@@ -139,6 +139,29 @@ def test_a_step_the_watcher_saw_late_is_not_counted_from_when_it_was_seen():
     assert joules == pytest.approx(0.002, rel=0.05)
 
 
+class SlowlyReadCounter(SteppedEnergyCounter):
+    """As NVML's on the H200: a reading takes 2.4 ms (the interpreter released, as ctypes does), and
+    each call keeps the interpreter busy while it launches work."""
+
+    def call(self) -> None:
+        until = time.perf_counter() + self.call_s
+        while time.perf_counter() < until:
+            pass
+        self.calls_at.append(time.perf_counter())
+
+    def energy_mj(self) -> int:
+        time.sleep(0.0024)
+        return super().energy_mj()
+
+
+def test_a_counter_whose_reading_is_slow_still_gives_the_calls_figure():
+    """Every update is placed only within a few milliseconds there: an absolute bound on that gave
+    no figure at all on the H200."""
+    device = SlowlyReadCounter(call_s=0.0002, call_mj=2.0, step_s=0.1, phase_s=0.03)
+    joules = telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device)
+    assert joules == pytest.approx(0.002, rel=0.05)
+
+
 def test_a_counter_that_never_moves_gives_no_figure():
     device = SteppedEnergyCounter(call_s=0.001, call_mj=0.0, step_s=0.1, phase_s=0.0)
     assert telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device, timeout_s=0.5) is None
