@@ -1,6 +1,10 @@
 import json
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import UserChangeForm
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
@@ -8,10 +12,28 @@ from django.utils.translation import gettext_lazy
 
 from submissions import board_versions, models, ranking, weights
 from submissions.forms import ThrottledAdminAuthenticationForm
-from submissions.services import fleet, seasons, weighting
+from submissions.services import accounts, fleet, seasons, weighting
 
 # The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
+
+
+class AccountChangeForm(UserChangeForm):
+    def clean_email(self):
+        email = self.cleaned_data.get("email", "")
+        refused = accounts.email_refusal(email, account=self.instance)
+        if refused:
+            raise ValidationError(refused)
+        return email
+
+
+# An address another account has is a form error here too, not the database's refusal as a 500.
+admin.site.unregister(get_user_model())
+
+
+@admin.register(get_user_model())
+class AccountAdmin(UserAdmin):
+    form = AccountChangeForm
 
 
 @admin.register(models.GpuType)

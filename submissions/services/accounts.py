@@ -8,6 +8,9 @@ from django.utils.translation import gettext as _
 from submissions.models import Agent, ApiToken, Contestant, hash_secret, new_token
 
 
+EMAIL_INDEX = "auth_user_one_account_per_email"  # migration 0015's
+
+
 class AccountRefused(ValueError):
     """The account cannot be made as asked; the message says why, `field` which of the form's fields it is about."""
 
@@ -16,18 +19,24 @@ class AccountRefused(ValueError):
         self.field = field
 
 
-def email_refusal(email):
-    """Why a new account may not have `email`, or "". Django's password reset mails a link to every
-    active account whose address matches the one typed, whatever the case (email__iexact), so one
-    address must lead to one account: none may take another's, matched the same way (inactive accounts
-    too: one may be activated again). An empty address is no one's."""
+def email_refusal(email, account=None):
+    """Why `email` may not be a new account's (or `account`'s), or "". Django's password reset mails a
+    link to every active account whose address matches the one typed, whatever the case (email__iexact),
+    so one address must lead to one account: none may take another's, matched the same way (inactive
+    accounts too: one may be activated again). An empty address is no one's. The database holds the
+    same rule (migration 0015), for two registrations at one moment."""
     email = (email or "").strip()
     if not email:
         return ""
-    if get_user_model().objects.filter(email__iexact=email).exists():
-        return _("Another account already uses the e-mail address %(email)s; sign in to it, or reset its "
-                 "password.") % {"email": email}
-    return ""
+    others = get_user_model().objects.filter(email__iexact=email)
+    if account is not None:
+        others = others.exclude(pk=account.pk)
+    return _email_taken(email) if others.exists() else ""
+
+
+def _email_taken(email):
+    return _("Another account already uses the e-mail address %(email)s; sign in to it, or reset its "
+             "password.") % {"email": email}
 
 
 @transaction.atomic
@@ -42,7 +51,9 @@ def register_contestant(username, password, *, email="", display_name="", affili
         with transaction.atomic():  # a savepoint: the failed INSERT must not end the whole transaction
             user = get_user_model().objects.create_user(username=username, password=password, email=email,
                                                         is_staff=is_staff)
-    except IntegrityError:  # a registration of the same name in between the form's check and this one
+    except IntegrityError as exc:  # a registration of the same name or address between the form's check and this one
+        if EMAIL_INDEX in str(exc):  # both databases name the index that refused
+            raise AccountRefused(_email_taken(email.strip()))
         raise AccountRefused(_("The user name %(name)s was taken a moment ago; pick another.") % {"name": username},
                              field="username")
     contestant = Contestant.objects.create(user=user, display_name=display_name or username, affiliation=affiliation)

@@ -177,3 +177,55 @@ def test_a_password_reset_mails_the_one_account_of_its_address(client, db):
     assert client.post("/accounts/password_reset/", {"email": "Carol@Example.org"}).status_code == 302
     (message,) = mail.outbox
     assert message.to == ["carol@example.org"] and "account carol." in message.body
+
+
+def test_the_database_holds_one_account_per_address_whatever_the_case(db):
+    """What no form check can see, two registrations of one address at one moment, the database refuses."""
+    from django.db import IntegrityError, transaction
+
+    user_model = get_user_model()
+    user_model.objects.create_user("dave", password="pw-dave-12345", email="Carol@Example.org")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        user_model.objects.create_user("erin", password="pw-erin-12345", email="carol@EXAMPLE.org")
+    user_model.objects.create_user("frank", password="pw-frank-12345", email="")
+    user_model.objects.create_user("gina", password="pw-gina-12345", email="")  # no address is no one's
+    assert user_model.objects.count() == 3
+
+
+def test_an_address_taken_between_the_form_s_check_and_the_insert_is_a_form_error_not_a_500(client, db):
+    user_model, raced = get_user_model(), []
+
+    def the_other_registration_first(sender, instance, **kwargs):
+        if instance.username == "carol" and not raced:
+            raced.append(True)
+            user_model.objects.create_user("mallory", password="pw-other-12345", email="CAROL@example.org")
+
+    pre_save.connect(the_other_registration_first, sender=user_model)
+    try:
+        response = client.post("/accounts/register/", dict(REGISTRATION, accept_agreement="on"),
+                               headers={"Accept-Language": "en"})
+    finally:
+        pre_save.disconnect(the_other_registration_first, sender=user_model)
+    assert raced and response.status_code == 200
+    assert "Another account already uses the e-mail address carol@example.org" in html.unescape(response.content.decode())
+    assert not user_model.objects.filter(username="carol").exists()
+
+
+def test_an_organizer_giving_an_account_another_s_address_in_the_admin_gets_a_form_error(client, db):
+    user_model = get_user_model()
+    organizer = user_model.objects.create_superuser("root", password="pw-root-12345", email="root@example.org")
+    bob = user_model.objects.create_user("bob", password="pw-bob-12345", email="bob@example.org")
+    client.force_login(organizer)
+    page = f"/admin/auth/user/{bob.pk}/change/"
+    form = {"username": "bob", "first_name": "", "last_name": "", "is_active": "on",
+            "date_joined_0": "2026-11-27", "date_joined_1": "10:00:00", "initial-date_joined_0": "2026-11-27",
+            "initial-date_joined_1": "10:00:00"}
+    refused = client.post(page, dict(form, email="ROOT@example.org"), headers={"Accept-Language": "en"})
+    assert refused.status_code == 200
+    assert "Another account already uses the e-mail address ROOT@example.org" in html.unescape(refused.content.decode())
+    bob.refresh_from_db()
+    assert bob.email == "bob@example.org"
+    # its own address in other letters is no one else's
+    assert client.post(page, dict(form, email="Bob@Example.org")).status_code == 302
+    bob.refresh_from_db()
+    assert bob.email == "Bob@example.org"  # (Django lowers the domain)
