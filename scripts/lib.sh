@@ -63,11 +63,42 @@ ensure_redis() {
   fi
   port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   log "no Redis at $REDIS_URL: starting $server on port $port"
-  "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$ROOT/var/redis.log" 2>&1 &
+  # its own session: Ctrl-C must not end it while agents finish their runs (stop_agents)
+  setsid "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$ROOT/var/redis.log" 2>&1 &
   STARTED_PIDS+=($!)
   REDIS_URL="redis://127.0.0.1:$port/0"
   for _ in $(seq 50); do redis_answers "$REDIS_URL" && return; sleep 0.1; done
   log "Redis did not start; see var/redis.log"; return 1
+}
+
+# Agents first: each gets one TERM, which RQ takes as "finish the job you judge, then stop", and up to
+# AGENT_PATIENCE_S to do so, while the site they report to still runs (it is started in a session of
+# its own, so Ctrl-C does not reach it, nor the agents: a second signal would be RQ's "stop now").
+# Ctrl-C again stops them now; their runs are judged again at the next start.
+stop_agents() {
+  local pid left waited=0 patience="${AGENT_PATIENCE_S:-120}" said=""
+  STOP_NOW=""
+  trap 'STOP_NOW=1' INT
+  for pid in "${AGENT_PIDS[@]:-}"; do
+    [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; }
+  done
+  while :; do
+    left=""
+    for pid in "${AGENT_PIDS[@]:-}"; do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left="$left $pid"
+    done
+    [ -z "$left" ] && break
+    if [ -n "$STOP_NOW" ] || [ "$waited" -ge "$((patience * 2))" ]; then
+      for pid in $left; do kill "$pid" 2>/dev/null || true; done  # RQ's second signal: stop now
+      break
+    fi
+    if [ -z "$said" ] && [ "$waited" -ge 2 ]; then
+      log "an agent is finishing the run it judges (at most ${patience} s; Ctrl-C again to stop now, and it is judged again at the next start)"
+      said=1
+    fi
+    sleep 0.5 || true  # Ctrl-C ends the sleep too: not the script (set -e)
+    waited=$((waited + 1))
+  done
 }
 
 # TERM everything started here, give it 15 s to finish, then KILL what is left (a worker busy
@@ -75,6 +106,8 @@ ensure_redis() {
 # Ctrl-C's SIGINT itself) must not end this under set -e: the sweeper ignores SIGINT and needs TERM.
 stop_started() {
   local pid left
+  stop_agents
+  trap '' INT  # from here on the stop is short: a Ctrl-C must not end it half done
   for pid in "${STARTED_PIDS[@]:-}"; do
     [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; }
   done
@@ -84,7 +117,7 @@ stop_started() {
       [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left="$left $pid"
     done
     [ -z "$left" ] && break
-    sleep 0.5
+    sleep 0.5 || true
   done
   for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the whole platform locally: site (gunicorn), queue (Redis), a local profiler agent, demo data.
-# Settings come from the environment (DATABASE_URL, REDIS_URL, SECRET_KEY, PORT, ...). Ctrl-C stops all.
+# Settings come from the environment (DATABASE_URL, REDIS_URL, SECRET_KEY, PORT, ...). Ctrl-C stops all:
+# the agents finish the runs they judge first (Ctrl-C again: at once).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 mkdir -p var
-STARTED_PIDS=()
+STARTED_PIDS=() AGENT_PIDS=()
 trap 'log "stopping"; stop_started' EXIT
 trap 'exit 130' INT TERM
 
@@ -32,7 +33,9 @@ if [ -z "$gpu_slug" ]; then
 fi
 
 log "starting the site on $SITE_URL"
-"$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &
+# setsid: in a session of its own, Ctrl-C does not reach the site or the agents; stop_started stops
+# the agents first (each finishes the run it judges and reports it), then the site (scripts/lib.sh).
+setsid "$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &
 STARTED_PIDS+=($!)
 for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_URL/', timeout=1)" 2>/dev/null && break; sleep 0.2; done
 
@@ -64,12 +67,12 @@ else
   log "could not make the agents' Redis user (see above)"; exit 1
 fi
 log "starting a local profiler agent on queue gpu.cpu"
-REDIS_URL="$agent_redis_url" "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
-STARTED_PIDS+=($!)
+REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
+STARTED_PIDS+=($!) AGENT_PIDS+=($!)
 if [ -n "$gpu_slug" ]; then
   log "starting a profiler agent for the local GPU on queue gpu.$gpu_slug"
-  REDIS_URL="$agent_redis_url" "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
-  STARTED_PIDS+=($!)
+  REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
+  STARTED_PIDS+=($!) AGENT_PIDS+=($!)
 fi
 
 "$PY" manage.py seed_demo "${gpu_args[@]}"

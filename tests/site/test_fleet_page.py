@@ -106,8 +106,8 @@ def test_an_organizer_drains_and_resumes_from_the_page(client, worker, organizer
     (ZH, ["集群", "评测中", "运行 #", "42 秒前", "7 分钟前", "GPU-01234567…", "2 小时 5 分钟前"]),
 ])
 def test_the_page_shows_states_and_ages_in_the_readers_language(client, organizer, worker, submit, language, texts):
-    now = timezone.now()
     run, queued = submit(), submit()
+    now = timezone.now()  # after the submissions, which may take a second on a loaded host: "43 seconds ago"
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=worker, started_at=now)
     Run.objects.filter(pk=queued.pk).update(enqueued_at=now - timedelta(minutes=7, seconds=10))
     AgentWorker.objects.filter(pk=worker.pk).update(last_heartbeat_at=now - timedelta(seconds=42))

@@ -1,5 +1,6 @@
 """scripts/lib.sh, which platform.sh and test.sh source, run by bash as they run it (set -euo pipefail)."""
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -40,3 +41,47 @@ exit 130
     finally:
         if alive(survivor):
             os.kill(survivor, 9)
+
+
+def run_stop(tmp_path, agent_body, *, patience_s=120, interrupt_after_s=None):
+    """A platform.sh in small: a "site" and an "agent" started as it starts them, then the EXIT trap's
+    stop, as after Ctrl-C. `agent_body`: bash run by the agent, with $SITE (the site's pid) and $OUT."""
+    out = tmp_path / "agent.out"
+    script = f"""
+set -euo pipefail
+source {ROOT}/scripts/lib.sh
+STARTED_PIDS=() AGENT_PIDS=()
+trap stop_started EXIT
+setsid sleep 300 & STARTED_PIDS+=($!)
+export SITE=$! OUT={out}
+setsid bash -c '{agent_body}' & STARTED_PIDS+=($!) AGENT_PIDS+=($!)
+echo "$SITE $!" > {tmp_path / "pids"}
+sleep 0.5
+exit 130
+"""
+    started = time.monotonic()
+    stop = subprocess.Popen(["bash", "-c", script], env=dict(os.environ, AGENT_PATIENCE_S=str(patience_s)),
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    if interrupt_after_s is not None:
+        time.sleep(interrupt_after_s)
+        os.killpg(stop.pid, signal.SIGINT)  # Ctrl-C again, to the terminal's process group, as a terminal sends it
+    _, stderr = stop.communicate(timeout=60)
+    site, agent = (int(pid) for pid in (tmp_path / "pids").read_text().split())
+    return time.monotonic() - started, site, agent, out.read_text() if out.exists() else "", stderr
+
+
+def test_an_agent_finishes_its_run_and_reports_it_while_the_site_still_runs(tmp_path):
+    """Ctrl-C stopped the site with the agents: the run being judged lost its result's POST."""
+    agent = 'trap "sleep 3; kill -0 $SITE && echo reported-to-a-running-site > $OUT; exit 0" TERM; while :; do sleep 0.1; done'
+    seconds, site, agent_pid, reported, stderr = run_stop(tmp_path, agent)
+    assert reported == "reported-to-a-running-site\n"
+    assert "an agent is finishing the run it judges" in stderr
+    assert not alive(site) and not alive(agent_pid) and 3 <= seconds < 20
+
+
+def test_ctrl_c_again_stops_an_agent_at_once(tmp_path):
+    """RQ takes a second signal as "stop now": the agent ends, its run is judged again at the next start."""
+    agent = 'n=0; trap "n=\\$((n + 1)); echo \\$n > $OUT; [ \\$n -ge 2 ] && exit 0" TERM; while :; do sleep 0.1; done'
+    seconds, site, agent_pid, signals, _ = run_stop(tmp_path, agent, interrupt_after_s=2.5)
+    assert signals == "2\n"
+    assert not alive(site) and not alive(agent_pid) and seconds < 10

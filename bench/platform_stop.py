@@ -1,0 +1,103 @@
+"""Ctrl-C of `scripts/platform.sh` while its agent judges a run: the agent finishes that run and the
+site records its verdict before either stops, and nothing the script started is left running.
+
+    python bench/platform_stop.py [--second-ctrl-c]
+
+Starts the platform as the README does (on a database of its own, a free port, and by default a Redis
+that platform.sh starts itself, as where none answers: its queues are then no one else's),
+waits for the demo's first run to be judged (status running), sends SIGINT to the script's process
+group as a terminal's Ctrl-C does, and prints each run's status and verdict after the stop, the stop's
+seconds, and the processes left. With --second-ctrl-c, a second SIGINT 3 s after the first: the agent
+stops at once and the run stays unfinished, to be judged again at the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def runs(db: Path) -> list[tuple]:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
+            return connection.execute("SELECT id, status, stage, verdict FROM submissions_run ORDER BY id").fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every process below `root` (those in sessions of their own too), pid -> command line."""
+    table = [line.split(None, 2) for line in
+             subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]]
+    found, frontier = {}, {root}
+    while frontier:
+        children = {int(pid): args for pid, ppid, *rest in table for args in [rest[0] if rest else ""]
+                    if int(ppid) in frontier and int(pid) not in found}
+        found.update(children)
+        frontier = set(children)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--second-ctrl-c", action="store_true")
+    parser.add_argument("--redis-url", default="",
+                        help="a Redis to use (database 0); by default none answers, so platform.sh starts its own")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="platform-stop-"))
+    db, port = work / "db.sqlite3", free_port()
+    env = dict(os.environ, DATABASE_URL=f"sqlite:///{db}", PORT=str(port),
+               REDIS_URL=args.redis_url or f"redis://127.0.0.1:{free_port()}/0")
+    log = open(work / "platform.log", "w")
+    script = subprocess.Popen(["bash", "scripts/platform.sh"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)  # its own group: the SIGINT below is a terminal's Ctrl-C
+    started = time.monotonic()
+    while time.monotonic() - started < 600 and not any(run[1] == "running" for run in runs(db)):
+        if script.poll() is not None:
+            sys.exit(f"platform.sh ended ({script.returncode}) before a run was judged: see {work / 'platform.log'}")
+        time.sleep(0.5)
+    print(f"a run is being judged {time.monotonic() - started:.0f} s after the start: {runs(db)}", flush=True)
+    started_here = descendants(script.pid)
+    os.killpg(script.pid, signal.SIGINT)
+    stopping = time.monotonic()
+    if args.second_ctrl_c:
+        threading.Timer(3.0, lambda: os.killpg(script.pid, signal.SIGINT)).start()
+    script.wait(timeout=300)
+    print(f"platform.sh ended ({script.returncode}) {time.monotonic() - stopping:.1f} s after Ctrl-C", flush=True)
+    for run_id, status, stage, verdict in runs(db):
+        print(f"  run {run_id}: status {status}, stage {stage or '-'}, verdict {verdict or '-'}")
+    time.sleep(2)
+    left = [f"{pid} {args}" for pid, args in started_here.items() if alive(pid)]
+    print(f"of the {len(started_here)} processes below the script, left running: {len(left)}"
+          + "".join(f"\n  {line[:160]}" for line in left))
+    log.close()
+    print(f"the script's output: {work / 'platform.log'}")
+
+
+if __name__ == "__main__":
+    main()
