@@ -429,3 +429,16 @@ def test_another_agent_changes_nothing_on_a_run_it_does_not_hold(world):
     assert answer.status_code == 200
     leased.refresh_from_db()
     assert (leased.status, leased.agent_id, leased.alive_at) == (RunStatus.RUNNING, world["agent"].pk, None)
+
+
+def test_why_a_bundle_skips_the_cpu_names_its_files_only_to_whoever_may_see_the_code(world, django_capture_on_commit_callbacks):
+    """"Not judged on CPU" is public; the markers behind it (a file's name, what in it needs CUDA) describe
+    the code, private until it is accepted."""
+    files = {**valid_files(), "cudacode.py": b"import triton\n" + valid_files()["cudacode.py"]}
+    cuda = submit(django_capture_on_commit_callbacks, world["bob"], world["issue_b"], files)
+    shown = {}
+    for role in PAGE_ROLES:
+        page = page_as(world, role, f"/submissions/{cuda.pk}/")
+        assert "Not judged on CPU" in page
+        shown[role] = "cudacode.py: triton" in page
+    assert shown == {"anonymous": False, "a": False, "b": True, "organizer": True}
