@@ -7,7 +7,8 @@ run; "agent2" is another agent granted the same GPU types). Pages are asked with
 with each role's bearer token (a personal token for people, the agent's token for agents).
 
 Outcomes: a status code, "login" (302 to the sign-in page), "admin-login" (302 to the admin's) or
-"redirect" (another 302: a form's or an action's answer)."""
+"redirect" (another 302: a form's or an action's answer). A GET, or a refused request, must leave the
+site as it was (state_of_the_site)."""
 import json
 from dataclasses import dataclass, field
 
@@ -16,7 +17,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
-from submissions.models import AgentWorker, BenchmarkRun, GpuType, RejudgeScope, Run, RunStatus
+from submissions.models import (AgentWorker, ApiToken, AuditEntry, BenchmarkRun, Contestant, DatasetExport, GpuType,
+                                Issue, Rejudge, RejudgeScope, Review, Run, RunStatus, Season, Submission)
 from submissions.services import accounts, datasets, judging, rejudging, submitting
 from tests.judged_data import accepted_sample
 from tests.site.bundle_files import valid_files
@@ -24,9 +26,10 @@ from tests.site.judging_helpers import passed_result, report_all, submit
 
 pytestmark = pytest.mark.django_db
 
-PAGE_ROLES = ("anonymous", "a", "b", "organizer")
-# agent2 before agent: the holder's own calls (a result, a repeated start) change the run
-API_ROLES = ("anonymous", "a", "b", "organizer", "agent2", "agent")
+# The owners ask last (A owns the objects the routes name, "agent" holds the run): the others' requests
+# meet the objects as they were, and must leave them so.
+PAGE_ROLES = ("anonymous", "b", "organizer", "a")
+API_ROLES = ("anonymous", "b", "organizer", "agent2", "a", "agent")
 SECRET_CODE = "get_init_inputs"  # a name in the bundle's torchcode.py
 SECRET_LOG = "stdout-of-the-run-of-a"
 
@@ -99,6 +102,8 @@ class Case:
     data: object = None  # a dict, or a callable of the world (a fresh body for each request)
     json: bool = False  # the body as JSON (the API); else a form
     headers: dict = field(default_factory=dict)  # templates over ids(world) and "job_secret"
+    # the roles whose request may change the site; None: those whose POST or PUT is not refused
+    may_change: tuple = None
 
 
 def everyone(outcome, roles=PAGE_ROLES):
@@ -174,7 +179,7 @@ ROUTES = {
     # B (and an organizer) posting A's token id: the answer is "no such token of yours", A's token lives on
     # (test_another_contestants_token_cannot_be_revoked)
     "revoke_token": [Case("get", "/account/tokens/{token_a}/revoke/", people(405)),
-                     Case("post", "/account/tokens/{token_a}/revoke/", people("redirect"))],
+                     Case("post", "/account/tokens/{token_a}/revoke/", people("redirect"), may_change=("a",))],
     # ---- contestants' forms (posting to another's issue is refused: test_a_contestant_cannot_submit_to_anothers_issue)
     "open_issue": [Case("get", "/issues/new/", people(200))],
     "submit": [Case("get", "/submit/", people(200)),
@@ -354,12 +359,45 @@ def ask(world, case, role, client=None):
     return getattr(client, case.method)(path, data, headers=headers)
 
 
+def state_of_the_site():
+    """What a request could change: rows made, and the fields that the site's actions write. Left out:
+    the audit of refusals (a refused agent's call is recorded, by design) and a token's last use."""
+    return {
+        "rows": [model.objects.count() for model in (Issue, Submission, Run, Review, Rejudge, DatasetExport,
+                                                     BenchmarkRun, ApiToken, AgentWorker)],
+        "audit": AuditEntry.objects.exclude(action__endswith="_refused").count(),
+        "runs": list(Run.objects.order_by("pk").values_list("status", "verdict", "agent", "attempts", "job_secret_hash",
+                                                            "alive_at", "stage", "flags")),
+        "tokens": list(ApiToken.objects.order_by("pk").values_list("revoked_at", flat=True)),
+        "workers": list(AgentWorker.objects.order_by("pk").values_list("draining", flat=True)),
+        "seasons": list(Season.objects.order_by("pk").values_list("dataset_weight_rule", "dataset_weight_settings")),
+        "profiles": list(Contestant.objects.order_by("pk").values_list(
+            "display_name", "github_handle", "agreement_version")),
+    }
+
+
+REFUSED = {400, 401, 403, 404, 405, 409, 422, "login", "admin-login"}
+
+
+def may_change(case, role, answered):
+    if case.may_change is not None:
+        return role in case.may_change
+    return case.method != "get" and answered not in REFUSED
+
+
 @pytest.mark.parametrize("name", sorted(ROUTES) + ["admin"])
 def test_each_role_gets_what_the_route_allows_it(world, name):
+    """...and a GET, or a request refused, changes nothing."""
     for case in ADMIN_CASES if name == "admin" else ROUTES[name]:
         roles = API_ROLES if case.path.startswith("/api/") else PAGE_ROLES
-        answered = {role: outcome(ask(world, case, role)) for role in roles}
+        answered, changed = {}, []
+        for role in roles:
+            before = state_of_the_site()
+            answered[role] = outcome(ask(world, case, role))
+            if not may_change(case, role, answered[role]) and state_of_the_site() != before:
+                changed.append(role)
         assert answered == {role: case.expected[role] for role in roles}, f"{case.method.upper()} {case.path}"
+        assert not changed, f"{case.method.upper()} {case.path} changed the site for {changed}"
 
 
 def test_every_page_refuses_a_post_without_the_csrf_token(world):
