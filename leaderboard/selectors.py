@@ -130,9 +130,30 @@ def passed_speedups(season):
             for (_, gpu_type_id), f in sorted(ranked_runs.figures(runs).items())]
 
 
+def contestant_standings(contestant, viewer):
+    """The contestant's row on each season's board that `viewer` is held to (active_freeze): during a
+    freeze the snapshot's row, or none when the contestant was not on the board then, so their page
+    never tells the public what the frozen board hides. Frozen rows carry `season` like live ones."""
+    live = list(Standing.objects.filter(contestant=contestant).select_related("season__scoreboard_freeze")
+                .order_by("-season__starts_at"))
+    freezes = {standing.season_id: active_freeze(standing.season, viewer) for standing in live}
+    frozen = {row.freeze_id: row for row in FrozenStanding.objects.filter(
+        contestant=contestant, freeze__in=[freeze for freeze in freezes.values() if freeze is not None])}
+    rows = []
+    for standing in live:
+        freeze = freezes[standing.season_id]
+        if freeze is None:
+            rows.append(standing)
+        elif freeze.pk in frozen:
+            frozen[freeze.pk].season = standing.season
+            rows.append(frozen[freeze.pk])
+    return rows
+
+
 def contestant_profile(contestant, viewer):
-    """The contestant's standings, issues and latest submissions, each with its `state` for `viewer`."""
-    standings = list(Standing.objects.filter(contestant=contestant).select_related("season").order_by("-season__starts_at"))
+    """The contestant's standings (as `viewer`'s boards show them), issues and latest submissions, each
+    with its `state` for `viewer`."""
+    standings = contestant_standings(contestant, viewer)
     submissions = submission_selectors.with_states(list(
         Submission.objects.filter(contestant=contestant).select_related("issue__season", "contestant")
         .prefetch_related("runs__gpu_type", "reviews").order_by("-created_at")[:100]

@@ -102,6 +102,20 @@ def refuse_a_name_shown_for_another(name, contestant=None):
     return name
 
 
+PR_HOST_NAMES = {"gitee_handle": "Gitee", "gitlink_handle": "GitLink", "github_handle": "GitHub"}
+
+
+def refuse_a_handle_of_another(field, handle, contestant):
+    """A host's webhook submits a pull request for the contestant who has its author's handle
+    (services/pr_intake.handle_webhook): none may claim a handle another contestant has, whatever the case."""
+    others = Contestant.objects.exclude(pk=getattr(contestant, "pk", None))
+    if handle and others.filter(**{f"{field}__iexact": handle}).exists():
+        raise forms.ValidationError(
+            _("Another contestant has the %(host)s handle “%(handle)s”; if it is yours, ask the organizers.")
+            % {"host": PR_HOST_NAMES[field], "handle": handle}, code="handle_taken")
+    return handle
+
+
 class RegisterForm(UserCreationForm):
     display_name = forms.CharField(max_length=100, required=False, label=_("Display name"),
                                    help_text=_("Shown on the leaderboard"))
@@ -186,6 +200,15 @@ class ProfileForm(forms.ModelForm):
 
     def clean_affiliation(self):
         return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
+
+    def clean_gitee_handle(self):
+        return refuse_a_handle_of_another("gitee_handle", self.cleaned_data["gitee_handle"], self.instance)
+
+    def clean_gitlink_handle(self):
+        return refuse_a_handle_of_another("gitlink_handle", self.cleaned_data["gitlink_handle"], self.instance)
+
+    def clean_github_handle(self):
+        return refuse_a_handle_of_another("github_handle", self.cleaned_data["github_handle"], self.instance)
 
 
 class PullRequestForm(forms.Form):

@@ -246,10 +246,16 @@ def open_seasons_hardware(contestant):
     return result
 
 
-def submission_hardware(submission, online=None):
-    """For the submission page: the season's GPU types with this bundle's plan and the workers online."""
+def submission_hardware(submission, online=None, *, show_code=True):
+    """For the submission page: the season's GPU types with this bundle's plan and the workers online.
+    Without `show_code` (a viewer who may not see the code, can_see_code) no reason names the CUDA
+    markers found: they quote the code's file names and what it uses."""
     files = {f.path: f.content for f in submission.files.all()}
     rows = judging_hardware(submission.issue.season, files, online=online)
+    if not show_code:
+        rows = [row if row["judged"] else {**row, "why_not": hardware.needs_cuda_reason_without_markers()}
+                for row in rows]
+        return {"rows": rows, "cuda_markers": []}
     return {"rows": rows, "cuda_markers": hardware.plan_for(submission.issue.season, files).cuda_markers}
 
 

@@ -87,11 +87,12 @@ def _submission_context(request, submission_id):
     if submission is None:
         raise Http404("no such submission")
     online = fleet_status.workers_online()
+    can_see_code = selectors.can_see_code(request.user, submission)
     return {
         "submission": submission,
-        "hardware": selectors.submission_hardware(submission, online),
+        "hardware": selectors.submission_hardware(submission, online, show_code=can_see_code),
         "run_rows": _run_rows(submission, online),
-        "can_see_code": selectors.can_see_code(request.user, submission),
+        "can_see_code": can_see_code,
         "state": selectors.visible_state(request.user, submission),
         "live": selectors.has_unfinished_runs(submission),
     }

@@ -35,6 +35,12 @@ def _needs_cuda_reason(markers):
         "markers": "; ".join(markers)}
 
 
+def needs_cuda_reason_without_markers():
+    """Why a GPU type skips a bundle, told to whoever may not see its code: the markers name its files
+    and what in them needs CUDA."""
+    return _("this bundle needs a CUDA GPU; a CPU agent cannot build or run it")
+
+
 def plan_for(season, files):
     """The judging plan of a bundle (path -> text) in a season."""
     markers = cuda_markers(files)

@@ -121,9 +121,14 @@ def handle_webhook(host, headers, body):
         return False, _("ignored: not a pull request being opened or updated")
     url, login = event
     parse_pr_url(url)  # an unknown host or a malformed URL is refused now, not in the worker
-    contestant = Contestant.objects.filter(**{HANDLE_FIELDS[host] + "__iexact": login}).first() if login else None
-    if contestant is None:
+    # Several: accounts that gave one handle before the profile refused another's; whose PR it is is unknown.
+    owners = list(Contestant.objects.filter(**{HANDLE_FIELDS[host] + "__iexact": login})[:2]) if login else []
+    if len(owners) > 1:
+        return False, (_("ignored: several contestants have the %(host)s handle '%(login)s'; an organizer has to "
+                         "leave it to its owner") % {"host": host, "login": login})
+    if not owners:
         return False, _("ignored: no contestant has the %(host)s handle '%(login)s'") % {"host": host, "login": login}
+    contestant = owners[0]
     queueing.enqueue_site_job(JOB_FUNCTION, kwargs={"contestant_id": contestant.pk, "pr_url": url},
                               description=f"pull request {url}")
     return True, _("queued: %(url)s for %(contestant)s") % {"url": url, "contestant": contestant.display_name}

@@ -116,6 +116,25 @@ def test_the_profile_keeps_a_name_of_ones_own_without_hidden_characters(client, 
     assert (bob.display_name, bob.affiliation) == ("BOB", "浙江大学")  # his own name, another case
 
 
+def test_the_profile_refuses_a_pull_request_handle_another_contestant_has(client, alice, bob):
+    """A host's webhook submits a pull request for the contestant with its author's handle: taking
+    another's handle would take their pull requests' intake (and put B's name on A's PRs)."""
+    Contestant.objects.filter(pk=alice.pk).update(github_handle="alice-gh", gitee_handle="alice-gitee")
+    client.force_login(bob.user)
+    fields = {"display_name": "Bob", "affiliation": "", "gitee_handle": "", "gitlink_handle": "", "github_handle": ""}
+    for field, handle, host in [("github_handle", "ALICE-GH", "GitHub"), ("gitee_handle", " alice-gitee ", "Gitee")]:
+        response = client.post("/account/", dict(fields, **{field: handle}))
+        assert response.status_code == 200, field
+        assert f"Another contestant has the {host} handle “{handle.strip()}”" in response.content.decode(), field
+    bob.refresh_from_db()
+    assert (bob.github_handle, bob.gitee_handle) == ("", "")
+    assert client.post("/account/", dict(fields, github_handle="alice-gitee", gitee_handle="bob-gitee")).status_code == 302
+    bob.refresh_from_db()  # a handle is another's on its own host only
+    assert (bob.github_handle, bob.gitee_handle) == ("alice-gitee", "bob-gitee")
+    client.force_login(alice.user)
+    assert client.post("/account/", dict(fields, display_name="Alice", github_handle="Alice-GH")).status_code == 302
+
+
 def test_registration_refuses_a_name_another_contestant_is_shown_as(client, alice):
     accounts.register_contestant("zed", "pw-zed-12345", display_name="Zorro")
     for fields, field, shown in [({"display_name": "ALICE"}, "display_name", "Alice"),  # another case

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from submissions.models import AuditEntry, Submission
+from submissions.models import AuditEntry, Contestant, Submission
 from submissions.pull_requests import PullRequestError, parse_pr_url
 from submissions.services import pr_intake, submitting
 from tests.site.bundle_files import CUDACODE, TORCHCODE
@@ -221,3 +221,14 @@ def test_api_submits_a_pull_request_with_a_personal_token(client, host, issue, a
     bad = client.post(url, {"pr_url": "https://gitee.com/x/y/pulls/1"}, content_type="application/json",
                       headers={"Authorization": f"Bearer {token}"})
     assert bad.status_code == 400 and "private or does not exist" in bad.json()["detail"]
+
+
+def test_a_webhook_names_nobody_when_several_contestants_have_its_authors_handle(client, host, issue, bob):
+    """Two accounts that gave the same handle before the profile refused it: the site cannot tell whose
+    pull request it is, so it submits it for neither (an organizer gives the handle back to its owner)."""
+    Contestant.objects.filter(pk=bob.pk).update(github_handle="ALICE-GH")
+    pr_url = "https://github.com/ccf-ai-infra/GPUCodeForces/pull/8"
+    body = json.dumps({"action": "opened", "pull_request": {"html_url": pr_url, "user": {"login": "alice-gh"}}}).encode()
+    response = client.post("/webhooks/github/", body, content_type="application/json", headers=github_headers(body))
+    assert response.status_code == 200 and response.json()["queued"] is False
+    assert "several contestants have the github handle 'alice-gh'" in response.json()["detail"]

@@ -40,3 +40,32 @@ def test_leaderboard_fragment_for_live_updates(client, season, alice, organizer)
     assert empty.lstrip().startswith('<div id="leaderboard-table"') and "<html" not in empty and not shows(empty, "Alice")
     accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
     assert "Alice" in client.get("/seasons/S1/leaderboard/?fragment=1").content.decode()
+
+
+def contestant_standings(client, contestant):
+    """(season, rank, accepted) on the contestant's page and in its API twin."""
+    page = client.get(f"/contestants/{contestant.pk}/").context["standings"]
+    api = client.get(f"/api/v1/contestants/{contestant.pk}").json()["standings"]
+    return ([(s.season.code, s.rank, s.accepted_count) for s in page],
+            [(s["season"], s["rank"], s["accepted_count"]) for s in api])
+
+
+def test_a_contestants_page_shows_the_frozen_standing_to_the_public(client, season, alice, bob, organizer):
+    """The contestant page and API read the board the viewer is held to: during a freeze, their live
+    standing (rank, accepted count, scores) would tell the public what the frozen board hides."""
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    call_command("freeze_scoreboard", "S1", "--reason", "last hour")
+    accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})
+    accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})
+
+    assert contestant_standings(client, alice) == ([("S1", 1, 1)], [("S1", 1, 1)])
+    assert contestant_standings(client, bob) == ([], [])  # not on the board when it froze
+    client.force_login(bob.user)
+    assert contestant_standings(client, bob) == ([], [])  # not even to himself: the board is frozen for him too
+    client.force_login(organizer.user)
+    assert contestant_standings(client, alice) == ([("S1", 2, 1)], [("S1", 2, 1)])
+    assert contestant_standings(client, bob) == ([("S1", 1, 2)], [("S1", 1, 2)])
+    client.logout()
+
+    call_command("freeze_scoreboard", "S1", "--unfreeze")
+    assert contestant_standings(client, bob) == ([("S1", 1, 2)], [("S1", 1, 2)])
