@@ -5,8 +5,8 @@ import pytest
 from django.db.models.signals import pre_save
 
 from submissions.bundles import build_bundle
-from submissions.models import AuditEntry, Review, Standing
-from submissions.services import accounts, reviewing, submitting
+from submissions.models import AuditEntry, Rejudge, RejudgeScope, Review, Run, Standing
+from submissions.services import accounts, judging, rejudging, reviewing, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all
 from tests.site.races import interleave
@@ -66,3 +66,27 @@ def test_a_review_sent_again_after_a_timeout_is_recorded_once(judged, organizer)
     # another decision, or the same one by someone else, is a new review
     reviewing.review_submission(judged, organizer.user, "rejected", reason="a copy after all")
     assert Review.objects.count() == 2
+
+
+def test_a_rejudge_requested_twice_at_once_judges_once(judged, organizer, second_organizer):
+    """Two clicks (or two organizers) at once: one run more per GPU type, not two (a second sample of the
+    same judgement would move the submission's ranked median)."""
+    first, second = interleave(
+        lambda: rejudging.rejudge(RejudgeScope.SUBMISSION, judged, organizer.user, "new harness"),
+        lambda: rejudging.rejudge(RejudgeScope.ISSUE, judged.issue, second_organizer.user, "new harness"),
+        pre_save, Run)
+    assert "error" not in first and "error" not in second
+    assert first["value"].pk == second["value"].pk and Rejudge.objects.count() == 1
+    assert judged.runs.filter(rejudge__isnull=False).count() == judged.issue.season.gpu_types.count()
+    assert AuditEntry.objects.filter(action="submission.rejudged").count() == 1
+
+
+def test_a_rejudge_sent_again_before_its_runs_start_adds_none_after_they_start_it_does(judged, organizer,
+                                                                                      agent_and_token):
+    batch = rejudging.rejudge(RejudgeScope.SUBMISSION, judged, organizer.user, "new harness")
+    assert rejudging.rejudge(RejudgeScope.SUBMISSION, judged, organizer.user, "new harness").pk == batch.pk
+    assert Run.objects.filter(rejudge__isnull=False).count() == 2
+    started = batch.runs.order_by("pk").first()
+    judging.start_run(started.pk, agent_and_token[0], started.attempts)
+    again = rejudging.rejudge(RejudgeScope.SUBMISSION, judged, organizer.user, "one more sample")
+    assert again.pk != batch.pk and list(again.runs.values_list("gpu_type_id", flat=True)) == [started.gpu_type_id]
