@@ -5,8 +5,8 @@ import pytest
 from django.db.models.signals import pre_save
 
 from submissions.bundles import build_bundle
-from submissions.models import AuditEntry, Rejudge, RejudgeScope, Review, Run, Standing
-from submissions.services import accounts, judging, rejudging, reviewing, submitting
+from submissions.models import AuditEntry, Issue, Rejudge, RejudgeScope, Review, Run, Standing
+from submissions.services import accounts, judging, rejudging, reviewing, seasons, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all
 from tests.site.races import interleave
@@ -90,3 +90,29 @@ def test_a_rejudge_sent_again_before_its_runs_start_adds_none_after_they_start_i
     judging.start_run(started.pk, agent_and_token[0], started.attempts)
     again = rejudging.rejudge(RejudgeScope.SUBMISSION, judged, organizer.user, "one more sample")
     assert again.pk != batch.pk and list(again.runs.values_list("gpu_type_id", flat=True)) == [started.gpu_type_id]
+
+
+def test_a_standing_refreshed_while_the_ranking_rule_changes_is_ranked_by_the_new_rule(
+        season, alice, bob, organizer, agent_and_token):
+    """The agent's report (or a submission) read the season before an organizer changed its rule and
+    committed: its re-rank, after the change, must use the new rule, not the one it read."""
+    agent = agent_and_token[0]
+    for contestant, count in ((alice, 1), (bob, 2)):
+        issue = submitting.open_issue(season, contestant, title="ReLU")
+        for _ in range(count):
+            submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
+            report_all(submission, agent, passed_result())
+        reviewing.review_submission(submission, organizer.user, "accepted", reason="fine", acceptance_override="a test")
+    carol = accounts.register_contestant("carol", "pw-carol-123", display_name="Carol")
+    carol_issue = submitting.open_issue(season, carol, title="GELU")
+    carol_issue = Issue.objects.select_related("season").get(pk=carol_issue.pk)  # her request's view of the season
+    ranks = lambda: dict(Standing.objects.filter(contestant__in=(alice, bob))  # noqa: E731
+                         .values_list("contestant__user__username", "rank"))
+    assert ranks() == {"alice": 1, "bob": 1}  # accepted_count: one each, same points
+
+    first, second = interleave(
+        lambda: seasons.change_ranking(season, "cumulative_score", actor=organizer.user, reason="seed 000's rule"),
+        lambda: submitting.create_submission(carol, carol_issue, build_bundle(valid_files())),
+        pre_save, AuditEntry, when=lambda entry: entry.action == "season.ranking_changed")
+    assert "error" not in first and "error" not in second
+    assert ranks() == {"bob": 1, "alice": 2}  # cumulative_score: equal scores, more submissions first
