@@ -41,8 +41,9 @@ def rejudge(scope, target, actor, reason):
         raise RejudgeRefused(_("the scope must be one of %(known)s") % {"known": ", ".join(RejudgeScope.values)})
     if not reason.strip():
         raise RejudgeRefused(_("a rejudge needs a reason (it is kept in the audit trail)"))
-    # the submissions' rows only (`of`): a concurrent rejudge of them waits here and then sees this one's runs
-    submissions = list(_submissions(scope, target).select_for_update(of=("self",))
+    # the submissions' rows only (`of`): a concurrent rejudge of them waits here and then sees this one's
+    # runs; no_key: a run or flag inserted for one of them elsewhere does not wait
+    submissions = list(_submissions(scope, target).select_for_update(of=("self",), no_key=True)
                        .select_related("issue__season").order_by("pk"))
     if not submissions:
         raise RejudgeRefused(_("nothing to rejudge: %(scope)s %(target)s has no submissions")

@@ -92,7 +92,8 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
     (a double click, a retry after a timeout) returns the one recorded."""
     # One decision on a submission at a time: the next is taken on this one, committed (its audit
     # `before`), and a repeat finds its twin. Lock order: submission, then the season (standings).
-    Submission.objects.select_for_update().filter(pk=submission.pk).first()
+    # no_key: a run or flag inserted for it (FOR KEY SHARE, after the season's lock) does not wait.
+    Submission.objects.select_for_update(no_key=True).filter(pk=submission.pk).first()
     if decision not in ReviewDecision.values:
         raise ReviewRefused(_("the decision must be one of %(known)s") % {"known": ", ".join(ReviewDecision.values)})
     if decision == ReviewDecision.REJECTED and not reason.strip():

@@ -116,3 +116,23 @@ def test_a_standing_refreshed_while_the_ranking_rule_changes_is_ranked_by_the_ne
         pre_save, AuditEntry, when=lambda entry: entry.action == "season.ranking_changed")
     assert "error" not in first and "error" not in second
     assert ranks() == {"bob": 1, "alice": 2}  # cumulative_score: equal scores, more submissions first
+
+
+def test_a_review_and_a_report_that_flags_the_reviewed_submission_do_not_deadlock(judged, alice, organizer,
+                                                                                agent_and_token):
+    """The review holds its submission, then takes the season's lock; the report of a later submission
+    holds the season's lock, then inserts a flag naming the reviewed one (no_improvement): neither waits."""
+    agent = agent_and_token[0]
+    reviewing.review_submission(judged, organizer.user, "accepted", reason="fine")
+    later = submitting.create_submission(alice, judged.issue, build_bundle(valid_files()))
+    *first_runs, last = later.runs.order_by("pk")
+    for run in first_runs:
+        _, secret = judging.start_run(run.pk, agent, run.attempts)
+        judging.record_result(run.pk, agent, secret, passed_result())
+    _, secret = judging.start_run(last.pk, agent, last.attempts)
+    first, second = interleave(
+        lambda: reviewing.review_submission(judged, organizer.user, "accepted", reason="fine, looked again"),
+        lambda: judging.record_result(last.pk, agent, secret, passed_result()),
+        pre_save, Review)
+    assert "error" not in first and "error" not in second, (first, second)
+    assert later.abuse_flags.filter(kind="no_improvement", other_submission=judged).exists()
