@@ -4,6 +4,7 @@ tests/site/races.py holds the first inside its transaction while the second runs
 import pytest
 from django.db.models.signals import pre_save
 
+from leaderboard import services as leaderboard_services
 from submissions.bundles import build_bundle
 from submissions.models import AuditEntry, Issue, Rejudge, RejudgeScope, Review, Run, Standing
 from submissions.services import accounts, judging, rejudging, reviewing, seasons, submitting
@@ -136,3 +137,17 @@ def test_a_review_and_a_report_that_flags_the_reviewed_submission_do_not_deadloc
         pre_save, Review)
     assert "error" not in first and "error" not in second, (first, second)
     assert later.abuse_flags.filter(kind="no_improvement", other_submission=judged).exists()
+
+
+@pytest.mark.parametrize("thaw", [False, True])
+def test_a_freeze_or_thaw_sent_twice_at_once_is_done_and_audited_once(season, organizer, thaw):
+    """The second finds the first done (a ValueError that says so), not a duplicate key nor a second entry."""
+    if thaw:
+        leaderboard_services.freeze_scoreboard(season, organizer.user, reason="contest ends")
+        action, done = leaderboard_services.unfreeze_scoreboard, "scoreboard.unfrozen"
+    else:
+        action, done = leaderboard_services.freeze_scoreboard, "scoreboard.frozen"
+    twice = lambda: action(season, organizer.user, reason="double click")  # noqa: E731
+    first, second = interleave(twice, twice, pre_save, AuditEntry, when=lambda entry: entry.action == done)
+    assert "error" not in first and isinstance(second.get("error"), ValueError), (first, second)
+    assert AuditEntry.objects.filter(action=done).count() == 1
