@@ -1,13 +1,16 @@
 """Two requests at once, or one request sent twice (a double click, a retry after a timeout): each change
 is made once and every figure stays true. Each request runs in its own thread and database connection;
 tests/site/races.py holds the first inside its transaction while the second runs."""
+from datetime import timedelta
+
 import pytest
 from django.db.models.signals import pre_save
+from django.utils import timezone
 
 from leaderboard import services as leaderboard_services
 from submissions.bundles import build_bundle
 from submissions.models import AuditEntry, Issue, Rejudge, RejudgeScope, Review, Run, Standing
-from submissions.services import accounts, judging, rejudging, reviewing, seasons, submitting
+from submissions.services import accounts, judging, recovery, rejudging, reviewing, seasons, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all
 from tests.site.races import interleave
@@ -151,3 +154,31 @@ def test_a_freeze_or_thaw_sent_twice_at_once_is_done_and_audited_once(season, or
     first, second = interleave(twice, twice, pre_save, AuditEntry, when=lambda entry: entry.action == done)
     assert "error" not in first and isinstance(second.get("error"), ValueError), (first, second)
     assert AuditEntry.objects.filter(action=done).count() == 1
+
+
+def test_a_report_that_arrives_after_the_sweeper_gave_its_run_up_is_the_verdict(season, alice, agent_and_token,
+                                                                                 settings):
+    """The agent judged on while its heartbeats went missing; the sweeper, attempts spent, closed the run
+    as the platform's failure. The report of that very attempt then comes: it is kept, not refused."""
+    settings.RUN_MAX_ATTEMPTS = 1
+    agent = agent_and_token[0]
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    submission = submitting.create_submission(alice, issue, build_bundle(valid_files()))
+    run = submission.runs.get(gpu_type__slug="cpu")
+    _, secret = judging.start_run(run.pk, agent, run.attempts)
+    Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(seconds=settings.RUN_DEADLINE_SECONDS + 5))
+    assert recovery.sweep_runs() == 1
+    run.refresh_from_db()
+    assert (run.status, run.verdict) == ("done", "internal_error")
+
+    judging.record_result(run.pk, agent, secret, passed_result(3.0))
+    run.refresh_from_db()
+    assert (run.status, run.verdict, run.speedup) == ("done", "passed", 3.0)
+    assert Standing.objects.get(contestant=alice).best_speedup == 3.0
+    verdicts = AuditEntry.objects.filter(action="run.verdict", object_id=str(run.pk)).order_by("pk")
+    assert [(e.actor_label, (e.before or {}).get("verdict"), e.after["verdict"]) for e in verdicts] == [
+        ("sweeper", None, "internal_error"), ("agent:test-agent", "internal_error", "passed")]
+    with pytest.raises(judging.RunConflict):  # and once judged, a repeat changes nothing
+        judging.record_result(run.pk, agent, secret, passed_result(9.0))
+    with pytest.raises(judging.AgentRefused):  # nor can another secret
+        judging.record_result(run.pk, agent, "guess", passed_result(9.0))
