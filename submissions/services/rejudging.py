@@ -36,7 +36,7 @@ def rejudge(scope, target, actor, reason):
     A submission whose earlier rejudge's run on a GPU type no agent has started yet gets no second one
     there: both would judge the same code the same way, and the extra sample would move its ranked
     median (a double click, or two organizers at once). When nothing is new, the earlier rejudge is
-    returned."""
+    returned, with `already_queued` true."""
     if scope not in RejudgeScope.values:
         raise RejudgeRefused(_("the scope must be one of %(known)s") % {"known": ", ".join(RejudgeScope.values)})
     if not reason.strip():
@@ -56,8 +56,11 @@ def rejudge(scope, target, actor, reason):
         if fresh:
             plans.append((submission, fresh))
     if not plans and pending:
-        return Rejudge.objects.get(pk=max(pending.values()))
+        earlier = Rejudge.objects.get(pk=max(pending.values()))
+        earlier.already_queued = True
+        return earlier
     batch = Rejudge.objects.create(scope=scope, target=_label(scope, target), requested_by=actor, reason=reason.strip())
+    batch.already_queued = False
     for submission, gpu_types in plans:
         runs = judging.create_runs(submission, rejudge=batch, gpu_types=gpu_types)
         audit.record("submission.rejudged", submission, actor=actor, after={"rejudge": batch.pk, "runs": [r.pk for r in runs]},

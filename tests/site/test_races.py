@@ -1,6 +1,7 @@
 """Two requests at once, or one request sent twice (a double click, a retry after a timeout): each change
 is made once and every figure stays true. Each request runs in its own thread and database connection;
 tests/site/races.py holds the first inside its transaction while the second runs."""
+import html
 from datetime import timedelta
 
 import pytest
@@ -182,3 +183,14 @@ def test_a_report_that_arrives_after_the_sweeper_gave_its_run_up_is_the_verdict(
         judging.record_result(run.pk, agent, secret, passed_result(9.0))
     with pytest.raises(judging.AgentRefused):  # nor can another secret
         judging.record_result(run.pk, agent, "guess", passed_result(9.0))
+
+
+def test_the_rejudge_button_clicked_twice_leads_to_the_first_rejudge(client, judged, organizer):
+    client.force_login(organizer.user)
+    url = f"/organizer/submissions/{judged.pk}/rejudge/"
+    first = client.post(url, {"reason": "new harness"})
+    again = client.post(url, {"reason": "new harness"}, follow=True, headers={"Accept-Language": "en"})
+    batch = Rejudge.objects.get()
+    assert first.url == again.redirect_chain[0][0] == f"/organizer/rejudges/{batch.pk}/"
+    assert (f"Nothing new was queued: the runs of rejudge #{batch.pk} (Submission {judged.pk}) have not started yet."
+            in html.unescape(again.content.decode()))
