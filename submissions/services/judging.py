@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from submissions import queueing, timing_flags
-from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
+from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret, new_token
 from submissions.services import abuse, audit, hardware, pr_comments, scheduling, standings
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,20 @@ def given_up_by_sweeper(run):
     return run.status == RunStatus.DONE and run.verdict == Verdict.INTERNAL_ERROR and run.result is None
 
 
+def _submitted_again(run):
+    """The contestant's later submission of the same bundle to the issue, allowed because this one was
+    never judged (submitting.earlier_identical): judging both would rank the luckier sample. Under the
+    contestant's row lock (after the run's, the scheduling order), so a submission racing this report
+    either sees it (and is refused as already judged) or is seen here."""
+    submission = run.submission
+    Contestant.objects.select_for_update().filter(pk=submission.contestant_id).first()
+    if not submission.bundle_sha256:
+        return None
+    return (Submission.objects.filter(contestant_id=submission.contestant_id, issue_id=submission.issue_id,
+                                      bundle_sha256=submission.bundle_sha256, created_at__gte=submission.created_at)
+            .exclude(pk=submission.pk).order_by("created_at").first())
+
+
 @transaction.atomic
 def record_result(run_id, agent, secret, result):
     """Store an agent's report. A finished run refuses it (idempotent), unless the sweeper gave it up while
@@ -177,6 +191,11 @@ def record_result(run_id, agent, secret, result):
     check_agent_access(run, agent, secret)
     if run.status == RunStatus.DONE and not given_up_by_sweeper(run):
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
+    if run.status == RunStatus.DONE:
+        twin = _submitted_again(run)
+        if twin is not None:
+            raise RunConflict(f"run {run.pk} was given up and its bundle submitted again as #{twin.pk}, which is "
+                              "judged instead; this report changes nothing")
     previous_verdict = run.verdict
     status = result["status"]
     if status == Verdict.INTERNAL_ERROR and run.spent_attempts < settings.RUN_MAX_ATTEMPTS:

@@ -194,3 +194,24 @@ def test_the_rejudge_button_clicked_twice_leads_to_the_first_rejudge(client, jud
     assert first.url == again.redirect_chain[0][0] == f"/organizer/rejudges/{batch.pk}/"
     assert (f"Nothing new was queued: the runs of rejudge #{batch.pk} (Submission {judged.pk}) have not started yet."
             in html.unescape(again.content.decode()))
+
+
+def test_a_late_report_is_refused_when_the_bundle_was_submitted_again_meanwhile(season, alice, agent_and_token,
+                                                                                 settings):
+    """Given up, the submission did not count as judged, so its contestant sent the same bundle again; the
+    late report then comes. Keeping both would rank the luckier of two samples of one code."""
+    settings.RUN_MAX_ATTEMPTS = 1
+    agent = agent_and_token[0]
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    files = valid_files()
+    submission = submitting.create_submission(alice, issue, build_bundle(files))
+    runs = list(submission.runs.order_by("pk"))
+    secrets = [judging.start_run(run.pk, agent, run.attempts)[1] for run in runs]
+    Run.objects.filter(pk__in=[r.pk for r in runs]).update(
+        started_at=timezone.now() - timedelta(seconds=settings.RUN_DEADLINE_SECONDS + 5))
+    assert recovery.sweep_runs() == len(runs)
+    again = submitting.create_submission(alice, issue, build_bundle(files))
+    with pytest.raises(judging.RunConflict, match=f"submitted again as #{again.pk}"):
+        judging.record_result(runs[0].pk, agent, secrets[0], passed_result(9.0))
+    assert Run.objects.get(pk=runs[0].pk).verdict == "internal_error"
+
