@@ -60,7 +60,7 @@ def test_a_review_posted_twice_at_once_is_recorded_once(judged, organizer):
     assert [e.action for e in review_entries(judged)] == ["review.accepted"]
 
 
-def test_a_review_sent_again_after_a_timeout_is_recorded_once(judged, organizer):
+def test_a_review_sent_again_after_a_timeout_is_recorded_once(judged, organizer, second_organizer):
     points = {"execution_time": 5}
     one = reviewing.review_submission(judged, organizer.user, "accepted", reason="fine", rubric=points,
                                       override_reason="hand-timed")
@@ -68,9 +68,11 @@ def test_a_review_sent_again_after_a_timeout_is_recorded_once(judged, organizer)
     again = reviewing.review_submission(judged, organizer.user, "accepted", reason="fine", rubric=points,
                                         override_reason="hand-timed")
     assert again.pk == one.pk and Review.objects.count() == 1 and AuditEntry.objects.count() == trail
-    # another decision, or the same one by someone else, is a new review
+    # the same decision by someone else, or another one, is a new review
+    reviewing.review_submission(judged, second_organizer.user, "accepted", reason="fine", rubric=points,
+                                override_reason="hand-timed")
     reviewing.review_submission(judged, organizer.user, "rejected", reason="a copy after all")
-    assert Review.objects.count() == 2
+    assert Review.objects.count() == 3
 
 
 def test_a_rejudge_requested_twice_at_once_judges_once(judged, organizer, second_organizer):
