@@ -14,9 +14,9 @@ SNAPSHOT_FIELDS = ("contestant_id", "rank", "accepted_count", "base_score", "bon
 @transaction.atomic
 def freeze_scoreboard(season, user=None, reason=""):
     """Snapshot the standings; later reviews and runs change only the organizers' live board."""
+    board_versions.bump(season.pk)  # first: the season's row lock; a freeze or thaw at the same moment is seen
     if ScoreboardFreeze.objects.filter(season=season).exists():
         raise ValueError(_("the scoreboard of %(season)s is already frozen") % {"season": season.code})
-    board_versions.bump(season.pk)
     freeze = ScoreboardFreeze.objects.create(season=season, frozen_by=user)
     rows = Standing.objects.filter(season=season).values(*SNAPSHOT_FIELDS)
     FrozenStanding.objects.bulk_create([FrozenStanding(freeze=freeze, **row) for row in rows], batch_size=2000)
@@ -27,10 +27,10 @@ def freeze_scoreboard(season, user=None, reason=""):
 
 @transaction.atomic
 def unfreeze_scoreboard(season, user=None, reason=""):
+    board_versions.bump(season.pk)  # first: a thaw at the same moment is seen, and audited once
     freeze = ScoreboardFreeze.objects.filter(season=season).first()
     if freeze is None:
         raise ValueError(_("the scoreboard of %(season)s is not frozen") % {"season": season.code})
-    board_versions.bump(season.pk)
     frozen_at = freeze.frozen_at.isoformat()
     freeze.delete()
     audit.record("scoreboard.unfrozen", season, actor=user, before={"frozen_at": frozen_at}, reason=reason)

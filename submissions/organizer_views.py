@@ -151,6 +151,11 @@ def _rejudge(request, scope, target, back):
     except rejudging.RejudgeRefused as exc:
         messages.error(request, str(exc))
         return redirect(back)
+    if batch.already_queued:
+        messages.info(request, _("Nothing new was queued: the runs of rejudge #%(id)s (%(scope)s %(target)s) have "
+                                 "not started yet.") % {"id": batch.pk, "scope": batch.get_scope_display(),
+                                                        "target": batch.target})
+        return redirect("organizer_rejudge", rejudge_id=batch.pk)
     done, total = rejudging.progress(batch)
     messages.success(request, ngettext("Rejudge of %(scope)s %(target)s: %(count)s new run queued.",
                                        "Rejudge of %(scope)s %(target)s: %(count)s new runs queued.", total)

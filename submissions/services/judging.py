@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from submissions import queueing, timing_flags
-from submissions.models import Run, RunStatus, Verdict, hash_secret, new_token
+from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret, new_token
 from submissions.services import abuse, audit, hardware, pr_comments, scheduling, standings
 
 log = logging.getLogger(__name__)
@@ -163,13 +163,40 @@ def _median(result, side):
     return ((result.get("timing") or {}).get(side) or {}).get("median_ms")
 
 
+def given_up_by_sweeper(run):
+    """Whether the run was closed by the sweeper (recovery._give_up: no agent's result, the attempt's agent
+    and secret kept) rather than judged: the report of that attempt, arriving late, is its judgement."""
+    return run.status == RunStatus.DONE and run.verdict == Verdict.INTERNAL_ERROR and run.result is None
+
+
+def _submitted_again(run):
+    """The contestant's later submission of the same bundle to the issue, allowed because this one was
+    never judged (submitting.earlier_identical): judging both would rank the luckier sample. Under the
+    contestant's row lock (after the run's, the scheduling order), so a submission racing this report
+    either sees it (and is refused as already judged) or is seen here."""
+    submission = run.submission
+    Contestant.objects.select_for_update().filter(pk=submission.contestant_id).first()
+    if not submission.bundle_sha256:
+        return None
+    return (Submission.objects.filter(contestant_id=submission.contestant_id, issue_id=submission.issue_id,
+                                      bundle_sha256=submission.bundle_sha256, created_at__gte=submission.created_at)
+            .exclude(pk=submission.pk).order_by("created_at").first())
+
+
 @transaction.atomic
 def record_result(run_id, agent, secret, result):
-    """Store an agent's report. A finished run refuses it (idempotent); an internal error is retried."""
+    """Store an agent's report. A finished run refuses it (idempotent), unless the sweeper gave it up while
+    its agent was still judging: then this attempt's report is its verdict. An internal error is retried."""
     run = Run.objects.select_for_update(of=("self",)).select_related("submission__issue__season").get(pk=run_id)
     check_agent_access(run, agent, secret)
-    if run.status == RunStatus.DONE:
+    if run.status == RunStatus.DONE and not given_up_by_sweeper(run):
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
+    if run.status == RunStatus.DONE:
+        twin = _submitted_again(run)
+        if twin is not None:
+            raise RunConflict(f"run {run.pk} was given up and its bundle submitted again as #{twin.pk}, which is "
+                              "judged instead; this report changes nothing")
+    previous_verdict = run.verdict
     status = result["status"]
     if status == Verdict.INTERNAL_ERROR and run.spent_attempts < settings.RUN_MAX_ATTEMPTS:
         audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
@@ -191,7 +218,7 @@ def record_result(run_id, agent, secret, result):
     run.device_name = ((result.get("device") or {}).get("name") or "")[:200]
     run.save()
     scheduling.after_leaving_queue(run)
-    audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": ""},
+    audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": previous_verdict},
                  after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
     submission = run.submission
     standings.refresh_for(submission.issue.season, submission.contestant, actor_label=f"agent:{agent.name}")

@@ -105,6 +105,7 @@ def _still_lost(run, lost, now):
 
 
 def _give_up(run, reason):
+    # the attempt's agent and secret stay: its report, if it comes after all, is the verdict (record_result)
     run.status = RunStatus.DONE
     run.verdict = Verdict.INTERNAL_ERROR
     run.finished_at = timezone.now()

@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _, ngettext
 
 from submissions import rubrics, selectors
-from submissions.models import FlagKind, Review, ReviewDecision, Verdict
+from submissions.models import FlagKind, Review, ReviewDecision, Submission, Verdict
 from submissions.services import audit, hardware, standings
 
 
@@ -88,7 +88,12 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
     """Accept (with rubric points) or reject (with a reason). Points that differ from what the runs
     suggest are an override and need their own reason; so does accepting a submission without a passed
     run on every GPU type of its season, or with abuse flags (`acceptance_override`: audited as
-    `review.acceptance_overridden`). Every review is a new row; none is edited."""
+    `review.acceptance_overridden`). Every review is a new row; none is edited. The same review sent again
+    (a double click, a retry after a timeout) returns the one recorded."""
+    # One decision on a submission at a time: the next is taken on this one, committed (its audit
+    # `before`), and a repeat finds its twin. Lock order: submission, then the season (standings).
+    # no_key: a run or flag inserted for it (FOR KEY SHARE, after the season's lock) does not wait.
+    Submission.objects.select_for_update(no_key=True).filter(pk=submission.pk).first()
     if decision not in ReviewDecision.values:
         raise ReviewRefused(_("the decision must be one of %(known)s") % {"known": ", ".join(ReviewDecision.values)})
     if decision == ReviewDecision.REJECTED and not reason.strip():
@@ -112,13 +117,12 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
     accepted = decision == ReviewDecision.ACCEPTED
     base, bonus = season_rubric.totals(points) if accepted else (0.0, 0.0)
     previous = submission.reviews.order_by("-created_at", "-pk").first()
-    review = Review.objects.create(
-        submission=submission, reviewer=reviewer, decision=decision, reason=reason.strip(),
-        rubric=points if accepted else {}, rubric_prefill=suggested,
-        override_reason=override_reason.strip() if accepted and overridden else "",
-        acceptance_override=acceptance_override if blockers else "",
-        base_score=base, bonus=bonus,
-    )
+    values = dict(reviewer=reviewer, decision=decision, reason=reason.strip(), rubric=points if accepted else {},
+                  rubric_prefill=suggested, override_reason=override_reason.strip() if accepted and overridden else "",
+                  acceptance_override=acceptance_override if blockers else "", base_score=base, bonus=bonus)
+    if previous is not None and all(getattr(previous, k) == v for k, v in values.items()):
+        return previous  # sent twice: recorded once
+    review = Review.objects.create(submission=submission, **values)
     audit.record("review." + decision, submission, actor=reviewer, before=_review_state(previous),
                  after=_review_state(review), reason=reason.strip())
     if blockers:

@@ -5,7 +5,7 @@ from django.db.models import Min
 import math
 
 from submissions import board_versions, ranked_runs
-from submissions.models import GpuStanding, ReviewDecision, Run, Standing, Submission
+from submissions.models import GpuStanding, ReviewDecision, Run, Season, Standing, Submission
 from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
 
@@ -119,7 +119,10 @@ def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
 def rerank(season):
     """Assign ranks with the season's rule and its settings; see _rank_in_sql."""
     board_versions.bump(season.pk)
-    return _rank_in_sql(Standing, Standing.objects.filter(season=season), rule_of(season))
+    # the rule as committed, read under the season's row lock (bump): the caller's copy of the season may
+    # predate an organizer's change of rule that committed while this transaction waited for the lock
+    current = Season.objects.only("ranking_rule", "ranking_settings").get(pk=season.pk)
+    return _rank_in_sql(Standing, Standing.objects.filter(season=season), rule_of(current))
 
 
 def _rank_in_sql(model, rows, rule):
