@@ -341,9 +341,20 @@ def as_number(value):
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
+# One client of each kind for the module, its cookies cleared before each request (a new visitor): a new
+# Client sets up the site's middleware again, WhiteNoise's scan of every static file included (25 s here).
+CLIENTS = {}
+
+
+def new_visitor(enforce_csrf_checks=False):
+    client = CLIENTS.setdefault(enforce_csrf_checks, Client(enforce_csrf_checks=enforce_csrf_checks))
+    client.cookies.clear()
+    return client
+
+
 def ask(world, case, role, client=None):
     names = {**ids(world), "job_secret": world["job_secret"]}
-    client = client or Client()
+    client = client or new_visitor()
     headers = fill(case.headers, world, names)
     is_api = case.path.startswith("/api/")
     if is_api and role != "anonymous":
@@ -430,7 +441,7 @@ def test_every_page_refuses_a_post_without_the_csrf_token(world):
         if name.startswith("api:") or name in CSRF_EXEMPT:
             continue
         for role in ("anonymous", "a", "organizer"):
-            client = Client(enforce_csrf_checks=True)
+            client = new_visitor(enforce_csrf_checks=True)
             case = Case("post", cases[0].path, {}, data=cases[-1].data)
             assert ask(world, case, role, client).status_code == 403, f"POST {case.path} as {role}"
         checked.add(name)
@@ -441,7 +452,7 @@ def test_every_page_refuses_a_post_without_the_csrf_token(world):
 
 
 def page_as(world, role, path):
-    client = Client()
+    client = new_visitor()
     if role != "anonymous":
         client.force_login(world["users"][role])
     return client.get(path).content.decode()
