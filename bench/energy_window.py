@@ -2,7 +2,8 @@
 the GPU's energy counter ticks, and how far joules-per-call figures spread over repeats, for a
 compute-bound and a launch-bound call: fixed windows of 0.25, 0.5 and 1 s (session 6's way), and
 windows read from a step of the counter to a step (telemetry.energy_per_call_j) of 0.2, 0.3, 0.5 s.
-A figure is "median of N" when N of 6 tries gave one (a try gives none without two well-bracketed steps).
+A figure is "median of N" when N of 6 tries gave one (a try gives none without two steps placed precisely
+enough in its 2 s).
 
     python bench/energy_window.py          # on a CUDA host with nvidia-ml-py
 """
@@ -72,7 +73,7 @@ def main() -> None:
     import pynvml
     import torch
 
-    from profiler_agent.measure.telemetry import ENERGY_BRACKET_SHARE, energy_per_call_j
+    from profiler_agent.measure.telemetry import ENERGY_PRECISION, energy_per_call_j
 
     pynvml.nvmlInit()
     counter = Counter(pynvml.nvmlDeviceGetHandleByIndex(0), pynvml)
@@ -84,8 +85,8 @@ def main() -> None:
         counter.energy_mj()
         readings.append((time.perf_counter() - started) * 1e3)
     print(f"a reading of the counter takes {statistics.median(readings):.3f} ms (median of 200; max "
-          f"{max(readings):.3f}); an update counts when bracketed within "
-          f"{ENERGY_BRACKET_SHARE * 0.3 * 1e3:.0f} ms at a 0.3 s window", flush=True)
+          f"{max(readings):.3f}); a step to step window grows until the calls within its steps' brackets are "
+          f"at most {ENERGY_PRECISION:.1%} of its calls", flush=True)
     calls = {"matmul 2048 (compute-bound)": lambda: big @ big, "relu 256x1024 (launch-bound)": lambda: torch.relu(small)}
     for name, call in calls.items():
         for _ in range(20):

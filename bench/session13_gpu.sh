@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 13 on a GPU: energy per call counts only the counter steps whose instant the watcher knows
-# (measure/telemetry.ENERGY_BRACKET_SHARE). How long NVML's reading takes and how the figures spread
+# Session 13 on a GPU: energy per call from counter steps placed precisely enough
+# (measure/telemetry.ENERGY_PRECISION). How long NVML's reading takes and how the figures spread
 # (bench/energy_window.py; "median of N" says how many of 6 tries gave a figure), the telemetry and
 # timing GPU tests, then one honest
 # bundle, whose results must carry an energy figure.

@@ -3,9 +3,10 @@ power/clock trace of them, and energy per call from the device's energy counter.
 
 from __future__ import annotations
 
+import bisect
 import statistics
 import threading
-from collections import deque
+from typing import NamedTuple
 import time
 
 SAMPLE_INTERVAL_S = 0.01
@@ -16,13 +17,11 @@ ENERGY_WINDOW_S = 0.3
 ENERGY_TIMEOUT_S = 2.0  # a counter that does not move in this time gives no figure
 ENERGY_BATCH_S = 0.002  # calls between two notes of the calls made
 ENERGY_POLL_S = 0.001  # between two readings of the counter
-# An update's instant is known to within its bracket (the start of the reading before it to the end
-# of the reading that saw it). A watcher held off the CPU sees a step late: counting calls to that
-# late instant was 38% off on a loaded CI host. So an update counts only when its bracket is at most
-# ENERGY_BRACKET_TYPICAL times the watcher's recent ones (a reading itself takes 2.4 ms on the H200,
-# up to 17 ms), or within ENERGY_BRACKET_SHARE of the window whatever they are.
-ENERGY_BRACKET_SHARE = 0.02
-ENERGY_BRACKET_TYPICAL = 3.0
+# A step's instant is known only within its bracket: from the start of the watcher's reading before it
+# to the end of the reading that saw it (a reading takes 2.4 ms on the H200; a watcher held off the CPU
+# sees a step late, which made a figure 38% off on a loaded CI host). The calls made within the two
+# brackets are the figure's doubt: the window grows until they are at most this share of its calls.
+ENERGY_PRECISION = 0.025
 
 _clock_s = time.perf_counter  # bound at import: submission code patching time cannot bend the trace
 
@@ -127,6 +126,13 @@ class TelemetrySampler:
         return out
 
 
+class _PlacedStep(NamedTuple):
+    at: float  # the middle of its bracket
+    doubt: float  # half the calls made within its bracket
+    calls: float  # the calls made by `at`
+    mj: int  # the counter's value
+
+
 def energy_per_call_j(call, synchronize, now_s, source, window_s: float = ENERGY_WINDOW_S,
                       timeout_s: float = ENERGY_TIMEOUT_S) -> float | None:
     """Joules per call from the device's total-energy counter (mJ), read between two of its updates
@@ -134,67 +140,76 @@ def energy_per_call_j(call, synchronize, now_s, source, window_s: float = ENERGY
     steps (every 100 ms on the H100), so the energy between two updates is known exactly; the calls
     made between them are read off this thread's count at those instants. A thread of its own
     watches the counter: a reading takes long enough that polling it between calls would leave the
-    device idle (bench/energy_window.py). An update counts only when the watcher placed it about as
-    precisely as its readings usually allow (ENERGY_BRACKET_*). None when `source` (a backend's Gpu, or
-    None) has no energy counter, or it did not give two such updates `window_s` apart in `timeout_s`."""
+    device idle (bench/energy_window.py). The window is longer where the steps are placed less
+    precisely (ENERGY_PRECISION). None when `source` (a backend's Gpu, or None) has no energy
+    counter, or no two of its updates gave a precise enough figure in `timeout_s`."""
     if source is None or source.energy_mj() is None:
         return None
     synchronize()
-    floor = window_s * ENERGY_BRACKET_SHARE
-    updates: list[tuple[float, int]] = []  # (the middle of a well-bracketed update, the counter's value)
+    updates: list[tuple[float, float, int]] = []  # (the reading before the step began, the one seeing it ended, value)
     stop = threading.Event()
 
     def watch() -> None:
-        brackets: deque[float] = deque(maxlen=50)  # the recent readings': how precisely one is placed
         previous_at, last = now_s(), source.energy_mj()
         while not stop.wait(ENERGY_POLL_S):  # a pause: the calls' thread needs the interpreter too
             reading_at = now_s()
             value = source.energy_mj()
             if value is None:
                 return
-            seen_at = now_s()
-            brackets.append(seen_at - previous_at)
             if value != last:
-                if brackets[-1] <= max(floor, ENERGY_BRACKET_TYPICAL * statistics.median(brackets)):
-                    updates.append(((previous_at + seen_at) / 2, value))
+                updates.append((previous_at, now_s(), value))
                 last = value
             previous_at = reading_at
 
-    def span(until: float) -> tuple[tuple[float, int], tuple[float, int]] | None:
-        """The first and last well-bracketed updates placed by `until`, `window_s` apart."""
-        known = [update for update in list(updates) if update[0] <= until]
-        return (known[0], known[-1]) if len(known) >= 2 and known[-1][0] - known[0][0] >= window_s else None
+    counts: list[tuple[float, int]] = [(now_s(), 0)]  # (when, calls done by then)
+
+    placed: list[_PlacedStep] = []
+
+    def figure() -> float | None:
+        """Joules per call between the first two updates `window_s` apart whose brackets hold few enough
+        calls, each placed at its bracket's middle. Only an update the count has passed is placed, and
+        the pairs it ends are tried once: the count up to it no longer changes."""
+        for before, after, value in list(updates)[len(placed):]:
+            if after > counts[-1][0]:
+                return None
+            at = (before + after) / 2
+            last = _PlacedStep(at, (_calls_at(counts, after) - _calls_at(counts, before)) / 2,
+                               _calls_at(counts, at), value)
+            for first in placed:
+                between = last.calls - first.calls
+                if last.at - first.at >= window_s and last.mj > first.mj and between > 0 \
+                        and first.doubt + last.doubt <= ENERGY_PRECISION * between:
+                    return (last.mj - first.mj) / 1000.0 / between
+            placed.append(last)
+        return None
 
     watcher = threading.Thread(target=watch, name="energy-counter", daemon=True)
-    counts: list[tuple[float, int]] = [(now_s(), 0)]  # (when, calls done by then)
     started, calls, batch = counts[0][0], 0, _batch_size(call, synchronize, now_s)
     watcher.start()
+    joules = None
     try:
-        while now_s() - started < timeout_s:
+        while joules is None and now_s() - started < timeout_s:
             for _ in range(batch):
                 call()
             synchronize()
             calls += batch
             counts.append((now_s(), calls))
-            if span(counts[-1][0]) is not None:
-                break
+            joules = figure()
     finally:
         stop.set()
         watcher.join()
-    ends = span(counts[-1][0])
-    if ends is None or ends[1][1] <= ends[0][1]:
-        return None
-    (first_at, first), (last_at, last) = ends
-    between = _calls_at(counts, last_at) - _calls_at(counts, first_at)
-    return (last - first) / 1000.0 / between if between > 0 else None
+    return joules
 
 
 def _calls_at(counts: list[tuple[float, int]], when: float) -> float:
-    """Calls done by `when`, interpolated between the count's readings around it."""
-    for (t0, c0), (t1, c1) in zip(counts, counts[1:]):
-        if t0 <= when <= t1:
-            return c0 + (c1 - c0) * ((when - t0) / (t1 - t0) if t1 > t0 else 1.0)
-    return float(counts[-1][1] if when > counts[-1][0] else 0)
+    """Calls done by `when`, interpolated between the count's readings around it (in time order)."""
+    i = bisect.bisect_left(counts, when, key=lambda count: count[0])
+    if i == len(counts):
+        return float(counts[-1][1])
+    if i == 0:
+        return float(counts[0][1]) if when == counts[0][0] else 0.0
+    (t0, c0), (t1, c1) = counts[i - 1], counts[i]
+    return c0 + (c1 - c0) * ((when - t0) / (t1 - t0) if t1 > t0 else 1.0)
 
 
 def _batch_size(call, synchronize, now_s, target_s: float = ENERGY_BATCH_S) -> int:

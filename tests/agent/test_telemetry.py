@@ -155,10 +155,11 @@ class SlowlyReadCounter(SteppedEnergyCounter):
 
 
 def test_a_counter_whose_reading_is_slow_still_gives_the_calls_figure():
-    """Every update is placed only within a few milliseconds there: an absolute bound on that gave
-    no figure at all on the H200."""
+    """Every update is placed only within a few milliseconds there: a fixed bound of 6 ms on that gave
+    no figure at all on the H200; the window grows instead."""
     device = SlowlyReadCounter(call_s=0.0002, call_mj=2.0, step_s=0.1, phase_s=0.03)
-    joules = telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device)
+    # a loaded test host widens the brackets, and the window grows with them: room past the 2 s default
+    joules = telemetry.energy_per_call_j(device.call, lambda: None, time.perf_counter, device, timeout_s=5.0)
     assert joules == pytest.approx(0.002, rel=0.05)
 
 
