@@ -77,8 +77,6 @@ ensure_redis() {
 # Ctrl-C again stops them now; their runs are judged again at the next start.
 stop_agents() {
   local pid left waited=0 patience="${AGENT_PATIENCE_S:-120}" said=""
-  STOP_NOW=""
-  trap 'STOP_NOW=1' INT
   for pid in "${AGENT_PIDS[@]:-}"; do
     [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; }
   done
@@ -106,6 +104,8 @@ stop_agents() {
 # Ctrl-C's SIGINT itself) must not end this under set -e: the sweeper ignores SIGINT and needs TERM.
 stop_started() {
   local pid left
+  STOP_NOW=""
+  trap 'STOP_NOW=1' INT  # first: a Ctrl-C now must not end the stop before it has stopped anything
   stop_agents
   trap '' INT  # from here on the stop is short: a Ctrl-C must not end it half done
   for pid in "${STARTED_PIDS[@]:-}"; do

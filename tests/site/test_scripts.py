@@ -43,9 +43,12 @@ exit 130
             os.kill(survivor, 9)
 
 
-def run_stop(tmp_path, agent_body, *, patience_s=120, interrupt_after_s=None):
+def run_stop(tmp_path, agent_body, *, patience_s=120, interrupt_again=False):
     """A platform.sh in small: a "site" and an "agent" started as it starts them, then the EXIT trap's
-    stop, as after Ctrl-C. `agent_body`: bash run by the agent, with $SITE (the site's pid) and $OUT."""
+    stop, as after Ctrl-C. `agent_body`: bash run by the agent, with $SITE (the site's pid) and $OUT.
+    `interrupt_again`: Ctrl-C once the stop says it waits for the agent. Returns the seconds from the
+    start (or from that Ctrl-C) to the end, the site's and the agent's pids, what the agent wrote, and
+    what the stop said."""
     out = tmp_path / "agent.out"
     script = f"""
 set -euo pipefail
@@ -62,12 +65,17 @@ exit 130
     started = time.monotonic()
     stop = subprocess.Popen(["bash", "-c", script], env=dict(os.environ, AGENT_PATIENCE_S=str(patience_s)),
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    if interrupt_after_s is not None:
-        time.sleep(interrupt_after_s)
-        os.killpg(stop.pid, signal.SIGINT)  # Ctrl-C again, to the terminal's process group, as a terminal sends it
+    said = ""
+    if interrupt_again:
+        # not at a fixed moment: on a loaded host the stop may not have begun, and a Ctrl-C before it
+        # is the first one
+        while "an agent is finishing" not in said and (line := stop.stderr.readline()):
+            said += line
+        started = time.monotonic()
+        os.killpg(stop.pid, signal.SIGINT)  # to the terminal's process group, as a terminal sends it
     _, stderr = stop.communicate(timeout=60)
     site, agent = (int(pid) for pid in (tmp_path / "pids").read_text().split())
-    return time.monotonic() - started, site, agent, out.read_text() if out.exists() else "", stderr
+    return time.monotonic() - started, site, agent, out.read_text() if out.exists() else "", said + stderr
 
 
 def test_an_agent_finishes_its_run_and_reports_it_while_the_site_still_runs(tmp_path):
@@ -82,6 +90,6 @@ def test_an_agent_finishes_its_run_and_reports_it_while_the_site_still_runs(tmp_
 def test_ctrl_c_again_stops_an_agent_at_once(tmp_path):
     """RQ takes a second signal as "stop now": the agent ends, its run is judged again at the next start."""
     agent = 'n=0; trap "n=\\$((n + 1)); echo \\$n > $OUT; [ \\$n -ge 2 ] && exit 0" TERM; while :; do sleep 0.1; done'
-    seconds, site, agent_pid, signals, _ = run_stop(tmp_path, agent, interrupt_after_s=2.5)
+    seconds, site, agent_pid, signals, _ = run_stop(tmp_path, agent, patience_s=30, interrupt_again=True)
     assert signals == "2\n"
     assert not alive(site) and not alive(agent_pid) and seconds < 10
