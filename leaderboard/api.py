@@ -13,7 +13,7 @@ from leaderboard import board_cache, selectors
 from submissions import ranked_runs
 from submissions.api import answers
 from submissions.api_agent import agent_router
-from submissions.api_contestant import contestant_router
+from submissions.api_contestant import IssueOut, contestant_router
 from submissions.api_benchmarks import benchmark_router
 from submissions.api_datasets import organizer_router
 from submissions.models import Season
@@ -157,13 +157,7 @@ def contestant_detail(request, contestant_id: int):
     }
 
 
-class IssuePageOut(Schema):
-    code: str
-    season: str
-    title: str
-    operator: str
-    framework: str
-    level: Optional[int]
+class IssuePageOut(IssueOut):
     author: str
     created_at: str
     submissions: List[dict]
