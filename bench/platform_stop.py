@@ -44,14 +44,14 @@ def runs(db: Path) -> list[tuple]:
 
 def descendants(root: int) -> dict[int, str]:
     """Every process below `root` (those in sessions of their own too), pid -> command line."""
-    table = [line.split(None, 2) for line in
-             subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]]
+    parent_of, command_of = {}, {}
+    for line in subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]:
+        pid, ppid, *args = line.split(None, 2)
+        parent_of[int(pid)], command_of[int(pid)] = int(ppid), args[0] if args else ""
     found, frontier = {}, {root}
     while frontier:
-        children = {int(pid): args for pid, ppid, *rest in table for args in [rest[0] if rest else ""]
-                    if int(ppid) in frontier and int(pid) not in found}
-        found.update(children)
-        frontier = set(children)
+        frontier = {pid for pid, ppid in parent_of.items() if ppid in frontier and pid not in found}
+        found.update({pid: command_of[pid] for pid in frontier})
     return found
 
 
