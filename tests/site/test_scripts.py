@@ -63,8 +63,11 @@ sleep 0.5
 exit 130
 """
     started = time.monotonic()
+    # SIGINT as a terminal leaves it: a signal ignored when bash starts cannot be trapped, and a test
+    # worker may ignore it (what an earlier test in its process did)
     stop = subprocess.Popen(["bash", "-c", script], env=dict(os.environ, AGENT_PATIENCE_S=str(patience_s)),
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     said = ""
     if interrupt_again:
         # not at a fixed moment: on a loaded host the stop may not have begun, and a Ctrl-C before it
