@@ -213,6 +213,11 @@ RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", JUDGE_JOB_TIMEOUT_SECONDS
 # attempt already replaced is refused at start, so the grace can be short.
 RUN_REQUEUE_AFTER_SECONDS = env_int("RUN_REQUEUE_AFTER_SECONDS", 15)
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
+# A job a host took from its queue (moved into its claim list) and has not started after this long is
+# handed back and charged to the host; this many such jobs and its Redis user is switched off and its
+# workers drained until an organizer resumes one (docs/architecture.md, "Recovery").
+RUN_CLAIM_TIMEOUT_SECONDS = env_int("RUN_CLAIM_TIMEOUT_SECONDS", 30)
+AGENT_DROPPED_JOBS_BEFORE_QUARANTINE = env_int("AGENT_DROPPED_JOBS_BEFORE_QUARANTINE", 3)
 # Fresh runs one contestant may have waiting in Redis per GPU type; more wait in the database and are
 # released oldest first as these start (docs/architecture.md, "Scheduling"). 0: no cap.
 MAX_QUEUED_RUNS_PER_CONTESTANT = env_int("MAX_QUEUED_RUNS_PER_CONTESTANT", 3)

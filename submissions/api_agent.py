@@ -2,6 +2,8 @@
 import logging
 from typing import List, Optional
 
+import redis
+
 from django.http import HttpResponse
 from django.urls import reverse
 from ninja import Header, Router, Schema, Status
@@ -14,7 +16,8 @@ from submissions.api_fields import replace_nul
 from submissions.bundles import bundle_to_zip
 from submissions.models import Run, RunStage
 from submissions.result_schema import RunResult
-from submissions.services import fleet, judging, recovery
+from submissions import queueing
+from submissions.services import agent_redis, fleet, judging, recovery
 from submissions.services.accounts import record_heartbeat
 
 
@@ -68,6 +71,8 @@ class HeartbeatIn(AgentReport):
 
 
 class HeartbeatOut(OkOut):
+    # the list this host's workers move the jobs they take into (profiler_agent/service/claims.py)
+    claim_list: Optional[str] = None
     accept_jobs: bool = True
     why: str = ""
     outdated: bool = False
@@ -75,7 +80,7 @@ class HeartbeatOut(OkOut):
 
 
 def _agent_run(run_id):
-    run = Run.objects.filter(pk=run_id).select_related("submission").first()
+    run = Run.objects.filter(pk=run_id).select_related("submission", "gpu_type").first()
     if run is None:
         raise HttpError(404, f"run {run_id} does not exist")
     return run
@@ -101,7 +106,7 @@ def heartbeat(request, payload: HeartbeatIn):
         recovery.sweep_if_due()
     except Exception:  # the sweeper must never cost an agent its heartbeat
         log.exception("sweeping runs failed")
-    return {"ok": True, "detail": f"agent {agent.name} seen", **answer}
+    return {"ok": True, "detail": f"agent {agent.name} seen", "claim_list": agent_redis.claim_list(agent.name), **answer}
 
 
 class StartIn(AgentReport):
@@ -143,13 +148,17 @@ def start_run(request, run_id: int, payload: StartIn):
     """Take the run's current attempt: its secret, where its bundle and result go, the judging options.
     A worker that may not take runs now is refused (403 with `accept_jobs: false`) and the run goes
     back to the front of its queue."""
-    _agent_run(run_id)
+    run = _agent_run(run_id)
+    # whatever the answer, the job the host took for this attempt leaves its claim list: started, or
+    # refused and (for a worker that may not take it) handed back as a new attempt
+    claimed_job = queueing.job_id(run.pk, payload.attempt, run.gpu_type.slug) if payload.attempt > 0 else ""
     try:
         if payload.worker is None:
-            _, secret = judging.start_run(run_id, request.auth, payload.attempt)
+            _, secret = judging.start_run(run_id, request.auth, payload.attempt, require_claim=True)
         else:
             _, secret = fleet.start_on_worker(run_id, request.auth, payload.attempt, worker_name=payload.worker,
-                                              gpu_uuid=payload.gpu_uuid or "", harness_version=payload.harness_version)
+                                              gpu_uuid=payload.gpu_uuid or "", harness_version=payload.harness_version,
+                                              require_claim=True)
     except Run.DoesNotExist:
         raise HttpError(404, f"run {run_id} does not exist")
     except fleet.BadWorkerReport as exc:
@@ -161,9 +170,20 @@ def start_run(request, run_id: int, payload: StartIn):
         return Status(403, exc.answer())
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.start_refused", exc, 403)
+    finally:
+        _release_claim(request.auth, claimed_job)
     return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),
             "result_url": reverse("api:agent_run_result", args=[run_id]),
             "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options()}
+
+
+def _release_claim(agent, job_id):
+    claims = agent_redis.claim_list(agent.name)
+    if claims and job_id:
+        try:
+            queueing.release_claim(claims, job_id)
+        except redis.RedisError as exc:  # the sweep clears it once the run is no longer queued
+            log.warning("could not clear job %s from %s: %s", job_id, claims, exc)
 
 
 JOB_SECRET = Header("", alias="X-Job-Secret", description="The secret `start` gave for the run's current attempt")
@@ -209,6 +229,9 @@ def run_result(request, run_id: int, payload: RunResult, job_secret: str = JOB_S
     try:
         run = judging.record_result(run_id, request.auth, job_secret, payload.as_stored())
     except judging.RunConflict as exc:
+        return Status(409, {"detail": str(exc)})
+    except judging.LateReport as exc:
+        judging.record_late_report(run_id, request.auth, exc, payload.as_stored())
         return Status(409, {"detail": str(exc)})
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.forged_report_refused", exc, 403)

@@ -9,3 +9,6 @@ class SubmissionsConfig(AppConfig):
         from submissions import board_versions, checks  # noqa: F401  (checks: registers the system checks)
 
         board_versions.connect()
+        from submissions.services import agent_redis
+
+        agent_redis.connect()

@@ -7,6 +7,7 @@ import secrets
 import string
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -42,7 +43,9 @@ class GpuType(models.Model):
     """A kind of accelerator judged by its own queues (`gpu.<slug>`, then `gpu.<slug>.rejudge`), e.g.
     cpu, h100, c500."""
 
-    slug = models.SlugField(max_length=32, unique=True)
+    # no underscore: job ids and Redis key patterns end the slug with one (queueing.job_id_prefix)
+    slug = models.SlugField(max_length=32, unique=True, validators=[RegexValidator(
+        r"^[-a-zA-Z0-9]+$", _("A GPU type's slug holds letters, digits and hyphens only."))])
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
 
@@ -282,6 +285,13 @@ class Agent(models.Model):
     versions = models.JSONField(default=dict, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # SHA-256 of its Redis ACL user's password (never the password): to make the user again after a
+    # Redis restart lost it (services/agent_redis.restore_missing)
+    redis_password_sha256 = models.CharField(max_length=64, blank=True)
+    # jobs its host took from a queue and never started (services/recovery); reset when resumed
+    dropped_jobs = models.PositiveIntegerField(default=0)
+    quarantine_reason = models.TextField(blank=True, help_text="Set when its host kept taking jobs it never "
+                                         "started: its Redis user is off and its workers drained until resumed")
 
     def __str__(self):
         return self.name
@@ -404,6 +414,9 @@ class Run(models.Model):
     device_name = models.CharField(max_length=200, blank=True)
     flags = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
+    # Earlier attempts an agent started and the site handed back ([{"attempt", "agent_id", "secret_hash",
+    # "handed_back_at"}]): their reports, arriving late, are told apart from forged ones (judging.LateReport)
+    handed_back = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

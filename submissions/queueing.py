@@ -12,7 +12,6 @@ import redis
 from django.conf import settings
 from rq import Queue
 from rq.job import Job
-from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
@@ -42,10 +41,46 @@ def site_queue():
     return Queue(settings.SITE_QUEUE_NAME, connection=site_connection(), serializer=SERIALIZER)
 
 
-def job_id(run_id, attempt):
-    """`gpu-run-7-2`: the queue prefix (in RQ's job id alphabet) keeps job ids apart between sites, or
-    test runs, that share one Redis; without it they would overwrite each other's job hashes."""
-    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', settings.GPU_QUEUE_PREFIX)}run-{run_id}-{attempt}"
+def job_id_prefix(gpu_slug):
+    """`gpu-h100_`: the start of every job id of a GPU type. The queue prefix (in RQ's job id alphabet)
+    keeps job ids apart between sites, or test runs, that share one Redis; the GPU type's slug (no
+    underscore: models.GPU_SLUG) lets a host's Redis user reach the job hashes of its granted types only
+    (`rq:job:gpu-h100_*`: the first underscore ends the slug, so h100's pattern never matches h100-x's)."""
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', settings.GPU_QUEUE_PREFIX)}{gpu_slug}_"
+
+
+def job_id(run_id, attempt, gpu_slug):
+    """`gpu-h100_run-7-2`: a run's attempt on its GPU type."""
+    return f"{job_id_prefix(gpu_slug)}run-{run_id}-{attempt}"
+
+
+def claim_list_key(redis_username):
+    """The list a host's workers move the jobs they take into (profiler_agent/service/claims.py): only
+    that host's Redis user may move ids into it, so a job there was handed to that host by its queue."""
+    return f"rq:claimed:{settings.GPU_QUEUE_PREFIX}{redis_username}"
+
+
+def is_claimed(claim_key, job_id):
+    return connection().lpos(claim_key, job_id) is not None
+
+
+def release_claim(claim_key, job_id):
+    """The site took the job out of the host's claim list (started, refused or handed back)."""
+    connection().lrem(claim_key, 0, job_id)
+
+
+def claimed_job_ids(claim_keys):
+    """{claim list: [job ids]} in one round trip, whatever the number of hosts."""
+    claim_keys = list(claim_keys)
+    with connection().pipeline(transaction=False) as pipe:
+        for key in claim_keys:
+            pipe.lrange(key, 0, -1)
+        lists = pipe.execute()
+    return {key: [raw.decode(errors="replace") for raw in ids] for key, ids in zip(claim_keys, lists)}
+
+
+def is_waiting(queue_name, job_id):
+    return connection().lpos(judging_queue(queue_name).key, job_id) is not None
 
 
 def enqueue_judging(queue_name, job_id, kwargs, *, at_front=False):
@@ -63,38 +98,15 @@ def enqueue_judging(queue_name, job_id, kwargs, *, at_front=False):
 
 
 def job_is_alive(queue_name, job_id) -> bool:
-    """Whether the job is still waiting in its queue or being worked on there. Any agent host can
-    write a job's hash and the queue list, so the status field alone proves nothing: a "queued" job
-    must be in the queue's list, a "started" one in its started registry. Malformed data counts as
-    lost (the sweeper hands the run to the queue again), never as an error."""
-    redis_connection = connection()
-    status = (redis_connection.hget(Job.key_for(job_id), "status") or b"").decode(errors="replace")
-    if status == "queued":
-        return redis_connection.lpos(judging_queue(queue_name).key, job_id) is not None
-    if status == "started":
-        return job_id in StartedJobRegistry(queue_name, connection=redis_connection, serializer=SERIALIZER)
-    return False
+    """Whether the job still waits in its queue's list (a job a host took is in its claim list:
+    services/recovery reads those)."""
+    return is_waiting(queue_name, job_id)
 
 
-def live_job_ids(queue_name, now_ts=None):
-    """The ids of the jobs of a queue that are waiting in its list, being dequeued (RQ's intermediate
-    list) or being worked on with a fresh heartbeat (started registry entries whose score, the
-    worker's promise of its next heartbeat, is not past). One atomic round trip, whatever the backlog:
-    a job moving from the list to the registry is seen in one of them, never in neither."""
-    import time
-
-    queue = judging_queue(queue_name)
-    registry = StartedJobRegistry(queue_name, connection=connection(), serializer=SERIALIZER)
-    with connection().pipeline(transaction=True) as pipe:
-        pipe.lrange(queue.key, 0, -1)
-        pipe.lrange(queue.intermediate_queue_key, 0, -1)
-        pipe.zrange(registry.key, 0, -1, withscores=True)
-        waiting, dequeued, started = pipe.execute()
-    now_ts = time.time() if now_ts is None else now_ts
-    alive = {raw.decode(errors="replace") for raw in (*waiting, *dequeued)}
-    # registry entries are "<job id>:<execution id>"
-    alive |= {raw.decode(errors="replace").rsplit(":", 1)[0] for raw, score in started if score >= now_ts}
-    return alive
+def waiting_job_ids(queue_name):
+    """The ids of the jobs waiting in a queue's list (only the site pushes there; hosts may only move
+    ids from its head into their claim lists)."""
+    return {raw.decode(errors="replace") for raw in connection().lrange(judging_queue(queue_name).key, 0, -1)}
 
 
 def queue_position(queue_name, job_id):

@@ -49,7 +49,11 @@ def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict
 
 
 def apply_answer(gate: JobGate | None, answer: dict) -> None:
-    """Open or close the gate as the site says; say so in the log when it changes."""
+    """Open or close the gate as the site says; say so in the log when it changes. Keep the claim list
+    the site names (service.claims)."""
+    from profiler_agent.service import claims
+
+    claims.set_claim_list(answer.get("claim_list"))
     if gate is not None and isinstance(answer.get("accept_jobs"), bool):
         why = str(answer.get("why") or "")
         if gate.set_accepting(answer["accept_jobs"], why):

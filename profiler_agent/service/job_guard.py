@@ -17,8 +17,13 @@ Here every such door is shut:
   no channel).
 
 It also takes no job while its gate (service.gate) is closed: the site drained this worker, or
-refused it a run and asked it to pause. A blocking dequeue waits DEQUEUE_SLICE_S at most, so a gate
-closed meanwhile holds from the next job on.
+refused it a run and asked it to pause; nor before the site named the host's claim list (service.claims:
+a job is taken by moving its id into that list, the only move the host's Redis user may make on a
+queue). A blocking dequeue waits DEQUEUE_SLICE_S at most, so a gate closed meanwhile holds from the
+next job on.
+
+It touches no key shared by every host: no global worker sets (`rq:workers`, `rq:workers:<queue>`),
+no `rq:suspended` (the site drains workers instead), no intermediate queue.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
+
+import redis
 
 from rq import Queue, Worker
 from rq.exceptions import DeserializationError, NoSuchJobError
@@ -36,6 +43,7 @@ from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
 from profiler_agent.service.queues import listen_order
+from profiler_agent.service import claims
 from profiler_agent.service import gate as job_gate
 from profiler_agent.service.liveness import LivenessMixin
 
@@ -145,7 +153,8 @@ class JudgeWorker(LivenessMixin, Worker):
     keeps it recoverable: service.liveness."""
 
     job_class = GuardedJob
-    queue_class = Queue
+    queue_class = claims.ClaimingQueue
+    max_connection_wait_time = 5.0  # Redis back after a restart: take jobs again within seconds
 
     @property
     def current_run_id(self) -> int | None:
@@ -162,7 +171,7 @@ class JudgeWorker(LivenessMixin, Worker):
             kwargs["connection"] = next((q.connection for q in listed if isinstance(q, Queue)), None)
         # Each fresh queue, then its rejudge queue (queues.listen_order), whichever way it is started.
         names = listen_order([q.name if isinstance(q, Queue) else q for q in listed])
-        kwargs.update(job_class=GuardedJob, queue_class=Queue, serializer=JSONSerializer)
+        kwargs.update(job_class=GuardedJob, queue_class=claims.ClaimingQueue, serializer=JSONSerializer)
         super().__init__(names, *args, **kwargs)
         # Imported once here, so every work-horse forked for a job starts with the judge's modules
         # (bench/dispatch.py: about 0.1 s of each job's start on a 2-core host).
@@ -197,9 +206,9 @@ class JudgeWorker(LivenessMixin, Worker):
         Burst mode (timeout None) stops at a closed gate."""
         started = time.monotonic()
         while max_idle_time is None or time.monotonic() - started < max_idle_time:
-            if not self.gate.accepting():
+            if not self._taking_jobs():
                 if timeout is None:
-                    log.info("Worker %s: taking no jobs (%s); burst over", self.name, self.gate.why())
+                    log.info("Worker %s: taking no jobs (%s); burst over", self.name, self._why_not_taking())
                     return None
                 self._wait_at_closed_gate()
                 continue
@@ -210,14 +219,23 @@ class JudgeWorker(LivenessMixin, Worker):
                 return result
         return None
 
+    def _taking_jobs(self) -> bool:
+        return self.gate.accepting() and claims.claim_list() is not None
+
+    def _why_not_taking(self) -> str:
+        return self.gate.why() if not self.gate.accepting() else "the site has not named this host's claim list yet"
+
     def _wait_at_closed_gate(self) -> None:
         """Until the gate opens: idle, visible as such, the worker's Redis record kept alive."""
-        log.info("Worker %s: taking no jobs: %s", self.name, self.gate.why())
-        self.procline(f"Taking no jobs: {self.gate.why()}")
+        log.info("Worker %s: taking no jobs: %s", self.name, self._why_not_taking())
+        self.procline(f"Taking no jobs: {self._why_not_taking()}")
         beat_at = 0.0
-        while not self.gate.accepting():
+        while not self._taking_jobs():
             if time.monotonic() - beat_at >= RQ_HEARTBEAT_S:
-                self.heartbeat()
+                try:
+                    self.heartbeat()
+                except redis.ConnectionError as exc:  # Redis away (or this host's user not there yet)
+                    log.warning("Worker %s: Redis unreachable (%s); retrying", self.name, exc)
                 beat_at = time.monotonic()
             time.sleep(GATE_POLL_S)  # a stop signal raises StopRequested here (the worker is idle)
         log.info("Worker %s: taking jobs again", self.name)
@@ -237,23 +255,40 @@ class JudgeWorker(LivenessMixin, Worker):
     def clean_registries(self) -> None:
         """RQ's clean-up of this worker's queues, without the global rate-limit registries (their
         names are anyone's to write and their clean-up runs Lua scripts, which agents may not)."""
-        from rq import worker_registration
-
         for queue in self.queues:
             if not queue.acquire_maintenance_lock():
                 continue
             try:
                 queue.finished_job_registry.cleanup()
                 queue.started_job_registry.cleanup(exception_handlers=self._exc_handlers)
-                for registry in (queue.failed_job_registry, queue.deferred_job_registry, queue.ready_job_registry):
+                for registry in (queue.failed_job_registry, queue.deferred_job_registry):
                     registry.cleanup()
-                worker_registration.clean_worker_registry(queue)
-                queue.intermediate_queue.cleanup(self, queue)
             except Exception:  # whatever another host wrote there must not stop this worker
                 log.exception("Worker %s: cleaning the registries of %s failed", self.name, queue.name)
             finally:
                 queue.release_maintenance_lock()
         self.last_cleaned_at = now()
+
+    def check_for_suspension(self, burst: bool) -> None:
+        return None  # `rq:suspended` is every host's key: no host may pause the fleet (the site drains)
+
+    def register_birth(self) -> None:
+        """RQ's, without the global worker sets (every host could rewrite those)."""
+        if self.connection.exists(self.key) and not self.connection.hexists(self.key, "death"):
+            raise ValueError(f"There exists an active worker named {self.name!r} already")
+        with self.connection.pipeline() as pipe:
+            pipe.delete(self.key)
+            self.birth_date = self.last_heartbeat = now()
+            pipe.hset(self.key, mapping=self.serialize())
+            pipe.expire(self.key, self.worker_ttl + 60)
+            pipe.execute()
+
+    def register_death(self) -> None:
+        with self.connection.pipeline() as pipe:
+            pipe.hset(self.key, "death", utcformat(now()))
+            pipe.expire(self.key, 60)
+            pipe.delete(self.executions_key)
+            pipe.execute()
 
     def clean_group_registries(self) -> None:
         return None  # RQ job groups are not used by the site; their registry is shared by every queue

@@ -107,8 +107,6 @@ def reclaim_name(connection, name: str, worker_class) -> list[str]:
             registry_key = StartedJobRegistry(queue_name, connection=connection).key
             for composite in executions:
                 pipe.zadd(registry_key, {composite: 0}, xx=True)  # abandoned as of now
-            pipe.srem(f"{worker_class.redis_workers_keys}:{queue_name}", key)
-        pipe.srem(worker_class.redis_workers_keys, key)
         pipe.hset(key, "death", utcformat(now()))
         pipe.expire(key, 60)
         pipe.delete(executions_key)

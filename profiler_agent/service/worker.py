@@ -12,6 +12,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import sys
+import time
+
+from redis import exceptions as redis_errors
 
 from profiler_agent.service import config as agent_config
 from profiler_agent.service.heartbeat import HeartbeatThread, send_heartbeat
@@ -30,6 +33,35 @@ def hide_from_same_user() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         except (OSError, AttributeError):
             log.warning("could not mark the agent non-dumpable")
+
+
+REDIS_RETRY_MAX_S = 5.0
+
+
+def rq_worker_name(connection, name: str) -> str:
+    """The worker's name in Redis: under the host's Redis user (`<user>:<name>`), the only worker keys
+    that user may write (submissions/services/agent_redis.py); as given for the default user."""
+    user = connection.connection_pool.connection_kwargs.get("username")
+    return f"{user}:{name}" if user and user != "default" else name
+
+
+def wait_for_redis(connection, sleep=time.sleep, while_waiting=lambda: None) -> None:
+    """Until Redis answers this host's credentials. After a Redis restart that lost its users, the site
+    makes them again within seconds (its sweep, which heartbeats also start: `while_waiting` sends one);
+    meanwhile say why, and retry with a capped back-off."""
+    delay = 0.5
+    while True:
+        try:
+            connection.ping()
+            return
+        except redis_errors.AuthenticationError as exc:
+            log.warning("Redis refused this host's credentials (%s): waiting for the site to restore its Redis user; "
+                        "retrying in %.0f s", exc, delay)
+        except redis_errors.ConnectionError as exc:
+            log.warning("Redis unreachable (%s); retrying in %.0f s", exc, delay)
+        while_waiting()
+        sleep(delay)
+        delay = min(delay * 2, REDIS_RETRY_MAX_S)
 
 
 def run_worker(
@@ -53,12 +85,14 @@ def run_worker(
     agent_config.install(config)  # the forked work-horses inherit it
     gate = job_gate.JobGate()
     job_gate.install(gate)  # shared with the work-horses: a refused start closes it
-    worker = JudgeWorker(queues, connection=Redis.from_url(redis_url), name=config.name, gate=gate,
+    connection = Redis.from_url(redis_url)
+    worker = JudgeWorker(queues, connection=connection, name=rq_worker_name(connection, config.name), gate=gate,
                          in_process=config.keep_warm)
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
     # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
     # 5 s, which RQ's blocking dequeue would exceed
-    abandoned = reclaim_name(worker.connection, config.name, JudgeWorker)  # a killed predecessor's name
+    wait_for_redis(worker.connection, while_waiting=lambda: send_heartbeat(client, config, queues, gate))
+    abandoned = reclaim_name(worker.connection, worker.name, JudgeWorker)  # a killed predecessor's name
     # at start, before any job: names no run, hands back the predecessor's (which then wait at the
     # front of the queue for the next free worker, this one first), and a drained worker stays idle
     handed_back = [kwargs for kwargs in (judge_kwargs(worker.connection, job_id) for job_id in abandoned) if kwargs]

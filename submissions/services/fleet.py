@@ -114,13 +114,13 @@ def _refusal(worker, run, version):
     return None
 
 
-def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness_version=None):
+def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness_version=None, require_claim=False):
     """judging.start_run for a named worker: the run records the worker and its GPU's UUID. Raises what
     start_run raises, RunConflict when a sibling worker of the same host holds the run, and
     WorkerRefused (after handing the run back, committed) when this worker may not take it."""
     with transaction.atomic():
         run = judging.lock_run(run_id)
-        judging.check_startable(run, agent, attempt)
+        judging.check_startable(run, agent, attempt, require_claim=require_claim)
         worker = worker_named(agent, worker_name)
         if harness_version is not None:
             worker.harness_version = _clip(harness_version, 20)
@@ -164,7 +164,50 @@ def resume_worker(worker, *, actor=None, actor_label="", reason=""):
     worker.save(update_fields=["draining", "drain_reason"])
     audit.record("worker.resumed", worker, actor=actor, actor_label=actor_label, before={"draining": True},
                  after={"draining": False}, reason=reason)
+    _lift_quarantine(worker.agent, actor=actor, actor_label=actor_label, reason=reason)
     return True
+
+
+def _sync_redis_user_on_commit(agent_id):
+    def sync():
+        from submissions.models import Agent
+        from submissions.services import agent_redis
+
+        agent = Agent.objects.filter(pk=agent_id).first()
+        if agent is not None:
+            agent_redis.sync(agent)
+    transaction.on_commit(sync, robust=True)
+
+
+def quarantine_agent(agent, reason, *, actor_label="sweeper"):
+    """Its host kept taking jobs it never started: its Redis user is switched off (it can take no more)
+    and its workers drained, until an organizer resumes one of them. False when already quarantined."""
+    from submissions.models import Agent
+
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    if agent.quarantine_reason:
+        return False
+    agent.quarantine_reason = reason
+    agent.save(update_fields=["quarantine_reason"])
+    audit.record("agent.quarantined", agent, actor_label=actor_label, after={"quarantine_reason": reason}, reason=reason)
+    for worker in agent.workers.filter(draining=False):
+        drain_worker(worker, actor_label=actor_label, reason=reason)
+    _sync_redis_user_on_commit(agent.pk)
+    return True
+
+
+def _lift_quarantine(agent, *, actor=None, actor_label="", reason=""):
+    from submissions.models import Agent
+
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    if not agent.quarantine_reason and not agent.dropped_jobs:
+        return
+    before = {"quarantine_reason": agent.quarantine_reason, "dropped_jobs": agent.dropped_jobs}
+    agent.quarantine_reason, agent.dropped_jobs = "", 0
+    agent.save(update_fields=["quarantine_reason", "dropped_jobs"])
+    audit.record("agent.quarantine_lifted", agent, actor=actor, actor_label=actor_label, before=before,
+                 after={"quarantine_reason": "", "dropped_jobs": 0}, reason=reason)
+    _sync_redis_user_on_commit(agent.pk)
 
 
 def find_worker(name, agent_name=None):

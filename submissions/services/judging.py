@@ -25,6 +25,21 @@ class JobSecretMismatch(AgentRefused):
     """The job secret is not the one of the run's current attempt."""
 
 
+class NotHandedOut(AgentRefused):
+    """The run's job was not handed to this agent's host by its queue (still queued, or taken by another
+    host): only the host whose claim list holds the job may start it (queueing.claim_list_key)."""
+
+
+class LateReport(Exception):
+    """A report from an earlier attempt's own agent, with that attempt's secret, after the site handed the
+    attempt back (its agent fell silent, say behind a broken link): late, not forged."""
+
+    def __init__(self, run, attempt):
+        super().__init__(f"run {run.pk}: attempt {attempt} was handed back and the run judged again "
+                         f"(now attempt {run.attempts}); this late report is kept as evidence")
+        self.attempt = attempt
+
+
 def create_runs(submission, rejudge=None, gpu_types=None):
     """One run per GPU type of the submission's season that can judge it (hardware.plan_for: never a
     CUDA bundle on the CPU type), each enqueued after the commit or kept waiting behind the contestant's
@@ -44,9 +59,13 @@ def enqueue_run(run, *, at_front=False):
     attempt only: every agent host can read and write that Redis, so the secret of the attempt, the
     URLs and the judging options come from `start_run`, to the agent the site chose. `at_front`: the
     job goes first in its queue (a run a worker handed back keeps its place)."""
+    if run.agent_id and run.job_secret_hash:  # a started attempt handed back: its late report is told apart
+        run.handed_back = [*(run.handed_back or []), {"attempt": run.attempts, "agent_id": run.agent_id,
+                                                      "secret_hash": run.job_secret_hash,
+                                                      "handed_back_at": timezone.now().isoformat()}][-16:]
     run.attempts += 1
     run.job_secret_hash = ""  # no secret until an agent starts this attempt
-    run.rq_job_id = queueing.job_id(run.pk, run.attempts)
+    run.rq_job_id = queueing.job_id(run.pk, run.attempts, run.gpu_type.slug)
     run.status = RunStatus.QUEUED
     run.enqueued_at = timezone.now()
     run.started_at = run.alive_at = None
@@ -55,7 +74,7 @@ def enqueue_run(run, *, at_front=False):
     run.gpu_uuid = ""
     run.stage = ""
     run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at",
-                            "alive_at", "agent", "worker", "gpu_uuid", "stage"])
+                            "alive_at", "agent", "worker", "gpu_uuid", "stage", "handed_back"])
     kwargs = {"run_id": run.pk, "attempt": run.attempts}
     queue_name, job_id = run.queue_name, run.rq_job_id
     # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
@@ -71,19 +90,49 @@ def agent_serves(agent, gpu_type):
     return agent.gpu_types.filter(pk=gpu_type.pk).exists()
 
 
+def handed_back_attempt(run, agent, secret):
+    """The earlier attempt of the run that this agent started with this secret, or None."""
+    if not secret:
+        return None
+    digest = hash_secret(secret)
+    return next((item["attempt"] for item in run.handed_back or []
+                 if item.get("agent_id") == agent.pk and item.get("secret_hash") == digest), None)
+
+
 def check_agent_access(run, agent, secret):
-    """Only the agent that started the run's current attempt, with that attempt's secret."""
+    """Only the agent that started the run's current attempt, with that attempt's secret. An earlier
+    attempt's own agent and secret is a late report (LateReport), not a forged one."""
+    current = run.agent_id == agent.pk and secret and run.job_secret_hash and hash_secret(secret) == run.job_secret_hash
+    if current:
+        return
+    late = handed_back_attempt(run, agent, secret)
+    if late is not None:
+        raise LateReport(run, late)
     if run.agent_id != agent.pk:  # a new attempt unbinds the run (enqueue_run)
         raise AgentRefused(f"run {run.pk} was not started by agent {agent.name}")
-    if not secret or not run.job_secret_hash or hash_secret(secret) != run.job_secret_hash:
-        raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
+    raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
 
 
-def check_startable(run, agent, attempt):
+def check_handed_out(run, agent):
+    """The queued run's job is in this agent's claim list: its queue handed it to this host."""
+    from submissions.services import agent_redis
+
+    claims = agent_redis.claim_list(agent.name)
+    if claims is not None and run.rq_job_id and queueing.is_claimed(claims, run.rq_job_id):
+        return
+    if run.rq_job_id and queueing.is_waiting(run.queue_name, run.rq_job_id):
+        raise NotHandedOut(f"run {run.pk}'s job is still waiting in its queue: start only the jobs your queue hands you")
+    raise NotHandedOut(f"run {run.pk}'s job was not handed to agent {agent.name} by its queue")
+
+
+def check_startable(run, agent, attempt, *, require_claim=False):
     """Whether this agent may start this attempt of the (locked) run: raises RunConflict (finished,
-    waiting, or running under another agent) or AgentRefused (stale attempt, GPU type not served)."""
+    waiting, or running under another agent) or AgentRefused (stale attempt, GPU type not served, and
+    with `require_claim` (the agent API) a queued run whose job the queue did not hand this host)."""
     if run.status == RunStatus.DONE:
         raise RunConflict(f"run {run.pk} is already finished ({run.verdict})")
+    if agent.quarantine_reason:
+        raise AgentRefused(f"agent {agent.name} is quarantined ({agent.quarantine_reason}); an organizer resumes it")
     if attempt != run.attempts:
         raise AgentRefused(f"stale attempt: run {run.pk} is at attempt {run.attempts}, not {attempt}")
     if not agent_serves(agent, run.gpu_type):
@@ -93,6 +142,8 @@ def check_startable(run, agent, attempt):
         raise RunConflict(f"run {run.pk} is already being judged by another agent")
     if run.status == RunStatus.WAITING:
         raise RunConflict(f"run {run.pk} is waiting for a queue slot; it was never handed out")
+    if require_claim and run.status == RunStatus.QUEUED:
+        check_handed_out(run, agent)
 
 
 def bind_run(run, agent, *, worker=None, gpu_uuid="", harness_version=""):
@@ -122,13 +173,14 @@ def lock_run(run_id):
 
 
 @transaction.atomic
-def start_run(run_id, agent, attempt):
+def start_run(run_id, agent, attempt, *, require_claim=False):
     """Bind the run's current attempt to this agent and return (run, a fresh secret for it).
     Raises Run.DoesNotExist, RunConflict (finished, or running under another agent) or AgentRefused
-    (stale attempt, GPU type not served). A repeated start by the same agent re-issues the secret.
-    Agents that name their worker start through services.fleet.start_on_worker."""
+    (stale attempt, GPU type not served, not handed out with `require_claim`). A repeated start by the
+    same agent re-issues the secret. Agents that name their worker start through
+    services.fleet.start_on_worker."""
     run = lock_run(run_id)
-    check_startable(run, agent, attempt)
+    check_startable(run, agent, attempt, require_claim=require_claim)
     return bind_run(run, agent)
 
 
@@ -136,7 +188,10 @@ def record_progress(run_id, agent, secret, attempt, stage):
     """The stage the agent judging this attempt has reached (informative: shown on the submission's
     page). Raises AgentRefused (not this agent, secret or attempt) or RunConflict (not running)."""
     run = Run.objects.get(pk=run_id)
-    check_agent_access(run, agent, secret)
+    try:
+        check_agent_access(run, agent, secret)
+    except LateReport as exc:
+        raise RunConflict(str(exc).replace("this late report is kept as evidence", "its progress is not kept"))
     if attempt != run.attempts:
         raise AgentRefused(f"stale attempt: run {run.pk} is at attempt {run.attempts}, not {attempt}")
     # only while this attempt runs: a report that crosses the result (or a new attempt) changes nothing
@@ -152,6 +207,16 @@ def record_refusal(run_id, agent, action, reason):
     if run is not None:
         audit.record(action, run, actor_label=f"agent:{agent.name}", reason=reason)
     log.warning("agent %s refused on run %s (%s): %s", agent.name, run_id, action, reason)
+
+
+def record_late_report(run_id, agent, late, result):
+    """Keep a late report that did not become the verdict (another attempt judges or judged the run) as
+    evidence in the audit trail, with its result."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        audit.record("run.late_report", run, actor_label=f"agent:{agent.name}", after={"result": result},
+                     reason=f"{late}; the run is {run.status} at attempt {run.attempts}")
+    log.info("agent %s reported run %s late (attempt %s)", agent.name, run_id, late.attempt)
 
 
 def _speedup(result):
@@ -188,7 +253,18 @@ def record_result(run_id, agent, secret, result):
     """Store an agent's report. A finished run refuses it (idempotent), unless the sweeper gave it up while
     its agent was still judging: then this attempt's report is its verdict. An internal error is retried."""
     run = Run.objects.select_for_update(of=("self",)).select_related("submission__issue__season").get(pk=run_id)
-    check_agent_access(run, agent, secret)
+    try:
+        check_agent_access(run, agent, secret)
+    except LateReport as late:
+        if run.status != RunStatus.QUEUED:
+            raise  # kept as evidence by record_late_report, in a transaction of its own
+        # nobody judges the run yet: the late judgement is its verdict, and the queued job is withdrawn
+        audit.record("run.late_report", run, actor_label=f"agent:{agent.name}", after={"result": result},
+                     reason=f"attempt {late.attempt} reported after it was handed back; no later attempt had "
+                            "started, so this report is the verdict")
+        queue_name, job_id = run.queue_name, run.rq_job_id
+        transaction.on_commit(lambda: queueing.remove_job(queue_name, job_id), robust=True)
+        run.agent = agent
     if run.status == RunStatus.DONE and not given_up_by_sweeper(run):
         raise RunConflict(f"run {run.pk} was already reported ({run.verdict}); this report changes nothing")
     if run.status == RunStatus.DONE:

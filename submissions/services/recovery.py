@@ -7,8 +7,18 @@ Signs of life:
   worker was killed and came back (the new process names no run). Nothing here asks Redis, so a
   Redis restart, with its data kept or lost, costs no judgement in progress. A worker restarted
   under its name reports its predecessor's runs at once (`requeue_abandoned`).
-- a queued run: its job in RQ's queue list, intermediate list or started registry (with a fresh
-  heartbeat), read for a whole queue in one round trip; checked once RUN_REQUEUE_AFTER_SECONDS passed.
+- a queued run: its job in its queue's list, or in the claim list of the host that took it (only the
+  site pushes to queues; a host may only move ids from a queue's head into its own claim list, and
+  `start` takes them out), read in one round trip per queue and one for every host's claim list;
+  checked once RUN_REQUEUE_AFTER_SECONDS passed. Whatever else hosts write in Redis (registries,
+  worker records) is never read here, so no host can make a sweep slow or a run look alive.
+- a job taken and never started: it stays in the host's claim list. Once it has been there for
+  RUN_CLAIM_TIMEOUT_SECONDS (first seen by a sweep) while its run is still queued at that attempt, the
+  run goes back to the front of its queue (not counted as a spent attempt) and the host is charged
+  with a dropped job; after AGENT_DROPPED_JOBS_BEFORE_QUARANTINE of them its Redis user is switched
+  off and its workers drained (fleet.quarantine_agent) until an organizer resumes one.
+- agents' Redis users: a Redis restart that lost them (no ACL file) would lock every host out; each
+  sweep makes the missing ones again from the site's record (agent_redis.restore_missing).
 
 Each decision is made on a snapshot, then taken again under the run's row lock against the same
 attempt and job id: two sweeps that saw the same lost run requeue it once.
@@ -20,11 +30,11 @@ from datetime import timedelta
 import redis
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from submissions import queueing
-from submissions.models import Run, RunStatus, Verdict
+from submissions.models import Agent, Run, RunStatus, Verdict
 from submissions.services import audit, judging, scheduling
 
 log = logging.getLogger(__name__)
@@ -85,15 +95,92 @@ def _queued_grace(now):
     return now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
 
 
-def _lost_queued(now):
+def _claim_lists():
+    """{claim list: agent} of every agent whose host may hold jobs."""
+    from submissions.services import agent_redis
+
+    lists = {}
+    for agent in Agent.objects.filter(is_active=True).only("pk", "name", "dropped_jobs", "quarantine_reason"):
+        key = agent_redis.claim_list(agent.name)
+        if key is not None:
+            lists[key] = agent
+    return lists
+
+
+def _lost_queued(now, claimed):
     """Queued runs past the grace whose job is nowhere in Redis: one Redis round trip per queue."""
     rows = list(Run.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=_queued_grace(now))
                 .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id",
                                                                  "gpu_type__slug"))
-    alive = {name: queueing.live_job_ids(name, now.timestamp()) for name in {run.queue_name for run in rows}}
+    waiting = {name: queueing.waiting_job_ids(name) for name in {run.queue_name for run in rows}}
     for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)
-        if run.rq_job_id not in alive[run.queue_name]:
+        if run.rq_job_id not in waiting[run.queue_name] and run.rq_job_id not in claimed:
             yield Lost(run.pk, RunStatus.QUEUED, run.attempts, run.rq_job_id, "its queued job was lost")
+
+
+def claims_seen_key():
+    return f"gpucf:claims-seen:{settings.GPU_QUEUE_PREFIX}"
+
+
+def _claim_ages(claimed, now):
+    """{job id: seconds since a sweep first saw it in a claim list}, kept on the site's Redis."""
+    site = queueing.site_connection()
+    seen = {k.decode(): float(v) for k, v in site.hgetall(claims_seen_key()).items()}
+    new = {job_id: now.timestamp() for job_id in claimed if job_id not in seen}
+    gone = [job_id for job_id in seen if job_id not in claimed]
+    with site.pipeline() as pipe:
+        if new:
+            pipe.hset(claims_seen_key(), mapping=new)
+        if gone:
+            pipe.hdel(claims_seen_key(), *gone)
+        pipe.execute()
+    return {job_id: now.timestamp() - {**seen, **new}[job_id] for job_id in claimed}
+
+
+def _settle_claims(claimed, lists, now):
+    """Claims of runs no longer queued at that attempt are cleared; claims left unstarted for
+    RUN_CLAIM_TIMEOUT_SECONDS are handed back and charged to their host. Returns runs handed back."""
+    ages = _claim_ages(claimed, now)
+    runs = {run.rq_job_id: run for run in Run.objects.filter(rq_job_id__in=list(claimed), status=RunStatus.QUEUED)
+            .only("pk", "rq_job_id")}
+    touched = 0
+    for job_id, key in claimed.items():
+        if job_id not in runs:  # started, finished or handed back meanwhile: the id is litter
+            queueing.release_claim(key, job_id)
+        elif ages[job_id] >= settings.RUN_CLAIM_TIMEOUT_SECONDS:
+            touched += _hand_back_dropped(runs[job_id].pk, job_id, key, lists[key])
+    return touched
+
+
+def _hand_back_dropped(run_id, job_id, claim_key, agent):
+    from submissions.services import fleet
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("gpu_type").filter(
+            pk=run_id, rq_job_id=job_id, status=RunStatus.QUEUED).first()
+        if run is None:
+            return 0
+        reason = (f"agent {agent.name}'s host took its job {settings.RUN_CLAIM_TIMEOUT_SECONDS} s ago or more "
+                  "and never started it")
+        audit.record("run.claim_dropped", run, actor_label="sweeper", reason=reason,
+                     before={"attempt": run.attempts, "agent": agent.name})
+        run.worker_refusals += 1  # the host's doing, not the run's: no attempt is spent
+        run.save(update_fields=["worker_refusals"])
+        judging.enqueue_run(run, at_front=True)
+        Agent.objects.filter(pk=agent.pk).update(dropped_jobs=F("dropped_jobs") + 1)
+        dropped = Agent.objects.get(pk=agent.pk).dropped_jobs
+        if dropped >= settings.AGENT_DROPPED_JOBS_BEFORE_QUARANTINE:
+            fleet.quarantine_agent(agent, f"its host took {dropped} jobs from its queues and never started them")
+    queueing.release_claim(claim_key, job_id)
+    return 1
+
+
+def _sweep_claims(now):
+    """Every host's claim list, read once: {job id: claim list}, and the runs handed back."""
+    lists = _claim_lists()
+    found = queueing.claimed_job_ids(lists)
+    claimed = {job_id: key for key, ids in found.items() for job_id in ids}
+    return claimed, _settle_claims(claimed, lists, now)
 
 
 def _still_lost(run, lost, now):
@@ -157,12 +244,24 @@ def sweep_runs(now=None):
     now = now or timezone.now()
     touched = sum(_requeue(lost, now) for lost in list(_lost_running(now)))
     try:
-        queued = list(_lost_queued(now))
+        _restore_agents_redis_users()
+        claimed, handed_back = _sweep_claims(now)
+        queued = list(_lost_queued(now, claimed))
+        touched += handed_back
     except redis.RedisError as exc:  # Redis down: nothing to compare with; the next sweep will
         log.warning("sweep: the queues could not be read (%s); queued runs not checked", exc)
         queued = []
     touched += sum(_requeue(lost, now) for lost in queued)
     return touched + scheduling.release_waiting_runs()
+
+
+def _restore_agents_redis_users():
+    from submissions.services import agent_redis
+
+    try:
+        agent_redis.restore_missing()
+    except redis.ResponseError as exc:  # a Redis without ACL users, or the site's user may not ACL
+        log.debug("sweep: agents' Redis users not checked (%s)", exc)
 
 
 def sweep_key():

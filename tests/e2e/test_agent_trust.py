@@ -4,16 +4,18 @@ its Redis credentials) and attacks a run that agent A started."""
 import json
 import uuid
 import zlib
+from datetime import timedelta
 
 import pytest
 import redis
 import requests
+from django.utils import timezone
 from rq import Queue
 from rq.serializers import JSONSerializer
 
 from submissions import queueing
-from submissions.models import GpuType, Run, RunStatus, Season, Standing
-from submissions.services import accounts, submitting
+from submissions.models import AuditEntry, GpuType, Run, RunStatus, Season, Standing
+from submissions.services import accounts, agent_redis, submitting
 from tests.conftest import EXAMPLES
 from tests.site.pr_host import run_site_worker
 
@@ -54,11 +56,18 @@ def contest(queue_prefix, agent_redis_users):
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, contestant_token = accounts.create_api_token(alice)
     issue = submitting.open_issue(season, alice, title="ReLU")
-    _, a_token = accounts.create_agent("agent-a", [cpu])
-    _, b_token = accounts.create_agent("agent-b", [cpu])  # another volunteer's host of the same GPU type
-    suffix = uuid.uuid4().hex[:8]
-    return {"issue": issue, "token": contestant_token, "a_token": a_token, "b_token": b_token,
-            "b_redis": redis.Redis.from_url(agent_redis_users(f"trust-b-{suffix}")), "prefix": queue_prefix}
+    suffix = uuid.uuid4().hex[:8]  # Redis users are the server's, shared by every test process
+    a, a_token = accounts.create_agent(f"trust-a-{suffix}", [cpu])
+    b, b_token = accounts.create_agent(f"trust-b-{suffix}", [cpu])  # another volunteer's host of the same type
+    contest = {"issue": issue, "token": contestant_token, "a": a, "a_token": a_token, "b": b, "b_token": b_token,
+            "a_url": agent_redis_users(a.name), "b_url": agent_redis_users(b.name), "prefix": queue_prefix,
+            "cpu": cpu, "c500": c500}
+    return {**contest, "a_redis": redis.Redis.from_url(contest["a_url"]), "b_redis": redis.Redis.from_url(contest["b_url"])}
+
+
+def take(connection, agent, queue_name):
+    """What a host's worker does to take the job at the head of a queue (profiler_agent/service/claims.py)."""
+    return connection.lmove(f"rq:queue:{queue_name}", agent_redis.claim_list(agent.name), "LEFT", "RIGHT")
 
 
 def api(site, token, method, path, **kwargs):
@@ -78,7 +87,8 @@ def test_agent_b_cannot_find_steal_or_forge_what_agent_a_was_given(live_server, 
     raw = b.hget(f"rq:job:{cpu_run.rq_job_id}", "data")
     job = json.loads(raw if raw[:1] == b"[" else zlib.decompress(raw))
     assert job == [queueing.JOB_FUNCTION, None, [], {"run_id": cpu_run.pk, "attempt": 1}]
-    # ... but A starts the run first, and receives the attempt's secret.
+    # ... but A's worker takes it from the queue and starts the run, and receives the attempt's secret.
+    assert take(contest["a_redis"], contest["a"], cpu_run.queue_name).decode() == cpu_run.rq_job_id
     started = api(site, contest["a_token"], "POST", f"/agent/runs/{cpu_run.pk}/start", json={"attempt": 1})
     assert started.status_code == 200, started.text
     secret = started.json()["job_secret"]
@@ -97,7 +107,7 @@ def test_agent_b_cannot_find_steal_or_forge_what_agent_a_was_given(live_server, 
                  json=passed_result(999.0))
     assert forged.status_code == 403
     cpu_run.refresh_from_db()
-    assert (cpu_run.status, cpu_run.speedup, cpu_run.agent.name) == (RunStatus.RUNNING, None, "agent-a")
+    assert (cpu_run.status, cpu_run.speedup, cpu_run.agent) == (RunStatus.RUNNING, None, contest["a"])
     assert not Standing.objects.filter(best_speedup__isnull=False).exists()
     assert "999" not in requests.get(f"{site}/", timeout=10).text
     # Nor start a run of a GPU type the site does not let it serve, whatever it declares.
@@ -140,13 +150,172 @@ def test_agent_b_cannot_leave_its_database_nor_reach_the_site_queue(contest, tmp
     with pytest.raises(redis.exceptions.NoPermissionError):
         b.hset("rq:queue:site-forged", "x", "y")
 
-    # B pushes a job into every queue it can reach: the site's worker never runs it ...
+    # B cannot push a job into any queue, its own GPU type's included; the site's worker runs its own ...
     b_marker, legit_marker = tmp_path / "b-ran", tmp_path / "legit-ran"
     forged = Queue(f"{contest['prefix']}cpu", connection=b, serializer=JSONSerializer)
-    forged.enqueue("tests.e2e.site_jobs.touch", kwargs={"path": str(b_marker)})
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        forged.enqueue("tests.e2e.site_jobs.touch", kwargs={"path": str(b_marker)})
     # ... while a legit job the site queues does run there.
     queueing.enqueue_site_job("tests.e2e.site_jobs.touch", kwargs={"path": str(legit_marker)}, description="legit")
     assert run_site_worker(django_capture_on_commit_callbacks) == 1
     assert legit_marker.exists() and not b_marker.exists()
     for key in queueing.site_connection().scan_iter(f"rq:*{settings.SITE_QUEUE_NAME}*"):
         queueing.site_connection().delete(key)
+
+
+def submit_relu(site, contest):
+    created = api(site, contest["token"], "POST", "/submissions", data={"issue": contest["issue"].code},
+                  files=bundle_files("relu-cpu"))
+    assert created.status_code == 201, created.text
+    return Run.objects.get(submission_id=created.json()["id"], gpu_type__slug="cpu")
+
+
+def test_a_host_cannot_start_a_run_its_queue_did_not_hand_it(live_server, contest):
+    """The probe: B guessed a queued run's id and started it while its job was still in Redis, got the
+    secret and the contestant's code, and reported 999x; the worker that dequeued it later got 409."""
+    site = live_server.url
+    run = submit_relu(site, contest)
+    refused = api(site, contest["b_token"], "POST", f"/agent/runs/{run.pk}/start", json={"attempt": 1})
+    assert refused.status_code == 403 and "still waiting in its queue" in refused.json()["detail"]
+    assert "job_secret" not in refused.json()
+    # A takes the job; B, which did not, is still refused, and A starts it.
+    assert take(contest["a_redis"], contest["a"], run.queue_name).decode() == run.rq_job_id
+    refused = api(site, contest["b_token"], "POST", f"/agent/runs/{run.pk}/start", json={"attempt": 1})
+    assert refused.status_code == 403 and f"not handed to agent {contest['b'].name}" in refused.json()["detail"]
+    assert api(site, contest["a_token"], "POST", f"/agent/runs/{run.pk}/start", json={"attempt": 1}).status_code == 200
+    assert AuditEntry.objects.filter(action="run.start_refused", object_id=str(run.pk),
+                                     actor_label=f"agent:{contest['b'].name}").count() == 2
+    # the job left A's claim list at start
+    assert contest["a_redis"].llen(agent_redis.claim_list(contest["a"].name)) == 0
+    run.refresh_from_db()
+    assert (run.status, run.agent) == (RunStatus.RUNNING, contest["a"])
+
+
+def test_a_host_reaches_only_its_own_queues_and_nothing_global(contest, settings):
+    """The probe: any host could SET rq:suspended (every worker stopped), delete another GPU type's jobs
+    (LREM, DEL: the H100 run ended internal_error), and push 200,000 fake ids into a queue."""
+    b, admin = contest["b_redis"], queueing.connection()
+    user = b.connection_pool.connection_kwargs["username"]
+    cpu_queue, c500_queue = f"rq:queue:{contest['cpu'].queue_name}", f"rq:queue:{contest['c500'].queue_name}"
+    c500_job = f"rq:job:{queueing.job_id(7, 1, 'c500')}"
+    claims, a_claims = agent_redis.claim_list(contest["b"].name), agent_redis.claim_list(contest["a"].name)
+
+    def refused(*command):
+        verdict = admin.execute_command("ACL", "DRYRUN", user, *command)
+        return verdict != b"OK" and b"no permissions" in verdict
+
+    for command in (["SET", "rq:suspended", "1"], ["EXISTS", "rq:suspended"], ["SADD", "rq:workers", "x"],
+                    ["RPUSH", cpu_queue, "fake"], ["LPUSH", cpu_queue, "fake"], ["LREM", cpu_queue, "0", "x"],
+                    ["LPOP", cpu_queue], ["BLPOP", cpu_queue, "1"], ["RPOPLPUSH", cpu_queue, claims],
+                    ["DEL", cpu_queue], ["LTRIM", cpu_queue, "1", "0"], ["LSET", cpu_queue, "0", "x"],
+                    ["LMOVE", cpu_queue, a_claims, "LEFT", "RIGHT"],  # into another host's claim list
+                    ["LMOVE", c500_queue, claims, "LEFT", "RIGHT"], ["LLEN", c500_queue],  # a type not granted
+                    ["DEL", c500_job], ["HSET", c500_job, "status", "failed"], ["HGETALL", c500_job],
+                    ["LREM", claims, "0", "x"], ["DEL", claims], ["LPOP", claims], ["RPUSH", claims, "x"],
+                    ["HSET", f"rq:worker:{agent_redis.username_for(contest['a'].name)}:w", "death", "x"],
+                    ["SET", "gpucf:anything", "1"]):
+        assert refused(*command), command
+    for command in (["LMOVE", cpu_queue, claims, "LEFT", "RIGHT"], ["LLEN", cpu_queue], ["LPOS", claims, "x"],
+                    ["HSET", f"rq:job:{queueing.job_id(7, 1, 'cpu')}", "status", "started"],
+                    ["HSET", f"rq:worker:{user}:b-gpu0", "pid", "1"], ["ZADD", f"rq:wip:{contest['cpu'].queue_name}", "1", "x"]):
+        assert admin.execute_command("ACL", "DRYRUN", user, *command) == b"OK", command
+    # the flood, for real: the first fake id is refused
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        b.rpush(cpu_queue, *[f"fake-{i}" for i in range(1000)])
+    assert admin.llen(cpu_queue) == 0
+
+
+def test_a_host_that_takes_jobs_and_drops_them_is_found_and_shut_out(live_server, contest, settings):
+    from submissions.services import recovery
+
+    site = live_server.url
+    settings.AGENT_DROPPED_JOBS_BEFORE_QUARANTINE = 2
+    runs = []
+    for i in range(2):
+        issue = submitting.open_issue(contest["issue"].season, contest["issue"].author, title=f"drop {i}")
+        created = api(site, contest["token"], "POST", "/submissions", data={"issue": issue.code},
+                      files=bundle_files("relu-cpu"))
+        runs.append(Run.objects.get(submission_id=created.json()["id"], gpu_type__slug="cpu"))
+    for run in runs:
+        assert take(contest["b_redis"], contest["b"], run.queue_name).decode() == run.rq_job_id
+    now = timezone.now()
+    recovery.sweep_runs(now=now)  # first seen in B's claim list: left alone
+    assert {r.attempts for r in Run.objects.filter(pk__in=[r.pk for r in runs])} == {1}
+    recovery.sweep_runs(now=now + timedelta(seconds=settings.RUN_CLAIM_TIMEOUT_SECONDS + 1))
+    for run in runs:
+        run.refresh_from_db()
+        # back at the head of the queue as a new attempt, which costs the run nothing
+        assert (run.status, run.attempts, run.spent_attempts) == (RunStatus.QUEUED, 2, 1)
+        assert queueing.is_waiting(run.queue_name, run.rq_job_id)
+        assert AuditEntry.objects.filter(action="run.claim_dropped", object_id=str(run.pk)).exists()
+    contest["b"].refresh_from_db()
+    assert contest["b"].dropped_jobs == 2 and "never started them" in contest["b"].quarantine_reason
+    # B's Redis user is off: its connections are closed and it cannot log in again
+    with pytest.raises(redis.exceptions.RedisError):
+        redis.Redis.from_url(contest["b_url"]).ping()
+    assert AuditEntry.objects.filter(action="agent.quarantined", object_id=str(contest["b"].pk)).exists()
+    # A takes a run and judges it
+    taken = take(contest["a_redis"], contest["a"], runs[0].queue_name).decode()
+    run = next(run for run in runs if run.rq_job_id == taken)
+    assert api(site, contest["a_token"], "POST", f"/agent/runs/{run.pk}/start", json={"attempt": 2}).status_code == 200
+
+
+def test_the_sweep_makes_agents_redis_users_again_after_redis_lost_them(contest):
+    from submissions.services import recovery
+
+    a = contest["a_redis"]
+    user = a.connection_pool.connection_kwargs["username"]
+    assert a.ping()
+    queueing.connection().execute_command("ACL", "DELUSER", user)  # what a restart without an ACL file does
+    with pytest.raises(redis.exceptions.RedisError):
+        redis.Redis.from_url(contest["a_url"]).ping()
+    recovery.sweep_runs()
+    # the same password works again, with the same rules
+    assert redis.Redis.from_url(contest["a_url"]).ping()
+    verdict = queueing.connection().execute_command("ACL", "DRYRUN", user, "SET", "rq:suspended", "1")
+    assert b"no permissions" in verdict
+
+
+def test_a_late_report_after_a_hand_back_is_late_not_forged(live_server, contest, settings):
+    """The probe: a host cut off from the site for 2 minutes had its run handed back (right), but its
+    honest late report was audited as run.forged_report_refused."""
+    from submissions.services import recovery
+
+    site = live_server.url
+    first, second = submit_relu(site, contest), None
+    take(contest["a_redis"], contest["a"], first.queue_name)
+    secret = api(site, contest["a_token"], "POST", f"/agent/runs/{first.pk}/start", json={"attempt": 1}).json()["job_secret"]
+    silent = timezone.now() + timedelta(seconds=settings.RUN_SILENT_AFTER_SECONDS + 1)
+    recovery.sweep_runs(now=silent)  # A is cut off: its heartbeats stopped naming the run
+    first.refresh_from_db()
+    assert (first.status, first.attempts) == (RunStatus.QUEUED, 2)
+    progress = api(site, contest["a_token"], "POST", f"/agent/runs/{first.pk}/progress",
+                   headers={"X-Job-Secret": secret}, json={"attempt": 1, "stage": "timing"})
+    assert progress.status_code == 409
+    # no other host started attempt 2 yet: A's late judgement is the verdict, and the queued job is withdrawn
+    late = api(site, contest["a_token"], "POST", f"/agent/runs/{first.pk}/result", headers={"X-Job-Secret": secret},
+               json=passed_result(2.0))
+    assert late.status_code == 200, late.text
+    first.refresh_from_db()
+    assert (first.status, first.verdict, first.speedup) == (RunStatus.DONE, "passed", 2.0)
+    assert not queueing.is_waiting(first.queue_name, first.rq_job_id)
+
+    # again, but B judges the second attempt meanwhile: A's late report is kept as evidence, not used
+    issue = submitting.open_issue(contest["issue"].season, contest["issue"].author, title="second")
+    created = api(site, contest["token"], "POST", "/submissions", data={"issue": issue.code}, files=bundle_files("relu-cpu"))
+    second = Run.objects.get(submission_id=created.json()["id"], gpu_type__slug="cpu")
+    take(contest["a_redis"], contest["a"], second.queue_name)
+    secret = api(site, contest["a_token"], "POST", f"/agent/runs/{second.pk}/start", json={"attempt": 1}).json()["job_secret"]
+    recovery.sweep_runs(now=timezone.now() + timedelta(seconds=settings.RUN_SILENT_AFTER_SECONDS + 1))
+    take(contest["b_redis"], contest["b"], second.queue_name)
+    assert api(site, contest["b_token"], "POST", f"/agent/runs/{second.pk}/start", json={"attempt": 2}).status_code == 200
+    late = api(site, contest["a_token"], "POST", f"/agent/runs/{second.pk}/result", headers={"X-Job-Secret": secret},
+               json=passed_result(3.0))
+    assert late.status_code == 409 and "late report is kept as evidence" in late.json()["detail"]
+    second.refresh_from_db()
+    assert (second.status, second.agent, second.speedup) == (RunStatus.RUNNING, contest["b"], None)
+    kept = AuditEntry.objects.get(action="run.late_report", object_id=str(second.pk))
+    assert kept.after["result"]["timing"]["speedup"] == 3.0
+    for pk in (first.pk, second.pk):
+        assert not AuditEntry.objects.filter(action__in=["run.forged_report_refused", "run.progress_refused"],
+                                             object_id=str(pk)).exists()

@@ -34,14 +34,20 @@ class Command(BaseCommand):
     def handle(self, name, gpu_types=None, no_redis_user=False, quiet=False, **options):
         redis_url = None
         if not no_redis_user:
+            try:  # a name no Redis user can have is refused before anything is made
+                agent_redis.username_for(name)
+            except agent_redis.AgentRedisError as exc:
+                raise CommandError(str(exc))
+        types = gpu_types_from(gpu_types) if gpu_types is not None else None
+        agent, token = create_agent(name, types)
+        if not no_redis_user:
+            # after the agent's row: the user's rules follow its GPU types, and the row keeps the password's hash
             try:
                 redis_url = agent_redis.create_or_rotate(name)
             except agent_redis.AclUnsupported as exc:
                 self.stderr.write(f"warning: {exc}; the agent needs REDIS_URL itself (keep that Redis private)")
             except agent_redis.AgentRedisError as exc:
                 raise CommandError(str(exc))
-        types = gpu_types_from(gpu_types) if gpu_types is not None else None
-        agent, token = create_agent(name, types)
         if quiet:
             self.stdout.write(token)
             return
