@@ -269,6 +269,18 @@ class JudgeWorker(LivenessMixin, Worker):
                 queue.release_maintenance_lock()
         self.last_cleaned_at = now()
 
+    def bootstrap(self, *args, **kwargs) -> None:
+        """Started as a plain `rq worker -w ...JudgeWorker` (no heartbeat thread of ours): one heartbeat
+        to learn the host's claim list from the site, and the gate's state."""
+        super().bootstrap(*args, **kwargs)
+        if claims.claim_list() is None:
+            from profiler_agent.service import config as agent_config
+            from profiler_agent.service.heartbeat import send_heartbeat
+            from profiler_agent.service.site_client import SiteClient
+
+            config = agent_config.current()
+            send_heartbeat(SiteClient(config.token, attempts=1, timeout_s=10.0), config, self.queue_names(), self.gate)
+
     def check_for_suspension(self, burst: bool) -> None:
         return None  # `rq:suspended` is every host's key: no host may pause the fleet (the site drains)
 

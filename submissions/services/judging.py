@@ -277,6 +277,7 @@ def record_result(run_id, agent, secret, result):
     if status == Verdict.INTERNAL_ERROR and run.spent_attempts < settings.RUN_MAX_ATTEMPTS:
         audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
                      reason="internal error of the platform; judged again")
+        run.job_secret_hash = ""  # this attempt reported: nothing of it may come late
         enqueue_run(run)
         return run
     metrics = result.get("metrics") or {}

@@ -27,6 +27,8 @@ class FakeSite:
         self.start_answers: dict[str, dict] = {}  # run id -> fields that replace the default answer's
         self.fail_next: list[int] = []  # status codes to answer before behaving normally
         self.heartbeat_answer: dict = {}  # what heartbeats are answered, e.g. {"accept_jobs": False}
+        # the claim list the site names (its workers move the jobs they take there), one per fake site
+        self.claim_list = f"rq:claimed:fake-site-{id(self):x}"
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         site = self
@@ -65,7 +67,8 @@ class FakeSite:
                     return self._answer(failure)
                 parts = self.path.strip("/").split("/")
                 if self.path == "/api/v1/agent/heartbeat":
-                    return self._answer(200, json.dumps({"ok": True, **site.heartbeat_answer}).encode())
+                    answer = {"ok": True, "claim_list": site.claim_list, **site.heartbeat_answer}
+                    return self._answer(200, json.dumps(answer).encode())
                 if parts[:4] == ["api", "v1", "agent", "runs"] and parts[5] == "start":
                     return self._start(parts[4])
                 if parts[0] == "runs" and parts[2] in ("result", "progress"):

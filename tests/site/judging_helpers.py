@@ -35,3 +35,24 @@ def report_all(submission, agent, result):
     for run in submission.runs.exclude(status="done").order_by("pk"):
         _, secret = judging.start_run(run.pk, agent, run.attempts)
         judging.record_result(run.pk, agent, secret, copy.deepcopy(result))
+
+
+def hand_out(run, agent):
+    """What the agent host's worker does when its queue hands it the run's job (profiler_agent/service/
+    claims.py): the job id moves from the queue into the host's claim list, where `start` looks for it."""
+    from submissions import queueing
+    from submissions.models import RunStatus
+    from submissions.services import agent_redis
+
+    run.refresh_from_db()
+    if run.status != RunStatus.QUEUED:
+        return
+    connection = queueing.connection()
+    connection.lrem(f"rq:queue:{run.queue_name}", 0, run.rq_job_id)
+    connection.rpush(agent_redis.claim_list(agent.name), run.rq_job_id)
+
+
+def hand_out_to_token(run, token):
+    from submissions.models import Agent, hash_secret
+
+    hand_out(run, Agent.objects.get(token_hash=hash_secret(token)))

@@ -12,6 +12,7 @@ from submissions.bundles import build_bundle
 from submissions import queueing
 from submissions.models import AuditEntry, GpuType, RunStatus, Standing, hash_secret
 from submissions.services import accounts, submitting
+from tests.site.judging_helpers import hand_out_to_token
 from tests.site.bundle_files import valid_files
 from tests.site.conftest import job_kwargs
 
@@ -56,6 +57,7 @@ def agent_headers(token, secret=None):
 
 
 def start(client, run, token, attempt=None):
+    hand_out_to_token(run, token)
     return client.post(f"/api/v1/agent/runs/{run.pk}/start", {"attempt": attempt or run.attempts},
                        content_type="application/json", headers=agent_headers(token))
 

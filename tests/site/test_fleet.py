@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from tests.site.judging_helpers import hand_out_to_token
 from submissions import fleet_status, harness_versions, queueing
 from submissions.bundles import build_bundle
 from submissions.models import AgentWorker, AuditEntry, GpuType, Run, RunStatus
@@ -29,6 +30,7 @@ def beat(client, token, report):
 def start(client, run, token, worker, *, uuid="GPU-aaaa", version="1.0", attempt=None):
     body = {"attempt": attempt or run.attempts, "agent": worker, "worker": worker, "gpu_uuid": uuid,
             "harness_version": version}
+    hand_out_to_token(run, token)
     return client.post(f"/api/v1/agent/runs/{run.pk}/start", body, content_type="application/json",
                        headers=agent_headers(token))
 
@@ -222,6 +224,7 @@ def test_the_fleet_selector_gives_each_workers_state_and_counts(agent_and_token,
 def test_old_agents_without_a_worker_name_still_start_runs(client, submit, agent_and_token):
     agent, token = agent_and_token
     run = submit()
+    hand_out_to_token(run, token)
     response = client.post(f"/api/v1/agent/runs/{run.pk}/start", {"attempt": 1}, content_type="application/json",
                            headers=agent_headers(token))
     assert response.status_code == 200

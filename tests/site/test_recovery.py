@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import AuditEntry, Run, RunStatus
-from submissions.services import accounts, recovery
+from submissions.services import accounts, agent_redis, recovery
+from tests.site.judging_helpers import hand_out
 from tests.site.test_agent_api import agent_headers, queued_run, started  # noqa: F401 (fixture)
 
 
@@ -75,7 +76,7 @@ def test_two_sweeps_that_saw_the_same_lost_run_requeue_it_once(queued_run, setti
     queueing.judging_queue(run.gpu_type.queue_name).empty()  # Redis lost the job
     backdate(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5, "enqueued_at")
     now = timezone.now()
-    seen_by_first, seen_by_second = list(recovery._lost_queued(now)), list(recovery._lost_queued(now))
+    seen_by_first, seen_by_second = list(recovery._lost_queued(now, {})), list(recovery._lost_queued(now, {}))
     assert [lost.pk for lost in seen_by_first] == [lost.pk for lost in seen_by_second] == [run.pk]
     with django_capture_on_commit_callbacks(execute=True):
         assert recovery._requeue(seen_by_first[0], now)
@@ -123,19 +124,26 @@ def test_concurrent_sweeps_requeue_each_lost_run_once(season, alice, settings):
     assert AuditEntry.objects.filter(action="run.requeued").count() == len(runs)
 
 
-def test_a_job_being_dequeued_or_started_is_alive_and_an_abandoned_one_is_not(queued_run, settings):
+def test_a_job_waiting_or_taken_by_a_host_is_alive_and_one_only_in_a_registry_is_not(queued_run, agent_and_token,
+                                                                                     settings):
+    """Only the site pushes to queues and a host may only move ids into its own claim list: those two are
+    where a queued run's job lives. The started registry is every host's to write, so it proves nothing."""
     run, _ = queued_run
+    agent, _ = agent_and_token
     queue = queueing.judging_queue(run.gpu_type.queue_name)
     redis = queueing.connection()
-    assert run.rq_job_id in queueing.live_job_ids(queue.name)
-    redis.lmove(queue.key, queue.intermediate_queue_key)  # what a worker's dequeue does first
-    assert run.rq_job_id in queueing.live_job_ids(queue.name)
-    redis.lrem(queue.intermediate_queue_key, 0, run.rq_job_id)
-    registry_key = f"rq:wip:{queue.name}"
-    redis.zadd(registry_key, {f"{run.rq_job_id}:exec1": timezone.now().timestamp() + 30})
-    assert run.rq_job_id in queueing.live_job_ids(queue.name)
-    redis.zadd(registry_key, {f"{run.rq_job_id}:exec1": timezone.now().timestamp() - 1})  # its worker died
-    assert run.rq_job_id not in queueing.live_job_ids(queue.name)
+    now = timezone.now() + timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS + 1)
+
+    def lost():
+        claimed, _ = recovery._sweep_claims(now)
+        return [item.pk for item in recovery._lost_queued(now, claimed)]
+
+    assert lost() == []
+    hand_out(run, agent)  # what the host's worker does first: the id moves into its claim list
+    assert lost() == []
+    redis.lrem(agent_redis.claim_list(agent.name), 0, run.rq_job_id)
+    redis.zadd(f"rq:wip:{queue.name}", {f"{run.rq_job_id}:exec1": now.timestamp() + 30})  # written by any host
+    assert lost() == [run.pk]
 
 
 def test_a_heartbeat_sweeps_at_most_once_per_interval_site_wide(client, queued_run, agent_and_token, settings,

@@ -84,7 +84,7 @@ def test_a_malformed_job_hash_written_by_an_agent_host_does_not_stop_the_sweeper
         assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
-    connection.delete(f"rq:job:{queueing.job_id(run.pk, 1)}")
+    connection.delete(f"rq:job:{queueing.job_id(run.pk, 1, run.gpu_type.slug)}")
 
 
 def test_a_job_taken_off_its_queue_with_its_hash_left_queued_is_lost(
@@ -102,4 +102,4 @@ def test_a_job_taken_off_its_queue_with_its_hash_left_queued_is_lost(
         assert recovery.sweep_runs() == 1
     run.refresh_from_db()
     assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
-    connection.delete(f"rq:job:{queueing.job_id(run.pk, 1)}")
+    connection.delete(f"rq:job:{queueing.job_id(run.pk, 1, run.gpu_type.slug)}")
