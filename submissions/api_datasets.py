@@ -14,7 +14,7 @@ from pydantic import Field
 from submissions import dataset_export, selectors, weights
 from submissions.api import answers
 from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import NOT_BLANK, JsonObjectIn, Text
+from submissions.api_fields import JsonObjectIn, NonBlankText, Text
 from submissions.models import DatasetExport, Issue, Season
 from submissions.services import datasets, weighting
 
@@ -182,7 +182,7 @@ def change_weights(request, code: str, payload: WeightsIn):
 class SampleWeightIn(JsonObjectIn):
     weight: Optional[float] = Field(None, ge=0, le=weights.MAX_WEIGHT,
                                     description="null: the season's rule decides again")
-    reason: Text = Field(max_length=2000, pattern=NOT_BLANK, description="Why (kept in the audit trail): not blank")
+    reason: NonBlankText = Field(max_length=2000, description="Why (kept in the audit trail)")
 
 
 class SampleWeightOut(Schema):

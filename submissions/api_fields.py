@@ -6,6 +6,7 @@ here with a 422 naming the field; what agents report (machine output: logs, inve
 every other character, with each NUL replaced by U+FFFD so the report still lands and the reader
 sees where it was.
 """
+import re
 from typing import Annotated
 
 from django.utils.translation import gettext as _, gettext_lazy
@@ -15,10 +16,10 @@ from pydantic_core import PydanticCustomError
 
 NUL = "\x00"
 NUL_STAND_IN = "\ufffd"
-# Something besides white space (JSON Schema's pattern, like pydantic's, may match anywhere in the text).
-NOT_BLANK = r"\S"
 # Documents the rule in the OpenAPI document (the validator below enforces it with a clearer message).
 NUL_FREE_PATTERN = r"^[^\x00]*$"
+# Something besides white space, and no NUL.
+NOT_BLANK = r"^[^\x00]*[^\x00\s][^\x00]*$"
 
 
 def refuse_nul(value: str) -> str:
@@ -50,6 +51,28 @@ class _DocumentedNulFree:
 
 
 Text = Annotated[str, AfterValidator(refuse_nul), _DocumentedNulFree]
+
+
+class Documents:
+    """Lists JSON Schema keywords for a rule that a validator next to it enforces with a clearer message
+    than pydantic's own ("String should match pattern ...")."""
+
+    def __init__(self, **keywords):
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(self, core_schema, handler):
+        schema = handler(core_schema)
+        schema.update(self.keywords)
+        return schema
+
+
+def refuse_blank(value: str) -> str:
+    if not re.search(NOT_BLANK, value):
+        raise PydanticCustomError("blank", _("must not be blank"))
+    return value
+
+
+NonBlankText = Annotated[Text, AfterValidator(refuse_blank), Documents(pattern=NOT_BLANK)]
 
 JSON_TYPE_NAMES = {list: gettext_lazy("an array"), str: gettext_lazy("a string"), bool: gettext_lazy("a boolean"),
                    int: gettext_lazy("a number"), float: gettext_lazy("a number"), type(None): gettext_lazy("null")}

@@ -168,18 +168,23 @@ def test_the_openapi_document_declares_each_constraint_the_code_enforces(client)
     assert form["schema"]["properties"]["note"]["maxLength"] == SUBMISSION_NOTE_MAX_CHARS
 
 
-def test_a_blank_issue_title_or_an_over_long_note_is_a_422_naming_the_field(client, season, alice):
-    """Both were refused by the service with a 400 the document did not foresee; now the schema refuses them."""
+def test_a_blank_title_or_reason_or_an_over_long_note_is_a_422_naming_the_field(client, season, alice):
+    """Each was refused by a service with a 400; now the schema refuses it, as the document says."""
     _, token = accounts.create_api_token(alice)
     headers = {"Authorization": f"Bearer {token}"}
     blank = post(client, "/api/v1/issues", {"season": "S1", "title": " \t "}, headers)
     assert_refused_as_invalid(blank)
-    assert "title: String should match pattern" in blank.json()["detail"] and not alice.issues.exists()
+    assert "title: must not be blank" in blank.json()["detail"] and not alice.issues.exists()
     issue = post(client, "/api/v1/issues", {"season": "S1", "title": "ReLU"}, headers).json()["code"]
     long_note = client.post("/api/v1/submissions", {"issue": issue, "note": "n" * (SUBMISSION_NOTE_MAX_CHARS + 1)},
                             headers=headers)
     assert_refused_as_invalid(long_note)
-    assert "note: String should have at most 2000 characters" in long_note.json()["detail"]
+    assert long_note.json()["detail"].endswith("note: a submission's note has at most 2000 characters; this one has 2001")
+    _, organizer_token = accounts.create_api_token(accounts.register_contestant("org", "pw-org-123", is_staff=True))
+    no_reason = client.put(f"/api/v1/issues/{issue}/weight", json.dumps({"weight": 2, "reason": " "}),
+                           content_type="application/json", headers={"Authorization": f"Bearer {organizer_token}"})
+    assert_refused_as_invalid(no_reason)
+    assert "reason: must not be blank" in no_reason.json()["detail"]
 
 
 @pytest.mark.parametrize("field, value", [
