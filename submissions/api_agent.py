@@ -8,11 +8,11 @@ from django.http import HttpResponse
 from django.urls import reverse
 from ninja import Header, Router, Schema, Status
 from ninja.errors import HttpError
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from submissions.api import ErrorOut, OkOut, answers
 from submissions.api_auth import AgentAuth
-from submissions.api_fields import replace_nul
+from submissions.api_fields import JsonObjectIn, replace_nul
 from submissions.bundles import bundle_to_zip
 from submissions.models import Run, RunStage
 from submissions.result_schema import RunResult
@@ -26,9 +26,10 @@ log = logging.getLogger(__name__)
 agent_router = Router(tags=["agent"], auth=AgentAuth())
 
 
-class AgentReport(Schema):
+class AgentReport(JsonObjectIn):
     """What an agent sends is machine output (GPU names, logs of judged code): a NUL in it is replaced,
-    not refused, so a heartbeat or a verdict is never lost to it."""
+    not refused, so a heartbeat or a verdict is never lost to it. Its shape is checked: a JSON object,
+    and so is each part of it that the schema declares an object."""
 
     @model_validator(mode="wrap")  # "wrap": a "before" validator would see ninja's wrapper, not the dict
     @classmethod
@@ -36,7 +37,12 @@ class AgentReport(Schema):
         return handler(replace_nul(data))
 
 
-class WorkerGpuIn(Schema):
+# The worker names fleet.worker_named stores, enforced here with a 422 and listed in the OpenAPI document.
+WORKER_NAME_FIELD = dict(pattern=fleet.WORKER_NAME.pattern,
+                         description="1-100 letters, digits, '.', '_', '-', '@', ':', starting with a letter or digit")
+
+
+class WorkerGpuIn(JsonObjectIn):
     index: Optional[int] = None
     uuid: Optional[str] = None
     model: Optional[str] = None
@@ -44,16 +50,16 @@ class WorkerGpuIn(Schema):
     memory_bytes: Optional[int] = None
 
 
-class WorkerIn(Schema):
+class WorkerIn(JsonObjectIn):
     """One `profiler_agent work` process: its name (unique per agent), GPU (null on CPU), harness
     version and the run it is judging."""
-    name: str
+    name: str = Field(**WORKER_NAME_FIELD)
     gpu: Optional[WorkerGpuIn] = None
     harness_version: Optional[str] = None
     current_run: Optional[int] = None
 
 
-class JudgingIn(Schema):
+class JudgingIn(JsonObjectIn):
     run_id: int
     attempt: int
 
@@ -112,7 +118,8 @@ def heartbeat(request, payload: HeartbeatIn):
 class StartIn(AgentReport):
     attempt: int
     agent: Optional[str] = None  # the name the agent calls itself: informative only
-    worker: Optional[str] = None  # the worker (one GPU of the host) that will judge: recorded on the run
+    # the worker (one GPU of the host) that will judge: recorded on the run
+    worker: Optional[str] = Field(None, **WORKER_NAME_FIELD)
     gpu_uuid: Optional[str] = None
     harness_version: Optional[str] = None
 
@@ -131,7 +138,7 @@ class StartOut(Schema):
     options: dict
 
 
-class ProgressIn(Schema):
+class ProgressIn(JsonObjectIn):
     attempt: int
     stage: RunStage
 

@@ -1,7 +1,7 @@
 """HTTP API of benchmark runs (mounted under /api/v1/): a GPU benchmarked on a dataset by
 `python -m profiler_agent bench DATASET --upload SITE --token T` (docs/dataset.md, "Benchmarking a GPU").
 Any signed-in user's personal API token; none or a wrong one gets 401."""
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -59,14 +59,16 @@ class ScoresIn(Schema):
 
 
 class BenchmarkRunIn(Schema):
-    schema_: int = Field(alias="schema")
-    complete: bool
+    schema_: Literal[1] = Field(alias="schema")
+    # false is refused by the upload, which names how many samples are missing
+    complete: bool = Field(json_schema_extra={"const": True})
     dataset: DatasetIn
     device: DeviceIn
     harness_version: Text = Field(max_length=32)
     agent_version: Text = Field("", max_length=32)
     scores: ScoresIn
-    samples: List[SampleIn] = Field(max_length=MAX_SAMPLES)
+    samples: List[SampleIn] = Field(max_length=MAX_SAMPLES,
+                                    description="dataset.sample_count samples, each id once (else 422)")
 
 
 class BenchmarkRunOut(Schema):

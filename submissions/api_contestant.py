@@ -1,16 +1,17 @@
 """The contestant side of the HTTP API: issues, submissions and pull requests, with a personal token."""
-from typing import List, Literal, Optional
+from typing import Annotated, List, Literal, Optional
 
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from ninja import File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from submissions import ranked_runs, selectors
 from submissions.api import answers
 from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import Text, column_length
+from submissions.api_fields import Documents, JsonObjectIn, NonBlankText, Text, column_length
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, Season, Submission
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
@@ -18,6 +19,16 @@ from submissions.services import pr_intake, submitting
 
 
 contestant_router = Router(tags=["contestant"], auth=ContestantTokenAuth())
+
+
+def _note_within_limit(note):
+    too_long = submitting.note_refusal(note)
+    if too_long:  # the service's message, which says how long the note is
+        raise PydanticCustomError("note_too_long", too_long)
+    return note
+
+
+Note = Annotated[Text, AfterValidator(_note_within_limit), Documents(maxLength=SUBMISSION_NOTE_MAX_CHARS)]
 
 
 class RunOut(Schema):
@@ -91,9 +102,9 @@ class SubmissionOut(Schema):
         )
 
 
-class IssueIn(Schema):
+class IssueIn(JsonObjectIn):
     season: Text
-    title: Text = Field(max_length=column_length(Issue, "title"))
+    title: NonBlankText = Field(max_length=column_length(Issue, "title"))
     operator: Text = Field("", max_length=column_length(Issue, "operator"))
     framework: Literal[tuple(Framework.values)] = Framework.PYTORCH.value
     level: Optional[Literal[1, 2, 3, 4]] = Field(None, description="The level claimed (seed 000's rubric)")
@@ -141,8 +152,7 @@ def create_issue(request, payload: IssueIn, response: HttpResponse):
 @contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 409, 413, 422, 429),
                         url_name="submission_create")
 def create_submission(request, response: HttpResponse, issue: Text = Form(...),
-                      note: Text = Form("", description=f"At most {SUBMISSION_NOTE_MAX_CHARS} characters; a longer "
-                                                        "note is refused (400)"),
+                      note: Note = Form(""),
                       files: List[UploadedFile] = File(None)):
     """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
     season's submissions per hour or day: 429 with Retry-After. Exactly the bundle you submitted to the
@@ -173,7 +183,7 @@ def read_submission(request, submission_id: int):
     return SubmissionOut.from_submission(request, submission)
 
 
-class PullRequestIn(Schema):
+class PullRequestIn(JsonObjectIn):
     # The pattern documents the hosts the site knows (PR_HOSTS); parse_pr_url says what is wrong with another.
     pr_url: Text = Field(max_length=column_length(Submission, "pr_url"),
                          json_schema_extra={"pattern": pull_request_url_pattern()},

@@ -14,7 +14,7 @@ from pydantic import Field
 from submissions import dataset_export, selectors, weights
 from submissions.api import answers
 from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import Text
+from submissions.api_fields import JsonObjectIn, NonBlankText, Text
 from submissions.models import DatasetExport, Issue, Season
 from submissions.services import datasets, weighting
 
@@ -75,7 +75,7 @@ class DatasetExportOut(Schema):
             manifest_url=request.build_absolute_uri(f"{base}/manifest"))
 
 
-class ExportIn(Schema):
+class ExportIn(JsonObjectIn):
     reason: Text = Field("", max_length=2000)
 
 
@@ -146,7 +146,7 @@ class WeightsOut(Schema):
     rules: List[WeightRuleOut]
 
 
-class WeightsIn(Schema):
+class WeightsIn(JsonObjectIn):
     rule: Text = Field(max_length=32)
     settings: dict = {}
     reason: Text = Field("", max_length=2000)
@@ -179,9 +179,10 @@ def change_weights(request, code: str, payload: WeightsIn):
     return _weights_out(season)
 
 
-class SampleWeightIn(Schema):
-    weight: Optional[float] = Field(None, description="null: the season's rule decides again")
-    reason: Text = Field(max_length=2000)
+class SampleWeightIn(JsonObjectIn):
+    weight: Optional[float] = Field(None, ge=0, le=weights.MAX_WEIGHT,
+                                    description="null: the season's rule decides again")
+    reason: NonBlankText = Field(max_length=2000, description="Why (kept in the audit trail)")
 
 
 class SampleWeightOut(Schema):

@@ -6,16 +6,20 @@ here with a 422 naming the field; what agents report (machine output: logs, inve
 every other character, with each NUL replaced by U+FFFD so the report still lands and the reader
 sees where it was.
 """
+import re
 from typing import Annotated
 
-from django.utils.translation import gettext as _
-from pydantic import AfterValidator, Field
+from django.utils.translation import gettext as _, gettext_lazy
+from ninja import Schema
+from pydantic import AfterValidator, model_validator
 from pydantic_core import PydanticCustomError
 
 NUL = "\x00"
 NUL_STAND_IN = "\ufffd"
 # Documents the rule in the OpenAPI document (the validator below enforces it with a clearer message).
 NUL_FREE_PATTERN = r"^[^\x00]*$"
+# Something besides white space, and no NUL.
+NOT_BLANK = r"^[^\x00]*[^\x00\s][^\x00]*$"
 
 
 def refuse_nul(value: str) -> str:
@@ -35,7 +39,57 @@ def replace_nul(value):
     return value
 
 
-Text = Annotated[str, AfterValidator(refuse_nul), Field(json_schema_extra={"pattern": NUL_FREE_PATTERN})]
+class _DocumentedNulFree:
+    """Lists NUL_FREE_PATTERN in the JSON schema, unless the field has a pattern of its own (a checksum's, a
+    device kind's): that one is enforced and admits no NUL either, and must not be hidden."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema, handler):
+        schema = handler(core_schema)
+        schema.setdefault("pattern", NUL_FREE_PATTERN)
+        return schema
+
+
+Text = Annotated[str, AfterValidator(refuse_nul), _DocumentedNulFree]
+
+
+class Documents:
+    """Lists JSON Schema keywords for a rule that a validator next to it enforces with a clearer message
+    than pydantic's own ("String should match pattern ...")."""
+
+    def __init__(self, **keywords):
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(self, core_schema, handler):
+        schema = handler(core_schema)
+        schema.update(self.keywords)
+        return schema
+
+
+def refuse_blank(value: str) -> str:
+    if not re.search(NOT_BLANK, value):
+        raise PydanticCustomError("blank", _("must not be blank"))
+    return value
+
+
+NonBlankText = Annotated[Text, AfterValidator(refuse_blank), Documents(pattern=NOT_BLANK)]
+
+JSON_TYPE_NAMES = {list: gettext_lazy("an array"), str: gettext_lazy("a string"), bool: gettext_lazy("a boolean"),
+                   int: gettext_lazy("a number"), float: gettext_lazy("a number"), type(None): gettext_lazy("null")}
+
+
+class JsonObjectIn(Schema):
+    """A request body (or a part of one) that must be a JSON object. Ninja's Schema reads its input through
+    attribute lookups, so an array, a string, a number or null passed as every field missing: a schema whose
+    fields all have defaults (a heartbeat) took `[null, null]` as an empty report."""
+
+    @model_validator(mode="wrap")  # "wrap", outside ninja's own: it sees the parsed JSON itself
+    @classmethod
+    def _json_object_only(cls, data, handler):
+        if not isinstance(data, (dict, cls)):
+            raise PydanticCustomError("json_object_type", _("Input should be a JSON object, not {kind}"),
+                                      {"kind": str(JSON_TYPE_NAMES.get(type(data), type(data).__name__))})
+        return handler(data)
 
 
 def column_length(model, field_name):

@@ -43,7 +43,8 @@ def _clip(value, length):
 def worker_named(agent, name):
     """The agent's worker of that name, made on first sight (a worker may start a run before its
     first heartbeat got through)."""
-    if not isinstance(name, str) or not WORKER_NAME.match(name):
+    # fullmatch: with match, "$" let a name ending in a newline by (the API's pattern refuses it too)
+    if not isinstance(name, str) or not WORKER_NAME.fullmatch(name):
         raise BadWorkerReport(f"worker name {str(name)[:120]!r} is not usable: 1-100 letters, digits, '.', '_', "
                               "'-', '@', ':', starting with a letter or digit")
     worker, _ = AgentWorker.objects.get_or_create(agent=agent, name=name)

@@ -61,7 +61,7 @@ def test_an_incomplete_run_or_another_schema_is_refused(live_server, season, ali
     status, answer = bench_run.upload(bench_result(complete=False), live_server.url, token)
     assert status == 422 and "incomplete" in answer["detail"]
     status, answer = bench_run.upload(bench_result(schema=2), live_server.url, token)
-    assert status == 422 and "schema 2" in answer["detail"]
+    assert status == 422 and "schema: Input should be 1" in answer["detail"]
     assert not BenchmarkRun.objects.exists()
 
 

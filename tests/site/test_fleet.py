@@ -64,7 +64,7 @@ def test_a_heartbeat_stores_its_worker_and_answers_take_jobs(client, agent_and_t
     assert (worker.gpu_index, worker.gpu_uuid, worker.memory_bytes) == (None, "", None)
     assert AgentWorker.objects.filter(agent=agent).count() == 1
     refused = beat(client, token, worker_report("../etc"))
-    assert refused.status_code == 400 and "worker name" in refused.json()["detail"]
+    assert refused.status_code == 422 and "worker.name: String should match pattern" in refused.json()["detail"]
     assert beat(client, "not-a-token", worker_report("host-gpu1")).status_code == 401
 
 

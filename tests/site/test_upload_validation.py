@@ -109,8 +109,9 @@ def test_a_note_past_its_limit_is_refused_on_the_page_by_the_api_and_by_the_serv
     _, token = create_api_token(alice)
     api = client.post("/api/v1/submissions", {"issue": issue.code, "note": "n" * 2_001, "files": uploads(valid_files())},
                       headers={"Authorization": f"Bearer {token}"})
-    assert api.status_code == 400, api.content
-    assert api.json()["detail"] == "a submission's note has at most 2000 characters; this one has 2001"
+    assert api.status_code == 422, api.content  # the schema's maxLength, with the service's message
+    assert api.json()["detail"] == "invalid request: form.note: a submission's note has at most 2000 characters; " \
+                                   "this one has 2001"
     with pytest.raises(submitting.SubmissionRefused, match="at most 2000 characters; this one has 2001"):
         submitting.create_submission(alice, issue, build_bundle(valid_files()), note="n" * 2_001)
     assert not Submission.objects.exists()
