@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Query, Router, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from leaderboard import board_cache, selectors
 from submissions import ranked_runs
@@ -204,13 +204,20 @@ def season_hardware(request, code: str):
 
 class ComparedGpuOut(Schema):
     key: str
-    name: str
-    source: str
+    name: str = Field(description="As the page shows it: an upload's names the GPU and who measured it")
+    source: str = Field(description="judged: a GPU type's ranked runs; benchmark: one uploader's uploaded run")
     benchmark_run: Optional[int]
     samples: int
     score: Optional[float]
     relative_time_score: Optional[float]
     roofline: Optional[dict]
+    gpu_name: str = Field(description="The GPU type's name, or the GPU as the uploading agent named it")
+    uploaded_by: Optional[str] = Field(description="benchmark: the uploader's display name (null: the account "
+                                                   "is gone, or a judged GPU type)")
+    uploaded_by_organizer: bool
+    uploaded_at: Optional[str]
+    dataset_name: Optional[str]
+    dataset_version: Optional[int]
 
 
 class HardwareComparisonOut(Schema):
@@ -226,7 +233,8 @@ class HardwareComparisonOut(Schema):
 @public_router.get("/seasons/{code}/hardware/comparison", response=answers({200: HardwareComparisonOut}, 404, 422),
                    url_name="season_hardware_comparison")
 def season_hardware_comparison(request, code: str, a: str = Query("", description="A GPU's key (a GPU type's slug "
-                               "or a benchmark run's GPU name); left out: the GPU with the most timed samples"),
+                               "or an uploaded series' key, upload:<uploader>:<GPU name>); left out: the GPU "
+                               "with the most timed samples"),
                                b: str = Query("", description="The GPU compared with a; each row's ratio is b / a")):
     """The hardware page's comparison of two GPUs (its JSON twin): per sample, b's candidate time over a's,
     each GPU's weighted score and roofline position."""
@@ -241,7 +249,10 @@ def season_hardware_comparison(request, code: str, a: str = Query("", descriptio
         "b": comparison["b"].key if comparison["b"] else None,
         "gpus": [{"key": g.key, "name": g.name, "source": g.source, "benchmark_run": g.benchmark_run,
                   "samples": g.sample_count, "score": g.score, "relative_time_score": g.relative_time_score,
-                  "roofline": g.roofline} for g in comparison["gpus"]],
+                  "roofline": g.roofline, "gpu_name": g.gpu_name, "uploaded_by": g.uploaded_by,
+                  "uploaded_by_organizer": g.uploaded_by_organizer,
+                  "uploaded_at": g.uploaded_at.isoformat() if g.uploaded_at else None,
+                  "dataset_name": g.dataset_name, "dataset_version": g.dataset_version} for g in comparison["gpus"]],
         "rows": comparison["rows"], "ratio_geomean": comparison["ratio_geomean"], "missing": comparison["missing"],
     }
 

@@ -1,5 +1,6 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Optional
 
 from django.core.paginator import Paginator
@@ -191,17 +192,24 @@ def judged_runs(submission):
 
 @dataclass
 class GpuSeries:
-    """One GPU's timed samples: a GPU type's ranked runs (source "judged") or the newest benchmark run
-    uploaded for this season from one GPU (source "benchmark"). `samples` maps a sample (its issue
-    code, as the dataset names it) to its candidate time and where that comes from."""
-    key: str  # what ?a= and ?b= name: the GPU type's slug, or the benchmark run's GPU name
-    name: str
+    """One GPU's timed samples: a GPU type's ranked runs (source "judged") or one uploader's newest
+    benchmark run of this season from one GPU name (source "benchmark"). `samples` maps a sample (its
+    issue code, as the dataset names it) to its candidate time and where that comes from."""
+    key: str  # what ?a= and ?b= name: the GPU type's slug, or BenchmarkRun.comparison_key
+    name: str  # as shown: an upload's names its uploader, so it never reads as a judged GPU type's
     source: str  # "judged" or "benchmark"
     samples: dict = field(default_factory=dict)
     score: Optional[float] = None  # weighted geometric mean of the speedups
     relative_time_score: Optional[float] = None  # benchmark runs: the site's recomputed score over the baseline
     benchmark_run: Optional[int] = None
     roofline: Optional[dict] = None  # None: no throughput figures
+    # benchmark runs: the GPU as the agent named it, who uploaded it (None: the account is gone), when, of what
+    gpu_name: str = ""
+    uploaded_by: Optional[str] = None
+    uploaded_by_organizer: bool = False
+    uploaded_at: Optional[datetime] = None
+    dataset_name: Optional[str] = None
+    dataset_version: Optional[int] = None
 
     @property
     def sample_count(self):
@@ -245,7 +253,7 @@ def _judged_series(season, hardware=None):
               if c["run"] is not None and c["run"].candidate_median_ms]
     # the agent's peaks ride in each run's result; read only for the ranked runs
     devices = dict(Run.objects.filter(pk__in=[run.pk for _, _, run in ranked]).values_list("pk", "result__device"))
-    series = {g.pk: GpuSeries(key=g.slug, name=g.name, source="judged") for g in gpu_types}
+    series = {g.pk: GpuSeries(key=g.slug, name=g.name, source="judged", gpu_name=g.name) for g in gpu_types}
     for gpu_type, submission, run in ranked:
         device = devices.get(run.pk) or {}
         series[gpu_type.pk].samples[submission.issue.code] = {
@@ -259,17 +267,34 @@ def _judged_series(season, hardware=None):
     return list(series.values())
 
 
-def _benchmark_series(season, taken):
-    """The newest benchmark run of this season from each GPU (by the name the agent gave it); a GPU name
-    that is also a GPU type's slug (`taken`) is that GPU type's and is left out."""
+def uploaded_gpu_label(gpu_name, uploader, organizer=False):
+    """How an uploaded series is named: the GPU as the agent named it and who measured it, so that it
+    never reads as the judged GPU type of the same name."""
+    if uploader is None:
+        return gettext("%(gpu)s, uploaded by an unknown uploader") % {"gpu": gpu_name}
+    if organizer:
+        return gettext("%(gpu)s, measured by %(uploader)s (organizer), uploaded") % {"gpu": gpu_name,
+                                                                                    "uploader": uploader}
+    return gettext("%(gpu)s, measured by %(uploader)s, uploaded") % {"gpu": gpu_name, "uploader": uploader}
+
+
+def _benchmark_series(season):
+    """One series per (uploader, GPU name): that uploader's newest benchmark run of this season from
+    that GPU. Another uploader's run never replaces it, and none is merged with a judged GPU type."""
     newest = {}
-    for run in BenchmarkRun.objects.filter(season=season).order_by("-created_at", "-pk"):
-        if run.gpu_name not in newest and run.gpu_name not in taken:
-            newest[run.gpu_name] = run
+    for pk, contestant_id, gpu_name in (BenchmarkRun.objects.filter(season=season).order_by("-created_at", "-pk")
+                                        .values_list("pk", "contestant_id", "gpu_name")):
+        newest.setdefault((contestant_id if contestant_id is not None else f"run{pk}", gpu_name), pk)
+    runs = BenchmarkRun.objects.filter(pk__in=newest.values()).select_related("contestant__user")
     series = []
-    for name, run in sorted(newest.items()):
-        one = GpuSeries(key=name, name=name, source="benchmark", score=run.speedup_score,
-                        relative_time_score=run.relative_time_score, benchmark_run=run.pk)
+    for run in runs:
+        uploader = run.contestant.display_name if run.contestant else None
+        organizer = bool(run.contestant and run.contestant.is_organizer)
+        one = GpuSeries(key=run.comparison_key, name=uploaded_gpu_label(run.gpu_name, uploader, organizer),
+                        source="benchmark", score=run.speedup_score, relative_time_score=run.relative_time_score,
+                        benchmark_run=run.pk, gpu_name=run.gpu_name, uploaded_by=uploader,
+                        uploaded_by_organizer=organizer, uploaded_at=run.created_at, dataset_name=run.dataset_name,
+                        dataset_version=run.dataset_version)
         for sample in run.samples:
             if sample.get("status") == "passed" and sample.get("candidate_ms"):
                 one.samples[sample["id"]] = {
@@ -278,7 +303,9 @@ def _benchmark_series(season, taken):
                     **{key: sample.get(key) for key in ("tflops", "gbps", "peak_tflops", "peak_gbps")}}
         one.roofline = _roofline(one.samples)
         series.append(one)
-    return series
+    # by GPU name; the organizers' first, then by uploader
+    return sorted(series, key=lambda g: (g.gpu_name, not g.uploaded_by_organizer, g.uploaded_by is None,
+                                         g.uploaded_by or "", g.benchmark_run))
 
 
 def _pick(gpus, key, which):
@@ -295,10 +322,11 @@ def gpu_comparison(season, a=None, b=None, hardware=None):
     """Two GPUs compared on the samples both timed: per sample, b's candidate time over a's (the ratio),
     with each GPU's weighted score and roofline position. `a`/`b` name GPUs by key; left out, the two
     with the most timed samples. `error` says what is wrong with ?a=/?b= (then no rows); `missing`
-    says what the page lacks (benchmark runs, a second GPU, shared samples)."""
-    judged = _judged_series(season, hardware)
-    gpus = judged + _benchmark_series(season, {g.key for g in judged})
-    answer = {"gpus": gpus, "a": None, "b": None, "rows": [], "ratio_geomean": None, "error": None, "missing": [],
+    says what the page lacks (benchmark runs, a second GPU, shared samples). `judged` and `uploaded`
+    split `gpus`: the page shows uploads apart, naming who measured them."""
+    judged, uploaded = _judged_series(season, hardware), _benchmark_series(season)
+    gpus = judged + uploaded
+    answer = {"gpus": gpus, "judged": judged, "uploaded": uploaded, "a": None, "b": None, "rows": [], "ratio_geomean": None, "error": None, "missing": [],
               "benchmark_runs": BenchmarkRun.objects.filter(season=season).count()}
     if not answer["benchmark_runs"]:
         answer["missing"].append(gettext(

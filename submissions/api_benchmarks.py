@@ -84,7 +84,8 @@ class BenchmarkRunOut(Schema):
     speedup_score: Optional[float]
     relative_time_score: Optional[float]
     created_at: str
-    uploaded_by: str
+    uploaded_by: Optional[str] = Field(description="The uploader's display name; null: the account is gone")
+    uploaded_by_organizer: bool
 
     @staticmethod
     def of(run):
@@ -93,7 +94,9 @@ class BenchmarkRunOut(Schema):
             dataset_checksum=run.dataset_checksum, season=run.season.code if run.season else None,
             baseline=run.baseline, sample_count=run.sample_count, passed_count=run.passed_count,
             speedup_score=run.speedup_score, relative_time_score=run.relative_time_score,
-            created_at=run.created_at.isoformat(), uploaded_by=run.contestant.display_name)
+            created_at=run.created_at.isoformat(),
+            uploaded_by=run.contestant.display_name if run.contestant else None,
+            uploaded_by_organizer=bool(run.contestant and run.contestant.is_organizer))
 
 
 @benchmark_router.post("/benchmark-runs", response=answers({201: BenchmarkRunOut}, 401, 422),
@@ -128,7 +131,7 @@ def create_benchmark_run(request, payload: BenchmarkRunIn):
 @benchmark_router.get("/benchmark-runs/{run_id}", response=answers({200: BenchmarkRunOut}, 401, 404, 422),
                       url_name="benchmark_run")
 def benchmark_run(request, run_id: int):
-    run = BenchmarkRun.objects.select_related("season", "contestant").filter(pk=run_id).first()
+    run = BenchmarkRun.objects.select_related("season", "contestant__user").filter(pk=run_id).first()
     if run is None:
         raise HttpError(404, _("benchmark run %(id)s does not exist") % {"id": run_id})
     return BenchmarkRunOut.of(run)

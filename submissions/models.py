@@ -619,10 +619,13 @@ class DatasetExport(models.Model):
 
 class BenchmarkRun(models.Model):
     """A GPU benchmarked on a dataset by `python -m profiler_agent bench DATASET --upload` (docs/dataset.md,
-    "Benchmarking a GPU"): uploaded with a signed-in user's personal token. The scores are computed here
-    again from the per-sample rows, not taken from the upload."""
+    "Benchmarking a GPU"): uploaded with a signed-in user's personal token, whose owner is its uploader.
+    The scores are computed here again from the per-sample rows, not taken from the upload. The hardware
+    page shows one series per (uploader, GPU name): an upload replaces only its uploader's own earlier one."""
 
-    contestant = models.ForeignKey(Contestant, on_delete=models.CASCADE, related_name="benchmark_runs")
+    # the uploader; an account deleted later leaves its runs, shown as "unknown uploader" (nothing is lost)
+    contestant = models.ForeignKey(Contestant, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="benchmark_runs")
     created_at = models.DateTimeField(auto_now_add=True)
     gpu_name = models.CharField(max_length=200, help_text="The device the agent judged on, as it named it")
     device_kind = models.CharField(max_length=16)
@@ -648,3 +651,10 @@ class BenchmarkRun(models.Model):
 
     def __str__(self):
         return f"{self.gpu_name} on {self.dataset_name}"
+
+    @property
+    def comparison_key(self):
+        """How ?a=/?b= of the hardware comparison name this run's series: its uploader and GPU name (a run
+        whose uploader is gone stands alone). Never a GPU type's slug: a slug holds no ':'."""
+        uploader = self.contestant_id if self.contestant_id is not None else f"run{self.pk}"
+        return f"upload:{uploader}:{self.gpu_name}"

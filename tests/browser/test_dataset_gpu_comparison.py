@@ -131,13 +131,16 @@ def expected_rows(first, second):
 
 
 def _markdown(api, results):
-    lines = [f"| sample | title | weight | {api['a']} ms | {api['b']} ms | ratio {api['b']} / {api['a']} |",
+    names = {g["key"]: g["gpu_name"] for g in api["gpus"]}
+    a, b = names[api["a"]], names[api["b"]]
+    lines = [f"| sample | title | weight | {a} ms | {b} ms | ratio {b} / {a} |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {r['sample']} | {r['title']} | {r['weight']:g} | {r['a_ms']:.4f} | {r['b_ms']:.4f} | {r['ratio']:.3f} |"
               for r in api["rows"]]
     lines += ["", f"Weighted geometric mean of the ratios over {len(api['rows'])} samples: **{api['ratio_geomean']:.3f}**", "",
-              "| GPU | benchmark run | passed samples | weighted geomean speedup |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {g['name']} | #{g['benchmark_run']} | {g['samples']} | {g['score']:.3f} |"
+              "| GPU | measured by | benchmark run | passed samples | weighted geomean speedup |",
+              "| --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {g['gpu_name']} | {g['uploaded_by']} | #{g['benchmark_run']} | {g['samples']} | {g['score']:.3f} |"
               for g in api["gpus"] if g["source"] == "benchmark"]
     not_passed = [f"{r['id']} ({r['status']} on {result['device']['name']})"
                   for result in results for r in result["samples"] if r["status"] != "passed"]
@@ -157,33 +160,36 @@ def test_two_uploaded_benchmark_runs_compared(live_server, page, settings, tmp_p
         assert bench_upload(path, live_server.url, token).startswith("uploaded: benchmark run ")
     runs = list(BenchmarkRun.objects.filter(season=season).order_by("pk"))
     assert len(runs) == 2 and all(r.sample_count == len(r.samples) for r in runs)
-    a, b = runs[0].gpu_name, runs[1].gpu_name
+    a, b = runs[0].comparison_key, runs[1].comparison_key  # each GPU's series: the uploader's, from that GPU
+    a_name, b_name = (f"{r.gpu_name}, measured by Bencher, uploaded" for r in runs)
     results = [json.loads(f.read_text()) for f in files]
     expected = expected_rows(*results)
     assert expected, "the two runs have no passed sample in common"
 
     page.goto(f"{live_server.url}/seasons/{season.code}/hardware/?a={quote(a)}&b={quote(b)}")
     section = page.locator("#gpu-comparison")
-    assert page.locator("select[name=a] option:checked").inner_text().startswith(f"{a} (benchmark run #{runs[0].pk}")
-    assert page.locator("select[name=b] option:checked").inner_text().startswith(f"{b} (benchmark run #{runs[1].pk}")
+    assert page.locator("select[name=a] option:checked").inner_text().startswith(
+        f"{a_name} (benchmark run #{runs[0].pk}")
+    assert page.locator("select[name=b] option:checked").inner_text().startswith(
+        f"{b_name} (benchmark run #{runs[1].pk}")
     table = page.locator("#ratio-table tbody tr")
     assert [row.get_attribute("data-sample") for row in table.all()] == [code for code, *_ in expected]
     for code, a_ms, b_ms, ratio, _weight in expected:
         cells = page.locator(f"#ratio-table tr[data-sample='{code}'] td").all_inner_texts()
         assert cells[1:4] == [f"{a_ms:.4f}", f"{b_ms:.4f}", f"{ratio:.3f}"], code
     geomean = math.exp(sum(w * math.log(r) for *_, r, w in expected) / sum(w for *_, w in expected))
-    assert f"takes {geomean:.3f}× the time of {a}" in page.locator("#ratio-summary").inner_text()
+    assert f"takes {geomean:.3f}× the time of {a_name}" in page.locator("#ratio-summary").inner_text()
     assert_charts_drawn(page, 1)
     # no judged run has a speedup: no empty heatmap above the comparison, the table says what each GPU type shows
     assert page.locator("[data-figure='figure-hardware-matrix']").count() == 0
     scatter = page.locator("[data-figure='figure-hardware-ratios']")
     assert scatter.locator(".scatterlayer .trace").first.locator("path.point").count() == len(expected)
     for run in runs:  # the site's own scores, computed again from the uploaded rows
-        assert f"{run.speedup_score:.3f}×" in page.locator(f"#gpu-scores tr[data-gpu='{run.gpu_name}']").inner_text()
+        assert f"{run.speedup_score:.3f}×" in page.locator(f"#uploaded-scores tr[data-gpu='{run.comparison_key}']").inner_text()
     for run, result in zip(runs, results):  # each GPU on the roofline from the throughput its rows carry
         measured = [s["result"]["metrics"]["bandwidth_gbs"] for s in result["samples"]
                     if s["status"] == "passed" and ((s.get("result") or {}).get("metrics") or {}).get("bandwidth_gbs")]
-        roof = page.locator(f"#gpu-roofline tr[data-gpu='{run.gpu_name}']").inner_text()
+        roof = page.locator(f"#gpu-roofline tr[data-gpu='{run.comparison_key}']").inner_text()
         assert ("no throughput figures" in roof) == (not measured), roof
         if measured:
             median = sorted(measured)[len(measured) // 2] if len(measured) % 2 else None

@@ -5,6 +5,7 @@ Screenshot: test-artifacts/hardware-comparison.png (with SAVE_DOC_SCREENSHOTS=1 
 import pytest
 
 from profiler_agent.benchmark import run as bench_run  # no torch: the upload is urllib alone
+from submissions.models import BenchmarkRun
 from submissions.services import accounts
 from tests.browser.test_public_pages import assert_charts_drawn, season_with_results, shoot  # noqa: F401
 
@@ -28,26 +29,31 @@ def test_two_gpus_compared_in_the_browser(live_server, page, season_with_results
     _, token = accounts.create_api_token(accounts.register_contestant("dave", "pw-dave-12345", display_name="Dave"))
     status, answer = bench_run.upload(_benchmark_result(samples, [0.042, 0.5, 2.4, 0.3]), live_server.url, token)
     assert status == 201, answer
+    key = BenchmarkRun.objects.get(pk=answer["id"]).comparison_key  # the upload's series: Dave's, from this GPU
+    label = f"{GPU}, measured by Dave, uploaded"
 
     page.goto(f"{live_server.url}/seasons/S1/hardware/")
     section = page.locator("#gpu-comparison")
     assert "No benchmark run" not in section.inner_text()
     page.select_option("select[name=a]", "h100")
-    page.select_option("select[name=b]", GPU)
+    page.select_option("select[name=b]", key)
     with page.expect_navigation():
         page.click("#gpu-comparison button[type=submit]")
     assert_charts_drawn(page, 3)  # the matrix, the ratio scatter, the roofline position
     scatter = page.locator("[data-figure='figure-hardware-ratios']")
     assert scatter.locator(".scatterlayer .trace").first.locator("path.point").count() == 4
-    assert scatter.locator(".ytitle").text_content() == f"time ratio {GPU} / NVIDIA H100"
+    assert scatter.locator(".ytitle").text_content() == f"time ratio {label} / NVIDIA H100"
     assert page.evaluate("document.querySelector(\"[data-figure='figure-hardware-ratios']\").layout.yaxis.type") == "log"
     rows = page.locator("#ratio-table tbody tr")
     assert rows.count() == 4
     gelu = rows.filter(has_text="Fused GELU").locator("td").all_inner_texts()
     assert gelu[1:4] == ["0.0210", "0.0420", "2.000"]  # 0.042 / 0.021
     assert gelu[4].startswith("judged run #") and f"benchmark run #{answer['id']}" in gelu[4]
-    assert f"benchmark run #{answer['id']}" in page.locator(f"#gpu-scores tr[data-gpu='{GPU}']").inner_text()
-    assert page.locator(f"#gpu-roofline tr[data-gpu='{GPU}']").inner_text().strip().endswith("no throughput figures")
+    # the upload stands in its own table, naming who measured it, never among the judged GPU types
+    uploaded = page.locator(f"#uploaded-scores tr[data-gpu='{key}']").inner_text()
+    assert f"benchmark run #{answer['id']}" in uploaded and "Dave" in uploaded and GPU in uploaded
+    assert page.locator(f"#gpu-scores tr[data-gpu='{key}']").count() == 0
+    assert page.locator(f"#gpu-roofline tr[data-gpu='{key}']").inner_text().strip().endswith("no throughput figures")
     # the scatter and the table stand side by side
     chart_box, table_box = scatter.bounding_box(), page.locator("#ratio-table").bounding_box()
     assert table_box["x"] > chart_box["x"] + chart_box["width"] / 2 and abs(table_box["y"] - chart_box["y"]) < 200

@@ -75,8 +75,9 @@ def test_export_load_bench_upload_and_the_hardware_page(live_server, client, set
     run = BenchmarkRun.objects.get()
     assert (run.season, run.dataset_export, run.passed_count, run.sample_count) == (export.season, export, 1, 2)
     assert f"uploaded: benchmark run {run.pk}" in bench.stdout
-    page = client.get(f"/seasons/{export.season.code}/hardware/", {"a": run.gpu_name})
+    page = client.get(f"/seasons/{export.season.code}/hardware/", {"a": run.comparison_key})
     assert page.status_code == 200
     html = page.content.decode()
     assert f"benchmark run #{run.pk}" in html
-    assert f'data-gpu="{run.gpu_name}"' in html and f"{run.speedup_score:.3f}×" in html
+    uploads = html[html.index('id="uploaded-scores"'):html.index("</table>", html.index('id="uploaded-scores"'))]
+    assert f'data-gpu="{run.comparison_key}"' in uploads and f"{run.speedup_score:.3f}×" in uploads

@@ -68,3 +68,27 @@ def test_an_incomplete_run_or_another_schema_is_refused(live_server, season, ali
 def test_without_a_token_it_is_401(client, db):
     answer = client.post("/api/v1/benchmark-runs", data=bench_result(), content_type="application/json")
     assert answer.status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_names_its_uploader_and_outlives_the_account(live_server, client, season, bob, organizer):
+    _, bobs = accounts.create_api_token(bob)
+    _, organizers = accounts.create_api_token(organizer)
+    status, mine = bench_run.upload(bench_result(), live_server.url, bobs)
+    assert status == 201 and (mine["uploaded_by"], mine["uploaded_by_organizer"]) == ("Bob", False)
+    status, theirs = bench_run.upload(bench_result(), live_server.url, organizers)
+    assert status == 201 and (theirs["uploaded_by"], theirs["uploaded_by_organizer"]) == ("Org", True)
+    html = client.get("/seasons/S1/hardware/").content.decode()
+    assert "NVIDIA H100, measured by Org (organizer), uploaded" in html  # marked, yet still an upload
+    assert "NVIDIA H100, measured by Bob, uploaded" in html
+    # the uploader's account deleted: the run stays, from an unknown uploader
+    bob.user.delete()
+    run = BenchmarkRun.objects.get(pk=mine["id"])
+    assert run.contestant is None and run.speedup_score == pytest.approx(math.exp((2 * math.log(4.0)) / 3))
+    answer = client.get(f"/api/v1/benchmark-runs/{run.pk}", headers={"Authorization": f"Bearer {organizers}"})
+    assert answer.status_code == 200 and answer.json()["uploaded_by"] is None
+    body = client.get("/api/v1/seasons/S1/hardware/comparison").json()
+    assert sorted((g["uploaded_by"] or "", g["benchmark_run"]) for g in body["gpus"] if g["source"] == "benchmark") == [
+        ("", run.pk), ("Org", theirs["id"])]
+    html = client.get("/seasons/S1/hardware/").content.decode()
+    assert "unknown uploader" in html and "NVIDIA H100, uploaded by an unknown uploader" in html

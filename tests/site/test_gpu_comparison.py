@@ -6,7 +6,7 @@ import re
 import pytest
 
 from leaderboard import selectors
-from submissions.models import BenchmarkRun
+from submissions.models import BenchmarkRun, GpuType
 from submissions.services import accounts
 from tests.judged_data import accepted_sample
 
@@ -63,7 +63,7 @@ def test_a_benchmark_run_is_a_gpu_to_compare_with(client, judged, alice):
     run = _upload(client, alice, "NVIDIA H100 80GB HBM3", [
         (one.issue.code, 2.0, "passed", 0.1), (two.issue.code, 1.0, "passed", 1.0),
         (three.issue.code, 3.0, "wrong_answer", None)])
-    comparison = selectors.gpu_comparison(one.issue.season, "cpu", "NVIDIA H100 80GB HBM3")
+    comparison = selectors.gpu_comparison(one.issue.season, "cpu", run.comparison_key)
     assert [(r["sample"], r["ratio"], r["b_source"]) for r in comparison["rows"]] == sorted([
         (one.issue.code, 0.1 / 2.0, {"kind": "benchmark", "run": run.pk}),
         (two.issue.code, 1.0 / 4.0, {"kind": "benchmark", "run": run.pk})])
@@ -77,16 +77,17 @@ def test_a_benchmark_run_is_a_gpu_to_compare_with(client, judged, alice):
 def test_the_json_twin_has_the_rows_and_scores(client, judged, alice):
     one, two, three = judged
     run = _upload(client, alice, "NVIDIA H100", [(one.issue.code, 1.0, "passed", 0.4), (two.issue.code, 1.0, "passed", 1.6)])
-    body = client.get("/api/v1/seasons/S1/hardware/comparison", {"a": "c500", "b": "NVIDIA H100"}).json()
-    assert (body["a"], body["b"]) == ("c500", "NVIDIA H100")
+    body = client.get("/api/v1/seasons/S1/hardware/comparison", {"a": "c500", "b": run.comparison_key}).json()
+    assert (body["a"], body["b"]) == ("c500", f"upload:{alice.pk}:NVIDIA H100")
     for row in body["rows"]:
         assert row["ratio"] == pytest.approx(row["b_ms"] / row["a_ms"])
     assert {r["sample"]: (r["a_ms"], r["b_ms"]) for r in body["rows"]} == {one.issue.code: (0.5, 0.4),
                                                                            two.issue.code: (2.0, 1.6)}
     assert body["ratio_geomean"] == pytest.approx(0.8)
     gpus = {g["key"]: g for g in body["gpus"]}
-    assert gpus["NVIDIA H100"]["benchmark_run"] == run.pk and gpus["NVIDIA H100"]["source"] == "benchmark"
-    assert gpus["NVIDIA H100"]["score"] == pytest.approx(run.speedup_score)
+    h100 = gpus[run.comparison_key]
+    assert (h100["benchmark_run"], h100["source"], h100["uploaded_by"]) == (run.pk, "benchmark", "Alice")
+    assert h100["score"] == pytest.approx(run.speedup_score)
     assert gpus["cpu"]["samples"] == 3 and gpus["cpu"]["roofline"]["samples"] == 3
     bad = client.get("/api/v1/seasons/S1/hardware/comparison", {"a": "tpu"})
     assert bad.status_code == 422 and "'tpu'" in bad.json()["detail"] and "cpu" in bad.json()["detail"]
@@ -97,13 +98,14 @@ def test_the_json_twin_has_the_rows_and_scores(client, judged, alice):
 
 def test_the_page_shows_the_scatter_the_table_and_says_what_is_wrong(client, judged, alice):
     one, two, three = judged
-    _upload(client, alice, "NVIDIA H100", [(one.issue.code, 1.0, "passed", 0.4)])
-    html = client.get("/seasons/S1/hardware/?a=cpu&b=NVIDIA+H100").content.decode()
+    run = _upload(client, alice, "NVIDIA H100", [(one.issue.code, 1.0, "passed", 0.4)])
+    html = client.get("/seasons/S1/hardware/", {"a": "cpu", "b": run.comparison_key}).content.decode()
     assert 'data-figure="figure-hardware-ratios"' in html and 'id="ratio-table"' in html
     table = html[html.index('id="ratio-table"'):html.index("</table>", html.index('id="ratio-table"'))]
     assert f'data-sample="{one.issue.code}"' in table and "0.200" in table and "benchmark run #" in table
     assert "candidate" in html[html.index('id="gpu-comparison"'):]  # the page says which times
-    assert 'id="gpu-scores"' in html and 'data-figure="figure-hardware-roofline"' in html
+    assert 'id="gpu-scores"' in html and 'id="uploaded-scores"' in html
+    assert 'data-figure="figure-hardware-roofline"' in html
     bad = client.get("/seasons/S1/hardware/?a=tpu&b=cpu")
     assert bad.status_code == 400
     assert re.search(r'id="comparison-error">a: no GPU of this season is called &#x27;tpu&#x27;', bad.content.decode())
@@ -118,3 +120,68 @@ def test_empty_states_say_what_is_missing(client, season, alice, organizer):
     assert 'id="ratio-table"' not in html
     zh = client.get("/seasons/S1/hardware/", headers={"Accept-Language": "zh-CN"}).content.decode()
     assert "两块 GPU 对比" in zh
+
+
+def _uploaded(body, gpu_name):
+    return sorted(((g["uploaded_by"], round(g["score"], 3)) for g in body["gpus"]
+                   if g["source"] == "benchmark" and g["gpu_name"] == gpu_name), key=str)
+
+
+def test_an_ordinary_token_uploading_999x_never_replaces_anothers_honest_figure(client, judged, alice, bob):
+    one, two, three = judged
+    honest = _upload(client, alice, "NVIDIA H200", [(one.issue.code, 1.0, "passed", 1.0),
+                                                   (two.issue.code, 1.0, "passed", 1.0)])  # 2.0x on both
+    assert honest.speedup_score == pytest.approx(2.0)
+    forged = _upload(client, bob, "NVIDIA H200", [(one.issue.code, 1.0, "passed", 2.0 / 999),
+                                                 (two.issue.code, 1.0, "passed", 2.0 / 999)])
+    body = client.get("/api/v1/seasons/S1/hardware/comparison").json()
+    # two series, each its uploader's: Bob's 999x stands beside Alice's 2.0x, never in its place
+    assert sorted(round(g["score"], 3) for g in body["gpus"] if g["source"] == "benchmark") == [2.0, 999.0]
+    assert _uploaded(body, "NVIDIA H200") == [("Alice", 2.0), ("Bob", 999.0)]
+    keys = {g["uploaded_by"]: g["key"] for g in body["gpus"] if g["source"] == "benchmark"}
+    assert keys == {"Alice": honest.comparison_key, "Bob": forged.comparison_key} and len(set(keys.values())) == 2
+    alices = next(g for g in body["gpus"] if g["key"] == honest.comparison_key)
+    assert alices["name"] == "NVIDIA H200, measured by Alice, uploaded" and alices["benchmark_run"] == honest.pk
+    assert alices["dataset_name"] == "gpucodeforces-S1"
+    assert alices["uploaded_at"].startswith(str(honest.created_at.date()))
+    # a second upload replaces only its own uploader's earlier figure
+    _upload(client, alice, "NVIDIA H200", [(one.issue.code, 1.0, "passed", 2.0 / 3)])
+    _upload(client, bob, "NVIDIA H200", [(one.issue.code, 1.0, "passed", 0.4)])
+    body = client.get("/api/v1/seasons/S1/hardware/comparison").json()
+    assert _uploaded(body, "NVIDIA H200") == [("Alice", 3.0), ("Bob", 5.0)]
+    # the page says who measured what, apart from the judged GPU types
+    html = client.get("/seasons/S1/hardware/").content.decode()
+    uploads = html[html.index('id="uploaded-scores"'):html.index("</table>", html.index('id="uploaded-scores"'))]
+    rows = re.findall(r"<tr data-gpu=\"(.*?)\">(.*?)</tr>", uploads, re.S)
+    assert [(key, re.search(r'class="uploader">(.*?)</td>', row).group(1)) for key, row in rows] == [
+        (honest.comparison_key, "Alice"), (forged.comparison_key, "Bob")]
+    assert "3.000×" in rows[0][1] and "5.000×" in rows[1][1] and "gpucodeforces-S1" in rows[0][1]
+    assert "NVIDIA H200, measured by Bob, uploaded" in html
+
+
+def test_an_uploaded_h100_never_reads_as_the_judged_h100_type(client, season, alice, bob, organizer):
+    season.gpu_types.add(GpuType.objects.create(slug="h100", name="NVIDIA H100"))
+    sample = accepted_sample(season, alice, organizer, {"h100": (2.0, 1.0)})
+    code = sample.issue.code
+    by_name = _upload(client, bob, "NVIDIA H100", [(code, 1.0, "passed", 0.002)])  # 1000x
+    by_slug = _upload(client, bob, "h100", [(code, 1.0, "passed", 0.002)])  # the judged type's own slug
+    body = client.get("/api/v1/seasons/S1/hardware/comparison").json()
+    gpus = {g["key"]: g for g in body["gpus"]}
+    # the judged type alone answers to its slug and its name, with its judged figure
+    assert [g["key"] for g in body["gpus"] if g["name"] in ("NVIDIA H100", "h100")] == ["h100"]
+    assert (gpus["h100"]["source"], gpus["h100"]["score"], gpus["h100"]["uploaded_by"]) == ("judged", 2.0, None)
+    for run in (by_name, by_slug):
+        uploaded = gpus[run.comparison_key]
+        assert uploaded["source"] == "benchmark" and uploaded["uploaded_by"] == "Bob"
+        assert uploaded["name"] == f"{run.gpu_name}, measured by Bob, uploaded"
+        assert uploaded["score"] == pytest.approx(1000.0) and run.comparison_key not in ("h100", "NVIDIA H100")
+    pair = client.get("/api/v1/seasons/S1/hardware/comparison", {"a": "h100", "b": by_name.comparison_key}).json()
+    assert [(r["a_ms"], r["b_ms"], r["b_source"]["kind"]) for r in pair["rows"]] == [(1.0, 0.002, "benchmark")]
+    assert client.get("/api/v1/seasons/S1/hardware/comparison", {"a": "NVIDIA H100"}).status_code == 422
+    # on the page, the judged types' table holds no upload; the uploads' table names the uploader
+    html = client.get("/seasons/S1/hardware/").content.decode()
+    judged_table = html[html.index('id="gpu-scores"'):html.index("</table>", html.index('id="gpu-scores"'))]
+    assert re.findall(r'data-gpu="(.*?)"', judged_table) == ["c500", "cpu", "h100"]
+    assert "Bob" not in judged_table and "1000" not in judged_table and "2.000×" in judged_table
+    uploads = html[html.index('id="uploaded-scores"'):html.index("</table>", html.index('id="uploaded-scores"'))]
+    assert uploads.count("Bob") == 2 and "1000.000×" in uploads
