@@ -88,7 +88,7 @@ def _queued_grace(now):
 def _lost_queued(now):
     """Queued runs past the grace whose job is nowhere in Redis: one Redis round trip per queue."""
     rows = list(Run.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=_queued_grace(now))
-                .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id",
+                .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id", "confirms_id",
                                                                  "gpu_type__slug"))
     alive = {name: queueing.live_job_ids(name, now.timestamp()) for name in {run.queue_name for run in rows}}
     for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)
