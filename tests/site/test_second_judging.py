@@ -106,22 +106,25 @@ def test_one_host_reporting_999x_is_not_public_until_a_second_host_judges(
     submission = submit(django_capture_on_commit_callbacks, alice, cpu_season)
     run = judge(client, django_capture_on_commit_callbacks, submission.runs.get(), host_a, 999.0)
 
-    assert run.verdict == "passed" and "awaiting_second_judging" in run.flags
+    # nothing public shows the figure: boards, APIs, hardware table, contestant, issue and submission pages
+    assert board_best(client, cpu_season) == {"Alice": None}
+    assert "999" not in public_views(client, cpu_season, alice, submission)
     assert Standing.objects.get(season=cpu_season, contestant=alice).best_speedup is None
     assert GpuStanding.objects.get(season=cpu_season, contestant=alice).best_speedup is None
-    seen = public_views(client, cpu_season, alice, submission)
-    assert "999" not in seen
-    assert board_best(client, cpu_season) == {"Alice": None}
+    assert run.verdict == "passed" and "awaiting_second_judging" in run.flags
 
     # its owner sees the figure, marked provisional (page and contestant API), in both languages
     client.force_login(alice.user)
     own = text(client.get(f"/submissions/{submission.pk}/", headers=EN))
     assert "999.00×" in own and "awaiting a second judging" in own
-    assert "等待第二次评测" in text(client.get(f"/submissions/{submission.pk}/", headers=ZH))
-    mine = client.get(f"/api/v1/me/submissions/{submission.pk}").json()
+    assert "等待另一台主机的第二次评测" in text(client.get(f"/submissions/{submission.pk}/", headers=ZH))
+    _, token = accounts.create_api_token(alice)
+    mine = client.get(f"/api/v1/submissions/{submission.pk}", headers={"Authorization": f"Bearer {token}"}).json()
     (own_run,) = [r for r in mine["runs"] if r["id"] == run.pk]
     assert own_run["speedup"] == 999.0 and own_run["provisional"] is True
     assert mine["ranked"] == {}
+    public_runs = client.get(f"/api/v1/contestants/{alice.pk}").json()["submissions"][0]["runs"]
+    assert [(r["speedup"], r["provisional"]) for r in public_runs if r["id"] == run.pk] == [(None, True)]
 
     # one confirming run, queued behind fresh runs on the rejudge queue, naming the provisional run
     confirming = Run.objects.get(confirms=run)
