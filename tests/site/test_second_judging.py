@@ -266,3 +266,38 @@ def test_a_result_that_changes_nothing_public_needs_no_second_judging_unless_eve
     held = judge(client, django_capture_on_commit_callbacks,
                  submit(django_capture_on_commit_callbacks, alice, cpu_season, title="Tanh").runs.get(), host_a, 1.5)
     assert "awaiting_second_judging" in held.flags
+
+
+def test_organizers_set_the_season_setting_and_trust_a_host_in_the_admin_and_see_it_on_the_fleet_page(
+        client, cpu_season, organizer, host_a):
+    from django.contrib.auth import get_user_model
+
+    from tests.site.test_ranking import _admin_form
+
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw-123456789"))
+    form = client.get(f"/admin/submissions/season/{cpu_season.pk}/change/", headers=EN)
+    assert 'name="second_judging"' in form.content.decode()
+    saved = client.post(f"/admin/submissions/season/{cpu_season.pk}/change/",
+                        _admin_form(cpu_season, second_judging="every_passed"))
+    assert saved.status_code == 302
+    cpu_season.refresh_from_db()
+    assert cpu_season.second_judging == "every_passed"
+
+    agent, _ = host_a
+    changelist = client.get("/admin/submissions/agent/")
+    assert 'name="form-0-trusted"' in changelist.content.decode()
+    saved = client.post("/admin/submissions/agent/", {
+        "form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "1", "form-0-id": str(agent.pk), "form-0-trusted": "on",
+        "_save": "Save"})
+    assert saved.status_code == 302
+    agent.refresh_from_db()
+    assert agent.trusted is True
+    entry = AuditEntry.objects.get(action="agent.trust_changed", object_id=str(agent.pk))
+    assert (entry.before, entry.after, entry.actor_label) == ({"trusted": False}, {"trusted": True}, "root")
+
+    client.post("/api/v1/agent/heartbeat", {"worker": {"name": "host-a-gpu0"}}, content_type="application/json",
+                headers=agent_headers(host_a[1]))
+    client.force_login(organizer.user)
+    fleet = text(client.get("/organizer/fleet/", headers=EN))
+    assert "host-a" in fleet and ">trusted<" in fleet
+    assert client.get("/organizer/fleet.json").json()["workers"][0]["agent_trusted"] is True

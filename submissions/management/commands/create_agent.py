@@ -30,8 +30,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-redis-user", action="store_true",
                             help="leave the agent's Redis ACL user alone (see `manage.py agent_redis_user`)")
         parser.add_argument("--quiet", action="store_true", help="print only the token")
+        parser.add_argument("--trusted", action="store_true",
+                            help="its passed results need no second judging on another host (the organizer's own host)")
 
-    def handle(self, name, gpu_types=None, no_redis_user=False, quiet=False, **options):
+    def handle(self, name, gpu_types=None, no_redis_user=False, quiet=False, trusted=False, **options):
         redis_url = None
         if not no_redis_user:
             try:
@@ -42,6 +44,9 @@ class Command(BaseCommand):
                 raise CommandError(str(exc))
         types = gpu_types_from(gpu_types) if gpu_types is not None else None
         agent, token = create_agent(name, types)
+        if trusted and not agent.trusted:
+            agent.trusted = True
+            agent.save(update_fields=["trusted"])
         if quiet:
             self.stdout.write(token)
             return
