@@ -10,7 +10,7 @@ from ninja.parser import Parser
 from pydantic import Field, RootModel
 
 from leaderboard import board_cache, selectors
-from submissions import ranked_runs
+from submissions import ranked_runs, timing_flags
 from submissions.api import answers
 from submissions.api_agent import agent_router
 from submissions.api_contestant import IssueOut, contestant_router
@@ -132,11 +132,19 @@ class ContestantOut(Schema):
 
 
 def _runs_summary(submission):
-    """Every run (history), each saying whether it is the one that ranks on its GPU type (ranked_runs)."""
+    """Every run (history), each saying whether it is the one that ranks on its GPU type (ranked_runs). A
+    provisional run's figure (awaiting a second judging: timing_flags) is withheld: its owner reads it
+    through the contestant API."""
     runs = list(submission.runs.all())
     ranked = {f.run.pk for f in ranked_runs.by_gpu_type(runs).values()}
-    return [{"id": r.pk, "gpu_type": r.gpu_type.slug, "status": r.status, "verdict": r.verdict, "speedup": r.speedup,
-             "candidate_median_ms": r.candidate_median_ms, "flags": r.flags, "ranked": r.pk in ranked} for r in runs]
+    rows = []
+    for r in runs:
+        withheld = timing_flags.is_provisional(r)
+        rows.append({"id": r.pk, "gpu_type": r.gpu_type.slug, "status": r.status, "verdict": r.verdict,
+                     "speedup": None if withheld else r.speedup,
+                     "candidate_median_ms": None if withheld else r.candidate_median_ms, "flags": r.flags,
+                     "ranked": r.pk in ranked, "provisional": withheld})
+    return rows
 
 
 @public_router.get("/contestants/{contestant_id}", response=answers({200: ContestantOut}, 404, 422),

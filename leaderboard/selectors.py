@@ -9,7 +9,7 @@ from django.utils.translation import gettext
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import ranked_runs, ranking, weights
+from submissions import ranked_runs, ranking, timing_flags, weights
 from submissions import selectors as submission_selectors
 
 
@@ -183,9 +183,10 @@ def public_issue(code):
 
 
 def judged_runs(submission):
-    """The submission's runs that have a result, for its charts."""
+    """The submission's runs that have a result, for its charts (a public page: a provisional figure,
+    awaiting a second judging, is left out; its owner sees it in the runs table)."""
     runs = submission.runs.select_related("gpu_type").filter(result__isnull=False)
-    return [run for run in runs if run.result]
+    return [run for run in runs if run.result and not timing_flags.is_provisional(run)]
 
 
 # ---- Comparing two GPUs on the season's samples (issue 11 item 4) -------------------------------

@@ -224,6 +224,15 @@ MAX_QUEUED_RUNS_PER_CONTESTANT = env_int("MAX_QUEUED_RUNS_PER_CONTESTANT", 3)
 # A worker refused a run for being older than the run's season's minimum harness version stops
 # dequeuing this long, so it does not hand the same run back again and again.
 FLEET_REFUSAL_PAUSE_SECONDS = env_int("FLEET_REFUSAL_PAUSE_SECONDS", 30)
+# Second judging (submissions/services/confirming.py): a passed result that would put its contestant in
+# the top N of the season's best speedups waits for another host; one more than this percentage off the
+# median of the submission's other passed runs on that GPU type too; two judgings agree when their
+# speedups are within the tolerance (of the larger); the judging host, refused the second judging of its
+# own result, pauses this long before it dequeues again.
+SECOND_JUDGING_TOP_N = env_int("SECOND_JUDGING_TOP_N", 10)
+SECOND_JUDGING_OUTLIER_PERCENT = float(os.environ.get("SECOND_JUDGING_OUTLIER_PERCENT", "25"))
+CONFIRMATION_TOLERANCE_PERCENT = float(os.environ.get("CONFIRMATION_TOLERANCE_PERCENT", "25"))
+CONFIRMATION_REFUSAL_PAUSE_SECONDS = env_int("CONFIRMATION_REFUSAL_PAUSE_SECONDS", 10)
 # A worker is "silent" when its last heartbeat is older than this (agents beat every 10 s).
 FLEET_WORKER_SILENT_SECONDS = env_int("FLEET_WORKER_SILENT_SECONDS", 60)
 # Agents send a heartbeat every 10 s (`profiler_agent work --heartbeat-seconds`) naming the run they

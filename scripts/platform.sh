@@ -54,7 +54,8 @@ STARTED_PIDS+=($!)
 # them, and a Redis ACL user that reaches the gpu.* queues only.
 agent_types=(--gpu-type cpu)
 [ -n "$gpu_slug" ] && agent_types+=(--gpu-type "$gpu_slug:$gpu_name")
-token="$("$PY" manage.py create_agent local "${agent_types[@]}" --no-redis-user --quiet)"
+# The local platform has this one host: the organizer's own, trusted (no second judging: docs/architecture.md).
+token="$("$PY" manage.py create_agent local "${agent_types[@]}" --no-redis-user --quiet --trusted)"
 agent_redis_url="$REDIS_URL"
 acl_status=0
 acl_url="$("$PY" manage.py agent_redis_user local --quiet)" || acl_status=$?

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy
 
 from submissions import board_versions, models, ranking, weights
 from submissions.forms import ThrottledAdminAuthenticationForm
-from submissions.services import accounts, fleet, seasons, weighting
+from submissions.services import accounts, audit, fleet, seasons, weighting
 
 # The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -43,7 +43,7 @@ class GpuTypeAdmin(admin.ModelAdmin):
 
 @admin.register(models.Season)
 class SeasonAdmin(admin.ModelAdmin):
-    list_display = ("code", "name", "ranking_rule", "rubric", "is_open", "starts_at", "ends_at")
+    list_display = ("code", "name", "ranking_rule", "rubric", "second_judging", "is_open", "starts_at", "ends_at")
     filter_horizontal = ("gpu_types",)
 
     def get_form(self, request, obj=None, **kwargs):
@@ -117,9 +117,18 @@ class SubmissionAdmin(admin.ModelAdmin):
 
 @admin.register(models.Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ("name", "is_active", "served_gpu_types", "queues", "last_heartbeat_at")
+    list_display = ("name", "is_active", "trusted", "served_gpu_types", "queues", "last_heartbeat_at")
+    list_editable = ("trusted",)  # the organizer's word: its passed results need no second judging
     readonly_fields = ("token_hash", "queues", "inventory", "versions", "last_heartbeat_at")
     filter_horizontal = ("gpu_types",)
+
+    def save_model(self, request, obj, form, change):
+        """Trusting a host (its passed results need no second judging) is audited."""
+        before = models.Agent.objects.filter(pk=obj.pk).values_list("trusted", flat=True).first() if change else None
+        super().save_model(request, obj, form, change)
+        if before is not None and before != obj.trusted:
+            audit.record("agent.trust_changed", obj, actor=request.user, before={"trusted": before},
+                         after={"trusted": obj.trusted}, reason="changed in the admin")
 
     @admin.display(description="GPU types served")
     def served_gpu_types(self, agent):

@@ -17,7 +17,7 @@ from submissions.bundles import bundle_to_zip
 from submissions.models import Run, RunStage
 from submissions.result_schema import RunResult
 from submissions import queueing
-from submissions.services import agent_redis, fleet, judging, recovery
+from submissions.services import agent_redis, confirming, fleet, judging, recovery
 from submissions.services.accounts import record_heartbeat
 
 
@@ -173,6 +173,8 @@ def start_run(request, run_id: int, payload: StartIn):
     except judging.RunConflict as exc:
         return _refused(run_id, request.auth, "run.start_refused", exc, 409)
     except fleet.WorkerRefused as exc:
+        # a refused second judging rolled back with the start: its run goes back to its queue's front now
+        confirming.hand_back(run_id, request.auth, payload.attempt)
         judging.record_refusal(run_id, request.auth, "run.start_refused", str(exc))
         return Status(403, exc.answer())
     except judging.AgentRefused as exc:

@@ -8,7 +8,7 @@ from ninja.files import UploadedFile
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from submissions import ranked_runs, selectors
+from submissions import ranked_runs, selectors, timing_flags
 from submissions.api import answers
 from submissions.api_auth import ContestantTokenAuth
 from submissions.api_fields import Documents, JsonObjectIn, NonBlankText, Text, column_length
@@ -44,14 +44,20 @@ class RunOut(Schema):
     created_at: str
     finished_at: Optional[str]
     result: Optional[dict]
+    # a figure one untrusted host vouches for alone, awaiting a second judging on another host (or one
+    # that disagreed): it ranks nowhere; only the owner and organizers get its figure and result
+    provisional: bool = False
 
     @staticmethod
-    def from_run(run):
+    def from_run(run, *, show_provisional=True):
+        provisional = timing_flags.is_provisional(run)
+        withheld = provisional and not show_provisional
         return RunOut(
             id=run.pk, gpu_type=run.gpu_type.slug, status=run.status, verdict=run.verdict, attempts=run.attempts,
-            speedup=run.speedup, reference_median_ms=run.reference_median_ms,
-            candidate_median_ms=run.candidate_median_ms, flags=run.flags, created_at=run.created_at.isoformat(),
-            finished_at=run.finished_at.isoformat() if run.finished_at else None, result=run.result,
+            speedup=None if withheld else run.speedup, reference_median_ms=run.reference_median_ms,
+            candidate_median_ms=None if withheld else run.candidate_median_ms, flags=run.flags,
+            created_at=run.created_at.isoformat(), finished_at=run.finished_at.isoformat() if run.finished_at else None,
+            result=None if withheld else run.result, provisional=provisional,
         )
 
 
@@ -96,7 +102,8 @@ class SubmissionOut(Schema):
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
             files=[f.path for f in submission.files.all()],
-            runs=[RunOut.from_run(r) for r in runs], ranked=ranked_runs.summary(runs),
+            runs=[RunOut.from_run(r, show_provisional=selectors.can_see_provisional(request.auth.user, submission))
+                  for r in runs], ranked=ranked_runs.summary(runs),
             state=selectors.submission_state(submission).value,
             url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
         )

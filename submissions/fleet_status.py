@@ -115,7 +115,7 @@ def overview_json(data):
     return {
         "now": _iso(data["now"]), "silent_after_s": data["silent_after_s"],
         "workers": [{
-            "id": w.pk, "agent": w.agent.name, "agent_active": w.agent.is_active, "name": w.name,
+            "id": w.pk, "agent": w.agent.name, "agent_active": w.agent.is_active, "agent_trusted": w.agent.trusted, "name": w.name,
             "gpu": {"index": w.gpu_index, "uuid": w.gpu_uuid, "model": w.gpu_model, "driver": w.driver,
                     "memory_bytes": w.memory_bytes},
             "state": w.state, "judging_run": w.judging_run_id, "draining": w.draining, "drain_reason": w.drain_reason,

@@ -71,6 +71,14 @@ class RankingRule(models.TextChoices):
     CUMULATIVE_SCORE = "cumulative_score", _("Score, then more submissions, then earlier")
 
 
+class SecondJudging(models.TextChoices):
+    """Which passed results wait for a second judging on another host before the public sees them
+    (submissions/services/confirming.py)."""
+    OFF = "off", _("Off: every result is public at once")
+    BOARD_CHANGES = "board_changes", _("Results that would change the public board")
+    EVERY_PASSED = "every_passed", _("Every passed result")
+
+
 class Season(models.Model):
     code = models.CharField(max_length=16, unique=True, help_text=_("e.g. S1"))
     name = models.CharField(max_length=200)
@@ -94,6 +102,10 @@ class Season(models.Model):
         max_length=20, blank=True, validators=[harness_versions.validate],
         help_text=_("Oldest profiler agent harness version that may judge this season's runs, e.g. 1.2 "
                     "(empty: any); older agents are refused at start"))
+    second_judging = models.CharField(
+        max_length=16, choices=SecondJudging.choices, default=SecondJudging.BOARD_CHANGES,
+        help_text=_("Which passed results an untrusted host's word alone does not make public: they wait for a "
+                    "second judging on another host (at most one extra judging each)"))
     # How the season's dataset weighs its accepted samples (submissions/weights.py); changed through
     # services/weighting.py, which validates and audits.
     dataset_weight_rule = models.CharField(
@@ -292,6 +304,9 @@ class Agent(models.Model):
     dropped_jobs = models.PositiveIntegerField(default=0)
     quarantine_reason = models.TextField(blank=True, help_text="Set when its host kept taking jobs it never "
                                          "started: its Redis user is off and its workers drained until resumed")
+    # The organizer's word that this host's results need no second judging (services/confirming.py).
+    trusted = models.BooleanField(
+        default=False, help_text=_("Its passed results are public at once and confirm other hosts' results"))
 
     def __str__(self):
         return self.name
@@ -397,6 +412,8 @@ class Run(models.Model):
     worker_refusals = models.PositiveSmallIntegerField(
         default=0, help_text="Attempts handed back because the worker could not take them (draining, outdated)")
     rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    # A second judging, on another host, of a passed run that awaits it (services/confirming.py).
+    confirms = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="confirmations")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -429,9 +446,21 @@ class Run(models.Model):
         return self.status == RunStatus.DONE
 
     @property
+    def behind_fresh_runs(self):
+        """A rejudge's run or a second judging: queued behind every fresh run, never capped (scheduling)."""
+        return self.rejudge_id is not None or self.confirms_id is not None
+
+    @property
     def queue_name(self):
-        """The Redis queue of the run's job: a rejudge's runs go behind the fresh ones."""
-        return self.gpu_type.rejudge_queue_name if self.rejudge_id else self.gpu_type.queue_name
+        """The Redis queue of the run's job: a rejudge's runs (and second judgings) go behind the fresh ones."""
+        return self.gpu_type.rejudge_queue_name if self.behind_fresh_runs else self.gpu_type.queue_name
+
+    @property
+    def provisional(self):
+        """A figure awaiting a second judging, or contradicted by one: its owner's and organizers' only."""
+        from submissions.timing_flags import is_provisional
+
+        return is_provisional(self)
 
     @property
     def spent_attempts(self):

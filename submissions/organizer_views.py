@@ -71,7 +71,8 @@ def _review_context(request, submission, *, form_values=None, error=""):
     return {
         "submission": submission, "pair": pair, "others": others, "highlight_css": highlighting.stylesheet(),
         "runs": runs, "all_runs": submission.runs.all(),
-        "run_rows": [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in runs],
+        "run_rows": [{"run": run, "ranked": ranked.get(run.gpu_type_id)}
+                     for run in selectors.latest_runs_with_confirmed(submission)],
         "blockers": reviewing.acceptance_blockers(submission),
         "flags": submission.abuse_flags.select_related("other_submission__issue", "other_submission__contestant"),
         "similar": selectors.similar_submissions(submission), "rubric": rubric, "items": items,
@@ -132,6 +133,15 @@ def clear_run_timing(request, run_id):
     """Let a run whose time the agent could not confirm count in the standings (audited)."""
     run = _act_on_run(request, run_id, clearing.clear_timing, clearing.ClearingRefused,
                       _("The time of run #%(id)s is cleared: it counts in the standings."))
+    return redirect("organizer_review", submission_id=run.submission_id)
+
+
+@organizer_required
+@require_POST
+def clear_run_second_judging(request, run_id):
+    """Let a provisional figure (awaiting a second judging, or contradicted by one) count (audited)."""
+    run = _act_on_run(request, run_id, clearing.clear_second_judging, clearing.ClearingRefused,
+                      _("The figure of run #%(id)s is cleared: it counts in the standings."))
     return redirect("organizer_review", submission_id=run.submission_id)
 
 

@@ -33,6 +33,11 @@ def _is_author_or_organizer(user, submission) -> bool:
     return user.is_authenticated and (user.is_staff or submission.contestant.user_id == user.pk)
 
 
+def can_see_provisional(user, submission) -> bool:
+    """A figure awaiting a second judging (timing_flags.is_provisional): its owner and organizers only."""
+    return _is_author_or_organizer(user, submission)
+
+
 def _season_shows_code(submission) -> bool:
     season = submission.issue.season
     return season.code_public_after_end and season.has_ended
@@ -174,6 +179,16 @@ def latest_runs(submission):
         if current is None or rank(run) > rank(current):
             latest[run.gpu_type_id] = run
     return sorted(latest.values(), key=lambda r: r.gpu_type.slug)
+
+
+def latest_runs_with_confirmed(submission):
+    """latest_runs, each second judging preceded by the run it judges again (services/confirming.py):
+    that run's figure is what awaits it, or what it confirmed or contradicted."""
+    by_pk = {run.pk: run for run in submission.runs.all()}
+    shown = []
+    for run in latest_runs(submission):
+        shown += [by_pk[run.confirms_id], run] if run.confirms_id in by_pk else [run]
+    return shown
 
 
 def search_issues(*, q="", season=None, framework="", level=None, author=None):

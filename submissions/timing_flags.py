@@ -5,6 +5,13 @@ them from outside the judged process (profiler_agent.measure.confirm); such a ru
 standings and of everything ranked from run times until an organizer clears it
 (submissions.services.clearing), which replaces the flag with `timing_cleared`.
 
+Whether another host confirmed them: a passed result that would change what the public sees waits
+for a second judging on another host (submissions/services/confirming.py), flagged
+`awaiting_second_judging`; when the second judging agrees both runs get `second_judging_confirmed`,
+when it disagrees or fails the first gets `second_judging_disagrees` until an organizer clears it
+(`second_judging_cleared`). A run awaiting or disagreeing stays out of every ranking, like an
+unconfirmed time, and its figure is shown to its owner and organizers only.
+
 Whether they were noisy: the site flags `timing_noisy` when the per-call times of the reference or the
 candidate spread widely around their median (the harness reports the standard deviation of every
 model's calls): the median of such a run is less certain, and another judging may differ a lot. A
@@ -16,15 +23,27 @@ from django.conf import settings
 UNCONFIRMED = "timing_unconfirmed"
 CLEARED = "timing_cleared"
 NOISY = "timing_noisy"
+AWAITING_SECOND = "awaiting_second_judging"
+SECOND_CONFIRMED = "second_judging_confirmed"
+SECOND_DISAGREES = "second_judging_disagrees"
+SECOND_CLEARED = "second_judging_cleared"
+# Flags that keep a passed run's figure from the public until another host or an organizer vouches for it.
+PROVISIONAL = (AWAITING_SECOND, SECOND_DISAGREES)
 
 
 def awaits_clearance(run) -> bool:
     return UNCONFIRMED in (run.flags or [])
 
 
+def is_provisional(run) -> bool:
+    """A passed figure one untrusted host vouches for alone (or that a second host contradicted): shown
+    to its owner and organizers only, marked, never ranked."""
+    return any(f in PROVISIONAL for f in (run.flags or []))
+
+
 def ranks(run) -> bool:
     """A passed run whose times may be ranked (a CPU run's unconfirmed time is no finding: no flag)."""
-    return run.verdict == "passed" and not awaits_clearance(run)
+    return run.verdict == "passed" and not awaits_clearance(run) and not is_provisional(run)
 
 
 def not_profiled_on_cpu(run) -> bool:

@@ -30,6 +30,8 @@ urlpatterns = [
          name="organizer_rejudge_submission"),
     path("organizer/runs/<int:run_id>/clear-timing/", organizer_views.clear_run_timing,
          name="organizer_clear_timing"),
+    path("organizer/runs/<int:run_id>/clear-second-judging/", organizer_views.clear_run_second_judging,
+         name="organizer_clear_second_judging"),
     path("organizer/runs/<int:run_id>/cancel/", organizer_views.cancel_run, name="organizer_cancel_run"),
     path("organizer/issues/<str:code>/rejudge/", organizer_views.rejudge_issue, name="organizer_rejudge_issue"),
     path("organizer/seasons/<str:code>/rejudge/", organizer_views.rejudge_season, name="organizer_rejudge_season"),

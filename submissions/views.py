@@ -63,11 +63,11 @@ def issue_detail(request, code):
     })
 
 
-def _run_rows(submission, online):
+def _run_rows(submission, online, show_provisional=False):
     ranked = ranked_runs.by_gpu_type(submission.runs.all())
     rows = []
     now = timezone.now()
-    for run in selectors.latest_runs(submission):
+    for run in selectors.latest_runs_with_confirmed(submission):
         try:
             position = scheduling.queue_position(run)
         except Exception:  # the page still renders when Redis is away
@@ -76,6 +76,9 @@ def _run_rows(submission, online):
                      "elapsed_s": selectors.run_elapsed_s(run, now),
                      "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
                      "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result),
+                     # a figure one host vouches for alone: its owner and organizers see it, marked
+                     "provisional": timing_flags.is_provisional(run),
+                     "withheld": timing_flags.is_provisional(run) and not show_provisional,
                      # it waits for an agent rather than being judged elsewhere
                      "no_agent_online": run.status in (RunStatus.QUEUED, RunStatus.WAITING)
                      and not online.get(run.gpu_type_id)})
@@ -91,7 +94,7 @@ def _submission_context(request, submission_id):
     return {
         "submission": submission,
         "hardware": selectors.submission_hardware(submission, online, show_code=can_see_code),
-        "run_rows": _run_rows(submission, online),
+        "run_rows": _run_rows(submission, online, selectors.can_see_provisional(request.user, submission)),
         "can_see_code": can_see_code,
         "state": selectors.visible_state(request.user, submission),
         "live": selectors.has_unfinished_runs(submission),

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from submissions import queueing, timing_flags
 from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret, new_token
-from submissions.services import abuse, audit, hardware, pr_comments, scheduling, standings
+from submissions.services import abuse, audit, confirming, hardware, pr_comments, scheduling, standings
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ def check_startable(run, agent, attempt, *, require_claim=False):
         raise RunConflict(f"run {run.pk} is waiting for a queue slot; it was never handed out")
     if require_claim and run.status == RunStatus.QUEUED:
         check_handed_out(run, agent)
+    confirming.check_start(run, agent)  # a second judging goes to another host (fleet.WorkerRefused)
 
 
 def bind_run(run, agent, *, worker=None, gpu_uuid="", harness_version=""):
@@ -297,6 +298,7 @@ def record_result(run_id, agent, secret, result):
     scheduling.after_leaving_queue(run)
     audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": previous_verdict},
                  after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
+    confirming.after_result(run, agent)  # second judging: hold a result that needs one, or settle one
     submission = run.submission
     standings.refresh_for(submission.issue.season, submission.contestant, actor_label=f"agent:{agent.name}")
     if not submission.runs.exclude(status=RunStatus.DONE).exists():

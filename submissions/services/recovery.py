@@ -110,7 +110,7 @@ def _claim_lists():
 def _lost_queued(now, claimed):
     """Queued runs past the grace whose job is nowhere in Redis: one Redis round trip per queue."""
     rows = list(Run.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=_queued_grace(now))
-                .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id",
+                .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id", "confirms_id",
                                                                  "gpu_type__slug"))
     waiting = {name: queueing.waiting_job_ids(name) for name in {run.queue_name for run in rows}}
     for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)

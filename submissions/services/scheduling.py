@@ -1,6 +1,6 @@
 """The order runs are judged in (docs/architecture.md, "Scheduling").
 
-- Fresh runs go to `gpu.<type>`, a rejudge's runs to `gpu.<type>.rejudge`; agents read the fresh
+- Fresh runs go to `gpu.<type>`, a rejudge's runs and second judgings to `gpu.<type>.rejudge`; agents read the fresh
   queue first (RQ takes its queues in order), so a rejudge never delays a contestant's submission.
 - One contestant has at most MAX_QUEUED_RUNS_PER_CONTESTANT fresh runs waiting in Redis per GPU type;
   more stay in the database (`waiting`) and are released oldest first when one of the contestant's
@@ -29,7 +29,8 @@ def cap():
 
 
 def _fresh_runs(contestant_id, gpu_type_id):
-    return Run.objects.filter(submission__contestant_id=contestant_id, gpu_type_id=gpu_type_id, rejudge__isnull=True)
+    return Run.objects.filter(submission__contestant_id=contestant_id, gpu_type_id=gpu_type_id, rejudge__isnull=True,
+                              confirms__isnull=True)
 
 
 def admit(run, contestant_id):
@@ -39,7 +40,7 @@ def admit(run, contestant_id):
     from submissions.services import judging
 
     limit = cap()
-    if run.rejudge_id is None and limit is not None:
+    if not run.behind_fresh_runs and limit is not None:
         runs = _fresh_runs(contestant_id, run.gpu_type_id).exclude(pk=run.pk)
         counts = runs.aggregate(queued=Count("pk", filter=Q(status=RunStatus.QUEUED)),
                                 waiting=Count("pk", filter=Q(status=RunStatus.WAITING)))
@@ -75,7 +76,7 @@ def release(contestant_id, gpu_type_id):
 def after_leaving_queue(run):
     """A fresh run left the queue (started, finished, cancelled): its slot goes to the contestant's
     next waiting run. Never fails the caller's change: a release that fails is the sweeper's to redo."""
-    if run.rejudge_id is not None:
+    if run.behind_fresh_runs:
         return
     try:
         with transaction.atomic():  # a savepoint: the caller's transaction survives a failure here
@@ -87,7 +88,7 @@ def after_leaving_queue(run):
 def release_waiting_runs():
     """The sweeper's pass: every contestant and GPU type with waiting runs gets its free slots filled.
     Returns how many runs were released."""
-    pairs = (Run.objects.filter(status=RunStatus.WAITING, rejudge__isnull=True)
+    pairs = (Run.objects.filter(status=RunStatus.WAITING, rejudge__isnull=True, confirms__isnull=True)
              .values_list("submission__contestant_id", "gpu_type_id").order_by().distinct())
     released = 0
     for contestant_id, gpu_type_id in list(pairs):
@@ -102,7 +103,7 @@ def queue_position(run):
     if run.status != RunStatus.QUEUED or not run.rq_job_id:
         return None
     position = queueing.queue_position(run.queue_name, run.rq_job_id)
-    if position is not None and run.rejudge_id is not None:
+    if position is not None and run.behind_fresh_runs:
         position += queueing.queue_length(run.gpu_type.queue_name)
     return position
 

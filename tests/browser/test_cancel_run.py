@@ -25,7 +25,7 @@ def log_in(page, site, username, password):
 def test_a_waiting_run_is_explained_and_an_organizer_cancels_a_queued_one(
         live_server, page, queue_prefix, settings, language, waiting_text, button, cancelled):
     settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")

@@ -19,7 +19,7 @@ FRACTION_OF_A_SECOND = re.compile(r":\d\d\.\d")
 
 @pytest.fixture
 def one_accepted_sample(queue_prefix):
-    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
     h100 = GpuType.objects.create(slug="h100", name=GPU_NAME)
     c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
     season.gpu_types.add(h100, c500)

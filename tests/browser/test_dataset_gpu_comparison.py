@@ -110,7 +110,7 @@ def _season_for(files):
     results = [json.loads(f.read_text()) for f in files]
     assert len({r["dataset"]["checksum"] for r in results}) == 1, "the two results are of different datasets"
     plan = dataset_seeding.read_plan(PLAN, season_code=results[0]["dataset"]["season"])
-    season = Season.objects.create(code=plan.season_code, name=plan.season_name, description=plan.season_description)
+    season = Season.objects.create(second_judging="off", code=plan.season_code, name=plan.season_name, description=plan.season_description)
     season.gpu_types.add(*(GpuType.objects.create(slug=slug, name=name) for slug, name in plan.gpu_types))
     return season
 

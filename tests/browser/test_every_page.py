@@ -75,7 +75,7 @@ def log_in_browser(page, live_server, user):
 def every_page(queue_prefix):
     """A season with results, issues, a running submission, a rejudge and a worker; the pages that
     show them, as (visitor pages, organizer pages)."""
-    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
     h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
     c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
     season.gpu_types.add(h100, c500)

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_the_cuda_example_on_the_cpu_only_demo(live_server, page, queue_prefix, start_agent):
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
-    Season.objects.create(code="S1", name="CPU demo").gpu_types.add(cpu)
-    Season.objects.create(code="S2", name="With an H100").gpu_types.add(cpu, GpuType.objects.create(slug="h100", name="H100"))
+    Season.objects.create(second_judging="off", code="S1", name="CPU demo").gpu_types.add(cpu)
+    Season.objects.create(second_judging="off", code="S2", name="With an H100").gpu_types.add(cpu, GpuType.objects.create(slug="h100", name="H100"))
     accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, agent_token = accounts.create_agent("local", [cpu])  # what platform.sh grants on a machine without a GPU
     agent = start_agent(live_server.url, agent_token, f"{queue_prefix}cpu")

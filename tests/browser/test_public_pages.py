@@ -27,7 +27,7 @@ def shoot(page, name):
 
 @pytest.fixture
 def season_with_results(queue_prefix):
-    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
     h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
     c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
     season.gpu_types.add(h100, c500)

@@ -39,7 +39,7 @@ def log_in(page, site, username, password):
 
 @pytest.fixture
 def contest(queue_prefix):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
     season.gpu_types.add(cpu, c500)

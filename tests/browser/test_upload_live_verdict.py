@@ -55,7 +55,7 @@ def slow_to_import_bundle(tmp_path):
 
 def test_uploaded_bundle_shows_its_stages_then_its_verdict_and_charts_live(
         live_server, page, queue_prefix, start_agent, slow_to_import_bundle):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, agent_token = accounts.create_agent("browser-agent", GpuType.objects.all())

@@ -40,7 +40,7 @@ def wait_for(predicate, what, timeout=15):
 
 def test_register_issue_upload_pr_judge_comment_accept_standing_audit(
         client, live_server, queue_prefix, start_agent, settings, tmp_path, api, django_capture_on_commit_callbacks):
-    season = Season.objects.create(code="S1", name="GPUCodeForces S1")
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     organizer = accounts.register_contestant("organizer", "pw-org-123", is_staff=True)
     _, agent_token = accounts.create_agent("contest-agent", GpuType.objects.all())

@@ -50,7 +50,7 @@ def readable_values(attacker, key_names):
 
 @pytest.fixture
 def contest(queue_prefix, agent_redis_users):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu, c500 = GpuType.objects.create(slug="cpu", name="CPU"), GpuType.objects.create(slug="c500", name="C500")
     season.gpu_types.add(cpu, c500)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")

@@ -48,7 +48,7 @@ def seasons_and_contestants():
 
 
 def test_no_worker_serves_a_board_rendered_before_a_change(tmp_path, monkeypatch):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     bob = accounts.register_contestant("bob", "pw-bob-123", display_name="Bob")

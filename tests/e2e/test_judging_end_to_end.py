@@ -19,7 +19,7 @@ def bundle_files(example):
 
 @pytest.fixture
 def contest(queue_prefix, agent_redis_users):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_5000_character_search_reaches_the_site_under_gunicorn(tmp_path):
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     season.gpu_types.add(GpuType.objects.create(slug="cpu", name="CPU"))
     site = GunicornSite(tmp_path / "site.log", env={
         **os.environ, "DATABASE_URL": database_url(), "ALLOWED_HOSTS": "127.0.0.1", "GUNICORN_WORKERS": "1"})

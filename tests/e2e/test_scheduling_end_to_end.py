@@ -44,7 +44,7 @@ def wait_until_all_done(agent, timeout=600):
 def test_a_real_agent_takes_fresh_runs_first_and_a_burst_only_up_to_its_cap(
         live_server, queue_prefix, agent_redis_users, start_agent, settings):
     settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 1
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")

@@ -25,7 +25,9 @@ def isolated_queues(settings):
 def season(db):
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
-    s = Season.objects.create(code="S1", name="Season one")
+    # Most tests judge with one host and no second judging, as a season with it off does;
+    # tests/site/test_second_judging.py covers the default (results that change the board wait for one).
+    s = Season.objects.create(code="S1", name="Season one", second_judging="off")
     s.gpu_types.add(cpu, c500)
     return s
 

@@ -36,7 +36,7 @@ def world(settings, tmp_path, django_capture_on_commit_callbacks):
     each side's token. Pull requests are fetched from an empty folder, never from the internet."""
     local_hosts(settings, tmp_path / "git", "http://127.0.0.1:9")
     settings.DATASET_EXPORT_DIR = tmp_path / "datasets"
-    season = Season.objects.create(code="S1", name="Season one")
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")

@@ -127,7 +127,7 @@ def test_the_admin_changes_weights_through_the_service(client, season, organizer
     form = {"code": "S1", "name": "Season one", "ranking_rule": "accepted_count", "ranking_settings": "{}",
             "gpu_types": [g.pk for g in season.gpu_types.all()], "starts_at_0": "2025-01-01", "starts_at_1": "00:00:00",
             "is_open": "on", "rubric": "s1_dataset", "rubric_config": "{}", "code_public_after_end": "on",
-            "dataset_weight_rule": "level", "dataset_weight_settings": '{"weights": {"2": 3}}'}
+            "dataset_weight_rule": "level", "dataset_weight_settings": '{"weights": {"2": 3}}', "second_judging": "off"}
     response = client.post(f"/admin/submissions/season/{season.pk}/change/", form)
     assert response.status_code == 302, response.content.decode()[:3000]
     season = Season.objects.get(pk=season.pk)

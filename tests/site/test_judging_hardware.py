@@ -28,14 +28,14 @@ def text(response):
 
 @pytest.fixture
 def cpu_season(db):
-    season = Season.objects.create(code="S1", name="CPU demo")
+    season = Season.objects.create(second_judging="off", code="S1", name="CPU demo")
     season.gpu_types.add(GpuType.objects.get_or_create(slug="cpu", defaults={"name": "CPU"})[0])
     return season
 
 
 @pytest.fixture
 def mixed_season(db):
-    season = Season.objects.create(code="S2", name="CPU and H100")
+    season = Season.objects.create(second_judging="off", code="S2", name="CPU and H100")
     season.gpu_types.add(GpuType.objects.get_or_create(slug="cpu", defaults={"name": "CPU"})[0],
                          GpuType.objects.create(slug="h100", name="H100"))
     return season

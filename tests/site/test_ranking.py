@@ -204,7 +204,8 @@ def _admin_form(season, **changes):
             "ranking_settings": "{}", "starts_at_0": "2026-01-01", "starts_at_1": "00:00:00", "ends_at_0": "",
             "ends_at_1": "", "is_open": "on", "rubric": season.rubric, "rubric_config": "{}",
             "code_public_after_end": "on", "max_submissions_per_hour": "", "max_submissions_per_day": "",
-            "dataset_weight_rule": season.dataset_weight_rule, "dataset_weight_settings": "{}"}
+            "dataset_weight_rule": season.dataset_weight_rule, "dataset_weight_settings": "{}",
+            "second_judging": season.second_judging}
     data.update(changes)
     return data
 

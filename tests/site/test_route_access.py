@@ -202,6 +202,9 @@ ROUTES = {
     "organizer_clear_timing": [
         Case("get", "/organizer/runs/{run_a}/clear-timing/", staff(405)),
         Case("post", "/organizer/runs/{run_a}/clear-timing/", staff("redirect"), data={"reason": "test"})],
+    "organizer_clear_second_judging": [
+        Case("get", "/organizer/runs/{run_a}/clear-second-judging/", staff(405)),
+        Case("post", "/organizer/runs/{run_a}/clear-second-judging/", staff("redirect"), data={"reason": "test"})],
     "organizer_cancel_run": [
         Case("get", "/organizer/runs/{queued_run_b}/cancel/", staff(405)),
         Case("post", "/organizer/runs/{queued_run_b}/cancel/", staff("redirect"), data={"reason": "test"})],

@@ -21,7 +21,7 @@ from tests.site.judging_helpers import passed_result
 def cpu_season(db):
     """One GPU type, so one run per submission; no rate limit in the way of a burst."""
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
-    season = Season.objects.create(code="S1", name="Season one", max_submissions_per_hour=100,
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one", max_submissions_per_hour=100,
                                    max_submissions_per_day=100)
     season.gpu_types.add(cpu)
     return season

@@ -32,7 +32,7 @@ def in_thread(work, errors):
 def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_strand_a_run(settings):
     settings.MAX_QUEUED_RUNS_PER_CONTESTANT = CAP
     cpu = GpuType.objects.create(slug="cpu", name="CPU")
-    season = Season.objects.create(code="S1", name="s", max_submissions_per_hour=100, max_submissions_per_day=100)
+    season = Season.objects.create(second_judging="off", code="S1", name="s", max_submissions_per_hour=100, max_submissions_per_day=100)
     season.gpu_types.add(cpu)
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     organizer = accounts.register_contestant("org", "pw-org-123", display_name="Org", is_staff=True)

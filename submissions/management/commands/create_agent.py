@@ -30,8 +30,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-redis-user", action="store_true",
                             help="leave the agent's Redis ACL user alone (see `manage.py agent_redis_user`)")
         parser.add_argument("--quiet", action="store_true", help="print only the token")
+        parser.add_argument("--trusted", action="store_true",
+                            help="its passed results need no second judging on another host (the organizer's own host)")
 
-    def handle(self, name, gpu_types=None, no_redis_user=False, quiet=False, **options):
+    def handle(self, name, gpu_types=None, no_redis_user=False, quiet=False, trusted=False, **options):
         redis_url = None
         if not no_redis_user:
             try:  # a name no Redis user can have is refused before anything is made
@@ -40,6 +42,9 @@ class Command(BaseCommand):
                 raise CommandError(str(exc))
         types = gpu_types_from(gpu_types) if gpu_types is not None else None
         agent, token = create_agent(name, types)
+        if trusted and not agent.trusted:
+            agent.trusted = True
+            agent.save(update_fields=["trusted"])
         if not no_redis_user:
             # after the agent's row: the user's rules follow its GPU types, and the row keeps the password's hash
             try:
@@ -55,4 +60,4 @@ class Command(BaseCommand):
         self.stdout.write(f"agent {agent.name}: token {token}\nGPU types served: {served}")
         if redis_url:
             self.stdout.write(f"Redis URL for the agent host: {redis_url}")
-        self.stdout.write("(store them now: only the token's hash is kept, and the Redis password is not kept at all)")
+        self.stdout.write("(store them now: only the token's and the Redis password's hashes are kept)")
