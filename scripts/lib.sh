@@ -64,7 +64,10 @@ ensure_redis() {
   port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   log "no Redis at $REDIS_URL: starting $server on port $port"
   # its own session: Ctrl-C must not end it while agents finish their runs (stop_agents)
-  setsid "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$ROOT/var/redis.log" 2>&1 &
+  # an ACL file, as an operator would configure one: agents' Redis users survive a restart of this Redis
+  touch "$ROOT/var/redis-users.acl"
+  setsid "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    --aclfile "$ROOT/var/redis-users.acl" >"$ROOT/var/redis.log" 2>&1 &
   STARTED_PIDS+=($!)
   REDIS_URL="redis://127.0.0.1:$port/0"
   for _ in $(seq 50); do redis_answers "$REDIS_URL" && return; sleep 0.1; done

@@ -63,7 +63,7 @@ if [ "$acl_status" -eq 0 ]; then
   agent_redis_url="$acl_url"
   log "the local agents use their own Redis ACL user (gpucf-agent-local)"
 elif [ "$acl_status" -eq 3 ]; then
-  log "this Redis has no ACL users (older than 6): the local agents get REDIS_URL itself"
+  log "this Redis has no ACL selectors (older than 7): the local agents get REDIS_URL itself"
 else
   log "could not make the agents' Redis user (see above)"; exit 1
 fi

@@ -62,7 +62,7 @@ class AgentRedisError(Exception):
 
 
 class AclUnsupported(AgentRedisError):
-    """The Redis server is older than 6: it has no ACL users."""
+    """The Redis server is older than 7: it has no ACL selectors (or no ACL users at all)."""
 
 
 def username_for(agent_name):

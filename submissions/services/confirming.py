@@ -7,18 +7,23 @@ submission's other passed runs there; or every passed run) and that an untrusted
 flagged `awaiting_second_judging` (timing_flags: it ranks nowhere, and only its owner and organizers
 see its figure) and gets one confirming run (`Run.confirms`) on the same GPU type, queued like a
 rejudge. The host that judged it may not start that run: its worker is refused with a short pause
-and the run goes back to the front of its queue for another host. When the confirming run passes
+and the run goes back to the front of its queue for another host. While no other host serving that
+GPU type is online, the confirming run waits in the database instead (no job in Redis for the one
+host to bounce), and the sweep queues it once one is (`release_waiting`). When the confirming run passes
 within CONFIRMATION_TOLERANCE_PERCENT, both runs are `second_judging_confirmed` and rank (the ranked
 figure is their median, ranked_runs); otherwise the first is `second_judging_disagrees` (and a
 passed second one too) until an organizer clears one (services/clearing.clear_second_judging). A
 trusted host's (`Agent.trusted`) results need no second judging, and it may confirm any other's.
 """
 import statistics
+from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from submissions import timing_flags
-from submissions.models import Run, RunStatus, SecondJudging, Standing, Verdict
+from submissions.models import AgentWorker, Run, RunStatus, SecondJudging, Standing, Verdict
 from submissions.services import audit, scheduling
 
 
@@ -62,7 +67,10 @@ def hold(run, agent, why):
     run.save(update_fields=["flags"])
     confirming = Run.objects.create(submission_id=run.submission_id, gpu_type_id=run.gpu_type_id, job_secret_hash="",
                                     confirms=run)
-    scheduling.admit(confirming, run.submission.contestant_id)
+    if another_host_online(confirming, judged_by=agent.pk):
+        scheduling.admit(confirming, run.submission.contestant_id)
+    else:
+        _wait_for_another_host(confirming)
     audit.record("run.awaiting_second_judging", run, actor_label=f"agent:{agent.name}", before={"flags": before},
                  after={"flags": run.flags, "confirming_run": confirming.pk}, reason="; ".join(why))
     return confirming
@@ -127,6 +135,39 @@ def check_start(run, agent):
             pause_s=settings.CONFIRMATION_REFUSAL_PAUSE_SECONDS)
 
 
+def another_host_online(run, judged_by=None):
+    """Whether a worker of another host than the provisional run's could start this second judging now:
+    a recent heartbeat, not draining, of an active, unquarantined agent granted the GPU type."""
+    if judged_by is None:
+        judged_by = Run.objects.filter(pk=run.confirms_id).values_list("agent_id", flat=True).first()
+    fresh = timezone.now() - timedelta(seconds=settings.FLEET_WORKER_SILENT_SECONDS)
+    return (AgentWorker.objects.filter(last_heartbeat_at__gte=fresh, draining=False, agent__is_active=True,
+                                       agent__quarantine_reason="", agent__gpu_types=run.gpu_type_id)
+            .exclude(agent_id=judged_by).exists())
+
+
+def _wait_for_another_host(run):
+    run.status = RunStatus.WAITING
+    run.rq_job_id = ""
+    run.save(update_fields=["status", "rq_job_id"])
+
+
+def release_waiting(now=None):
+    """The sweep's pass: second judgings waiting for another host are queued (at the front of their
+    queue) once one is online. Returns how many."""
+    from submissions.services import judging
+
+    released = 0
+    for run_id in list(Run.objects.filter(status=RunStatus.WAITING, confirms__isnull=False).values_list("pk", flat=True)):
+        with transaction.atomic():
+            run = (Run.objects.select_for_update(of=("self",)).select_related("gpu_type")
+                   .filter(pk=run_id, status=RunStatus.WAITING).first())
+            if run is not None and another_host_online(run):
+                judging.enqueue_run(run, at_front=True)
+                released += 1
+    return released
+
+
 def hand_back(run_id, agent, attempt):
     """After check_start refused this agent (its transaction rolled back): put the run's attempt, which
     the agent took off Redis, back at the front of its queue as a new attempt that spends none of the
@@ -144,5 +185,8 @@ def hand_back(run_id, agent, attempt):
         run.save(update_fields=["worker_refusals"])
         audit.record("run.requeued", run, actor_label=f"agent:{agent.name}",
                      reason=f"second judging of run #{run.confirms_id}: agent {agent.name} judged that run")
-        judging.enqueue_run(run, at_front=True)
+        if another_host_online(run):
+            judging.enqueue_run(run, at_front=True)
+        else:  # nobody else could take it: it waits in the database, not in Redis for this host to bounce
+            _wait_for_another_host(run)
     return True

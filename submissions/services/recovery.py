@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import Agent, Run, RunStatus, Verdict
-from submissions.services import audit, judging, scheduling
+from submissions.services import audit, confirming, judging, scheduling
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ def sweep_runs(now=None):
         log.warning("sweep: the queues could not be read (%s); queued runs not checked", exc)
         queued = []
     touched += sum(_requeue(lost, now) for lost in queued)
-    return touched + scheduling.release_waiting_runs()
+    return touched + scheduling.release_waiting_runs() + confirming.release_waiting()
 
 
 def _restore_agents_redis_users():

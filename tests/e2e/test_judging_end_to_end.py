@@ -25,9 +25,9 @@ def contest(queue_prefix, agent_redis_users):
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     _, contestant_token = accounts.create_api_token(alice)
     issue = submitting.open_issue(season, alice, title="ReLU")
-    _, agent_token = accounts.create_agent("e2e-agent", [cpu])
+    agent, agent_token = accounts.create_agent(f"e2e-{uuid.uuid4().hex[:8]}", [cpu])  # Redis users are server-wide
     # The agent's worker runs as a volunteer's host would: under its own Redis ACL user.
-    redis_url = agent_redis_users(f"e2e-{uuid.uuid4().hex[:8]}")
+    redis_url = agent_redis_users(agent.name)
     return {"issue": issue, "token": contestant_token, "agent_token": agent_token, "queue": f"{queue_prefix}cpu",
             "redis_url": redis_url}
 

@@ -50,7 +50,7 @@ def test_a_real_agent_takes_fresh_runs_first_and_a_burst_only_up_to_its_cap(
     alice = accounts.register_contestant("alice", "pw-alice-123", display_name="Alice")
     bob = accounts.register_contestant("bob", "pw-bob-123", display_name="Bob")
     organizer = accounts.register_contestant("org", "pw-org-123", display_name="Org", is_staff=True)
-    _, agent_token = accounts.create_agent("sched-e2e", [cpu])
+    agent_row, agent_token = accounts.create_agent(f"sched-{uuid.uuid4().hex[:8]}", [cpu])
 
     def submit(contestant, title):
         return submitting.create_submission(contestant, submitting.open_issue(season, contestant, title=title),
@@ -64,7 +64,7 @@ def test_a_real_agent_takes_fresh_runs_first_and_a_burst_only_up_to_its_cap(
     assert late.runs.get().status == RunStatus.WAITING  # bob's first run holds his one slot
 
     agent = start_agent(live_server.url, agent_token, cpu.queue_name,
-                        redis_url=agent_redis_users(f"sched-{uuid.uuid4().hex[:8]}"))
+                        redis_url=agent_redis_users(agent_row.name))
     wait_until_all_done(agent)
 
     started = list(Run.objects.order_by("started_at").values_list("pk", flat=True))

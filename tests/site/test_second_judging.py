@@ -4,10 +4,11 @@ host the organizer trusts). Through the agent HTTP API, with the jobs in the rea
 import html
 
 import pytest
+from django.utils import timezone
 
 from submissions import queueing
 from submissions.bundles import build_bundle
-from submissions.models import AuditEntry, GpuStanding, GpuType, Run, RunStatus, Season, Standing
+from submissions.models import AgentWorker, AuditEntry, GpuStanding, GpuType, Run, RunStatus, Season, Standing
 from submissions.services import accounts, clearing, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result
@@ -32,14 +33,21 @@ def cpu_season(db):
     return season
 
 
+def online_host(name):
+    """An agent with one worker that sent a heartbeat just now (a second judging waits for such a host)."""
+    agent, token = accounts.create_agent(name, GpuType.objects.all())
+    AgentWorker.objects.create(agent=agent, name=f"{name}-gpu0", last_heartbeat_at=timezone.now())
+    return agent, token
+
+
 @pytest.fixture
 def host_a(cpu_season):
-    return accounts.create_agent("host-a", GpuType.objects.all())
+    return online_host("host-a")
 
 
 @pytest.fixture
 def host_b(cpu_season):
-    return accounts.create_agent("host-b", GpuType.objects.all())
+    return online_host("host-b")
 
 
 def submit(capture, contestant, season, title="ReLU"):
@@ -155,6 +163,28 @@ def test_the_judging_host_is_refused_its_own_second_judging_and_the_run_goes_bac
     assert AuditEntry.objects.filter(action="run.requeued", object_id=str(confirming.pk)).count() == 2
     assert AuditEntry.objects.filter(action="run.start_refused", object_id=str(confirming.pk)).count() == 2
     assert "awaiting_second_judging" in Run.objects.get(pk=run.pk).flags
+
+
+def test_a_second_judging_waits_in_the_database_while_no_other_host_is_online(
+        client, cpu_season, alice, host_a, django_capture_on_commit_callbacks):
+    """With one host of the GPU type online, its workers would take and hand back the second judging
+    forever: it waits, with no job in Redis, until another host calls in."""
+    from submissions.services import recovery
+
+    submission = submit(django_capture_on_commit_callbacks, alice, cpu_season)
+    run = judge(client, django_capture_on_commit_callbacks, submission.runs.get(), host_a, 999.0)
+    confirming = Run.objects.get(confirms=run)
+    assert (confirming.status, confirming.rq_job_id) == (RunStatus.WAITING, "")
+    recovery.sweep_runs()
+    assert Run.objects.get(pk=confirming.pk).status == RunStatus.WAITING
+    host_b = online_host("host-b")
+    with django_capture_on_commit_callbacks(execute=True):
+        recovery.sweep_runs()
+    confirming.refresh_from_db()
+    assert confirming.status == RunStatus.QUEUED
+    assert queueing.judging_queue(confirming.queue_name).get_job_ids()[0] == confirming.rq_job_id
+    judge(client, django_capture_on_commit_callbacks, confirming, host_b, 998.0)
+    assert "second_judging_confirmed" in Run.objects.get(pk=run.pk).flags
 
 
 def test_a_second_host_that_agrees_makes_the_figure_public(
