@@ -192,7 +192,8 @@ class Platform:
         from submissions.models import GpuType, Season
         from submissions.services import accounts, submitting
 
-        season = Season.objects.create(code="S1", name=season_name)
+        # what a bench measures is judging: each result stands alone (no second judging on another host)
+        season = Season.objects.create(code="S1", name=season_name, second_judging="off")
         self.gpu_types = [GpuType.objects.create(slug=slug, name=name) for slug, name in gpu_types]
         season.gpu_types.add(*self.gpu_types)
         username, password, display_name = contestant

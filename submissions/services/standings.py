@@ -75,8 +75,9 @@ def compute_row(season, contestant):
         if review is not None and review.decision == ReviewDecision.ACCEPTED:
             counted[submission.issue_id] = review
     times = Submission.objects.filter(issue__season=season, contestant=contestant).aggregate(first=Min("created_at"))
-    runs = Run.objects.filter(submission__issue__season=season, submission__contestant=contestant)
-    # the best ranked figure of the contestant's submissions (never the best single run: ranked_runs)
+    # the best ranked figure of the contestant's accepted samples (never the best single run: ranked_runs;
+    # never an unreviewed submission's: the public board shows only what an organizer accepted)
+    runs = Run.objects.filter(submission_id__in=[review.submission_id for review in counted.values()])
     best = max((f.speedup for f in ranked_runs.figures(runs.only(*ranked_runs.FIELDS)).values()), default=None)
     base = sum(r.base_score for r in counted.values())
     bonus = sum(r.bonus for r in counted.values())

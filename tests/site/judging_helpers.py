@@ -56,3 +56,13 @@ def hand_out_to_token(run, token):
     from submissions.models import Agent, hash_secret
 
     hand_out(run, Agent.objects.get(token_hash=hash_secret(token)))
+
+
+def accept(submission, organizer_user):
+    """An organizer accepts the submission, judged or not (the override says why): the public board's
+    best speedup counts accepted samples only."""
+    from submissions.services import reviewing
+
+    reviewing.review_submission(submission, organizer_user, "accepted", rubric={"execution_time": 5},
+                                override_reason="test data: fixed points",
+                                acceptance_override="test data: accepted whatever its judging")

@@ -112,14 +112,14 @@ def test_every_change_to_a_board_shows_at_once_wherever_it_is_cached(
     assert row_of("Bob", shown["leaderboard", "en"])[-1] == "—"  # no speedup yet
     assert_served_from_cache(client)
 
-    # the agent's report: Bob's best speedup
+    # the agent's report: no public figure while the submission awaits review
     report_all(submission, agent, passed_result(speedup=4.5))
     shown = boards(client)
     for language in ("en", "zh"):
         for surface in ("leaderboard", "table fragment", "home"):
-            assert row_of("Bob", shown[surface, language])[-1] == "4.50×", (surface, language)
+            assert row_of("Bob", shown[surface, language])[-1] == "—", (surface, language)
     bob_json = next(r for r in client.get(APIS["JSON"]).json()["rows"] if r["contestant"] == "Bob")
-    assert bob_json["best_speedup"] == 4.5 and bob_json["accepted_count"] == 0
+    assert bob_json["best_speedup"] is None and bob_json["accepted_count"] == 0
 
     # the review accepting it: Bob on the GPU board, his accepted count on the season's
     reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5},
@@ -128,6 +128,8 @@ def test_every_change_to_a_board_shows_at_once_wherever_it_is_cached(
     shown = boards(client)
     for language in ("en", "zh"):
         assert "Bob" in shown["cpu board", language] and "Bob" in shown["cpu JSON", language]
+        for surface in ("leaderboard", "table fragment", "home"):  # Bob's best speedup, now accepted
+            assert row_of("Bob", shown[surface, language])[-1] == "4.50×", (surface, language)
     assert sorted((r["contestant"], r["accepted_count"]) for r in client.get(APIS["JSON"]).json()["rows"]) == [
         ("Alice", 1), ("Bob", 1)]
     assert [r["contestant"] for r in client.get(APIS["cpu JSON"]).json()] == ["Bob", "Alice"]  # the faster first

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from submissions.models import GpuStanding, Run, RunStatus, Standing
 from submissions.services import accounts, cancelling, rejudging, reviewing, submitting
 from tests.site.bundle_files import valid_files
-from tests.site.judging_helpers import passed_result, report_all, submit
+from tests.site.judging_helpers import accept, passed_result, report_all, submit
 
 EN = {"Accept-Language": "en-US,en;q=0.9"}
 ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
@@ -91,6 +91,7 @@ def test_the_latest_judgement_must_pass_and_the_platform_s_failures_do_not_count
     agent, _ = agent_and_token
     issue = submitting.open_issue(season, alice, title="GELU")
     submission = submit(django_capture_on_commit_callbacks, alice, issue, valid_files())
+    accept(submission, organizer.user)  # the board's best speedup counts accepted samples only
     report_all(submission, agent, passed_result(speedup=3.0))
     assert Standing.objects.get(contestant=alice).best_speedup == 3.0
 

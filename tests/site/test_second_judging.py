@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.bundles import build_bundle
-from submissions.models import AgentWorker, AuditEntry, GpuStanding, GpuType, Run, RunStatus, Season, Standing
-from submissions.services import accounts, clearing, submitting
+from submissions.models import AgentWorker, AuditEntry, Contestant, GpuStanding, GpuType, Run, RunStatus, Season, Standing
+from submissions.services import accounts, clearing, reviewing, submitting
 from tests.site.bundle_files import valid_files
-from tests.site.judging_helpers import passed_result
+from tests.site.judging_helpers import hand_out_to_token, passed_result
 from tests.site.test_agent_api import agent_headers
 
 EN = {"Accept-Language": "en-US,en;q=0.9"}
@@ -51,12 +51,21 @@ def host_b(cpu_season):
 
 
 def submit(capture, contestant, season, title="ReLU"):
+    """A submission an organizer accepted before it was judged: the public board shows accepted samples
+    only, so these tests ask whether one host's figure for an accepted sample reaches it."""
     issue = submitting.open_issue(season, contestant, title=title)
     with capture(execute=True):
-        return submitting.create_submission(contestant, issue, build_bundle(valid_files()))
+        submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
+    reviewer = (Contestant.objects.filter(user__username="reviewer").first()
+                or accounts.register_contestant("reviewer", "pw-reviewer-123", display_name="Reviewer", is_staff=True))
+    reviewing.review_submission(submission, reviewer.user, "accepted", rubric={"execution_time": 5},
+                                override_reason="test data: fixed points",
+                                acceptance_override="test data: accepted before its judging")
+    return submission
 
 
 def start(client, capture, run, token, worker=None):
+    hand_out_to_token(run, token)
     body = {"attempt": Run.objects.get(pk=run.pk).attempts}
     if worker:
         body["worker"] = worker
@@ -109,8 +118,8 @@ def board_best(client, season):
 
 
 def test_one_host_reporting_999x_is_not_public_until_a_second_host_judges(
-        client, cpu_season, alice, organizer, host_a, django_capture_on_commit_callbacks):
-    """The attack: host A reports passed 999x on an unreviewed submission. Nothing public shows 999."""
+        client, cpu_season, alice, organizer, host_a, host_b, django_capture_on_commit_callbacks):
+    """The attack: host A reports passed 999x (for a sample already accepted). Nothing public shows 999."""
     submission = submit(django_capture_on_commit_callbacks, alice, cpu_season)
     run = judge(client, django_capture_on_commit_callbacks, submission.runs.get(), host_a, 999.0)
 
@@ -142,7 +151,7 @@ def test_one_host_reporting_999x_is_not_public_until_a_second_host_judges(
 
 
 def test_the_judging_host_is_refused_its_own_second_judging_and_the_run_goes_back_to_the_front(
-        client, cpu_season, alice, host_a, django_capture_on_commit_callbacks, settings):
+        client, cpu_season, alice, host_a, host_b, django_capture_on_commit_callbacks, settings):
     submission = submit(django_capture_on_commit_callbacks, alice, cpu_season)
     run = judge(client, django_capture_on_commit_callbacks, submission.runs.get(), host_a, 999.0)
     confirming = Run.objects.get(confirms=run)
@@ -256,6 +265,24 @@ def test_a_trusted_hosts_result_is_public_at_once_and_it_confirms_another(
     assert "awaiting_second_judging" in provisional.flags
     judge(client, django_capture_on_commit_callbacks, Run.objects.get(confirms=provisional), host_b, 4.2)
     assert board_best(client, cpu_season) == {"Alice": 5.0, "Bob": 4.0}
+
+
+def test_an_unreviewed_submissions_figure_is_on_no_public_board_until_it_is_accepted(
+        client, cpu_season, alice, organizer, host_b, django_capture_on_commit_callbacks):
+    trusted, _ = host_b
+    trusted.trusted = True
+    trusted.save()
+    issue = submitting.open_issue(cpu_season, alice, title="Unreviewed")
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = submitting.create_submission(alice, issue, build_bundle(valid_files()))
+    judge(client, django_capture_on_commit_callbacks, submission.runs.get(), host_b, 7.0)  # a trusted host's word
+    assert board_best(client, cpu_season) == {"Alice": None}
+    client.logout()
+    board = text(client.get(f"/seasons/{cpu_season.code}/leaderboard/", headers=EN))
+    assert "7.00" not in board
+    reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5},
+                                override_reason="test data: fixed points")
+    assert board_best(client, cpu_season) == {"Alice": 7.0}
 
 
 def test_with_second_judging_off_one_hosts_word_is_public_at_once(
