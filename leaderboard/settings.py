@@ -126,6 +126,10 @@ REDIS_ADMIN_URL = os.environ.get("REDIS_ADMIN_URL", "")
 # an agent could write a page there). Kept BOARD_CACHE_SECONDS at most.
 BOARD_CACHE_URL = os.environ.get("BOARD_CACHE_URL", "locmem")
 BOARD_CACHE_SECONDS = env_int("BOARD_CACHE_SECONDS", 600)
+# While one request renders a board's page at a new version, the others that ask for it meanwhile are
+# served the previous rendering if it misses no change committed longer ago than this; 0: they wait
+# for the new one. A visitor alone always sees every committed change (leaderboard/board_cache.py).
+BOARD_STALE_SECONDS = float(os.environ.get("BOARD_STALE_SECONDS", 1))
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "boards": ({"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards",
