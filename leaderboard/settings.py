@@ -138,7 +138,9 @@ CACHES = {
                if BOARD_CACHE_URL == "locmem" else
                # A stalled Redis must not stall the pages: past these the page is rendered uncached.
                {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BOARD_CACHE_URL,
-                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}),
+                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+                # sites (or tests) sharing one Redis keep their boards apart by it
+                "KEY_PREFIX": os.environ.get("BOARD_CACHE_KEY_PREFIX", "")}),
 }
 # Jobs go through Redis as JSON only: a pickle found there is never unpickled.
 RQ_SERIALIZER = "rq.serializers.JSONSerializer"
