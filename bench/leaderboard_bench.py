@@ -13,6 +13,9 @@ prints p50, p99 and the worst per page. Pages are served from the board cache on
 (leaderboard/board_cache.py); --review-every changes a standing and re-ranks the season that often
 while the pages are timed, as reviews and agents' reports do in a contest: each makes every cached
 board stale, so pages are rendered again.
+
+Writes its figures, with the load average before and after and the command, to --out (default
+bench/results/leaderboard/churn-<database>.json with --review-every, steady-<database>.json without).
 """
 import argparse
 import json
@@ -217,11 +220,13 @@ def main():
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench.sqlite3'}")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the database when it already holds a season of --contestants standings")
-    parser.add_argument("--out", default=None, help="write the figures here as JSON")
+    parser.add_argument("--out", default=None, help="write the figures here as JSON (default: "
+                        "bench/results/leaderboard/churn-<database>.json, or steady-<database>.json)")
     parser.add_argument("--review-every", type=float, default=0,
                         help="seconds between standing changes while pages are timed (0: none)")
     args = parser.parse_args()
     (ROOT / "var").mkdir(exist_ok=True)
+    load_before = os.getloadavg()
     setup_django(args.database_url)
     from django.db import connection
 
@@ -261,7 +266,7 @@ def main():
     finally:
         site.stop()
     print(f"database: {vendor}; {args.clients} clients through gunicorn ({args.requests} requests a page, "
-          f"load average {os.getloadavg()[0]:.1f})")
+          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after)")
     if args.review_every:
         print(f"{len(reviews)} reviews while timing, one every {args.review_every:g} s "
               f"(each {statistics.median(reviews) if reviews else 0:.0f} ms median)")
@@ -272,11 +277,19 @@ def main():
                           "max": round(max(values), 1)}
         print(f"{label:24s} p50 {figures[label]['p50']:7.1f} ms   p99 {figures[label]['p99']:7.1f} ms   "
               f"max {figures[label]['max']:7.1f} ms")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"database": vendor, "contestants": args.contestants,
-                                              "clients": args.clients, "requests": args.requests,
-                                              "review_every_s": args.review_every, "reviews": len(reviews),
-                                              "load_average": os.getloadavg(), "figures": figures}, indent=2) + "\n")
+    out = Path(args.out) if args.out else (
+        ROOT / "bench" / "results" / "leaderboard" / f"{'churn' if args.review_every else 'steady'}-{vendor}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    database = "sqlite" if vendor == "sqlite" else "postgres://…/" + args.database_url.rsplit("/", 1)[-1]
+    out.write_text(json.dumps({
+        "command": " ".join(["python bench/leaderboard_bench.py", *(
+            a if not a.startswith(("sqlite:", "postgres:")) else database for a in sys.argv[1:])]),
+        "database": vendor, "contestants": args.contestants, "clients": args.clients, "requests": args.requests,
+        "review_every_s": args.review_every, "reviews": len(reviews),
+        "review_ms_median": round(statistics.median(reviews), 1) if reviews else None,
+        "load_average_before": load_before, "load_average_after": os.getloadavg(),
+        "worst_p99_ms": max(f["p99"] for f in figures.values()), "figures": figures}, indent=2) + "\n")
+    print(f"figures written to {out}")
 
 
 if __name__ == "__main__":

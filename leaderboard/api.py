@@ -97,7 +97,7 @@ LIMIT = Query(50, ge=1, le=500, description="Rows to return")
 @public_router.get("/seasons/{code}/leaderboard", response=answers({200: LeaderboardOut}, 404, 422),
                    url_name="season_leaderboard")
 def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LIMIT):
-    season = selectors.with_freeze(Season.objects.filter(code=code)).first()
+    season = board_cache.read(lambda: selectors.with_freeze(Season.objects.filter(code=code)).first())
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
     freeze = selectors.active_freeze(season, request.user)
@@ -279,7 +279,7 @@ GpuBoardOut = RootModel[List[GpuStandingOut]]
 @public_router.get("/seasons/{code}/gpus/{slug}/leaderboard", response=answers({200: List[GpuStandingOut]}, 404, 422),
                    url_name="gpu_leaderboard")
 def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: int = LIMIT):
-    season = Season.objects.filter(code=code).first()
+    season = board_cache.read(lambda: Season.objects.filter(code=code).first())
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})

@@ -3,28 +3,60 @@ table it polls, a GPU board's table, the home page's top ten, a JSON page's byte
 count. Rendering a page of 50 rows was most of a leaderboard request's cost (template rendering, not
 SQL); with 8 clients on 2 cores it queued every page past 100 ms (docs/performance.md).
 
-A key names the season's board version (submissions/board_versions.py), a token replaced in the
-transaction of every change to what the season's boards show: an entry is never served once that
-change is committed, wherever it was rendered, and old entries just expire. The key also names the
-board the viewer is held to (live, or a freeze's snapshot: organizers see the live one, under a
-notice of their own), the language and the page; never the viewer: personal parts (the menu, the
-CSRF token, messages) stay outside the cached parts. The code's own version is in the key too, so a deployment's new
-templates or translations are never mixed with the old ones' renderings.
+An entry holds its rendering and the season's board version it was rendered at (submissions/
+board_versions.py), a token replaced in the transaction of every change to what the season's boards
+show: a request that reads the season's version and finds an entry of that version serves it.
+Entries of other databases or of rolled-back transactions never match (a token is never drawn
+twice). The key names the board the viewer is held to (live, or a freeze's snapshot: organizers see
+the live one, under a notice of their own), the language and the page; never the viewer: personal
+parts (the menu, the CSRF token, messages) stay outside the cached parts. The code's own version is
+in the key too, so a deployment's new templates or translations are never mixed with the old ones'.
+
+After a change every page is stale at once, and every client asks for it again. One request renders
+each page at the new version (single flight: per process, and between processes through `add`, Redis's
+SET NX, when the cache is shared); the requests that come while it renders are served the rendering
+before it, when that is at most BOARD_STALE_SECONDS behind a committed change (below), else they wait
+for the one rendering. A visitor alone never sees an older board than the database holds: a request
+that finds no rendering under way renders itself.
+
+The bound: an entry rendered at version V shows every change committed before V was replaced (each
+change replaces it). If this process read V as the current version at time s (stamped before the
+season's query, `read`), V was replaced after s, so whatever the entry misses committed after s; it is
+served only while now - s <= BOARD_STALE_SECONDS.
 
 When the cache cannot be reached the page is rendered as if it had no entry (and said once a minute).
 """
 import hashlib
 import logging
+import threading
 import time
+from collections import OrderedDict
 from functools import lru_cache
 
 import redis
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.utils import translation
 
 logger = logging.getLogger(__name__)
 _warned_at = [0.0]
+
+# How long a request waits for another's rendering before rendering itself (that one may have died).
+WAIT_SECONDS = 5
+# How long a shared cache's claim on a rendering lasts when its process dies before releasing it.
+CLAIM_SECONDS = 30
+KEPT_VERSIONS = 8  # per season, the versions whose last reading this process remembers
+
+_lock = threading.Lock()
+_read_at = {}  # season pk -> OrderedDict(version -> latest time.monotonic() it was read as current)
+_flights = {}  # (key, version) -> _Flight: the renderings under way in this process
+
+
+class _Flight:
+    def __init__(self):
+        self.landed = threading.Event()
+        self.value = None  # (rendering,) once rendered; stays None when the rendering failed
 
 
 @lru_cache(maxsize=1)
@@ -46,7 +78,43 @@ def board_of(freeze):
 
 def key(season, *parts):
     detail = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]
-    return f"board:{code_version()}:{season.pk}:{season.board_version}:{detail}"
+    return f"board:{code_version()}:{season.pk}:{detail}"
+
+
+def read(fetch):
+    """`fetch()`: a season (or None), marked with a time before it was read (see `mark_read`)."""
+    since = time.monotonic()
+    season = fetch()
+    if season is not None:
+        mark_read(season, since)
+    return season
+
+
+def mark_read(season, since):
+    """`season` was read from the database after `since` (time.monotonic()): its board version was
+    current then or later. Only a season so marked may be served a rendering of an earlier version."""
+    season.board_read_at = since
+
+
+def _note_read(season):
+    since = getattr(season, "board_read_at", None)
+    if since is None:
+        return
+    with _lock:
+        versions = _read_at.setdefault(season.pk, OrderedDict())
+        if since > versions.get(season.board_version, float("-inf")):
+            versions[season.board_version] = since
+            versions.move_to_end(season.board_version)
+            while len(versions) > KEPT_VERSIONS:
+                versions.popitem(last=False)
+
+
+def _recently_current(season, version):
+    """Whether this process read `version` as the season's current one at most BOARD_STALE_SECONDS
+    ago: a rendering of it then misses only changes committed since."""
+    with _lock:
+        since = _read_at.get(season.pk, {}).get(version)
+    return since is not None and time.monotonic() - since <= settings.BOARD_STALE_SECONDS
 
 
 def _unreachable(exc):
@@ -55,22 +123,106 @@ def _unreachable(exc):
         logger.warning("the board cache is unreachable (%s); rendering boards uncached", exc)
 
 
-def cached(season, parts, compute, *, per_language=False):
-    """`compute()`, or what it returned for the same season version and `parts` (and language, when
-    the value is text in it)."""
-    if per_language:
-        parts = (*parts, translation.get_language())
-    name = key(season, *parts)
-    cache = caches["boards"]
+def _shared(cache):
+    return not isinstance(cache, LocMemCache)
+
+
+def _claim_name(name, version):
+    return f"{name}:rendering:{version}"
+
+
+def _claim(cache, name, version):
+    """A flight of this request's own when no rendering of `name` at `version` is under way, here or
+    (a shared cache) in another process; None when one is."""
+    with _lock:
+        if (name, version) in _flights:
+            return None
+        flight = _flights[name, version] = _Flight()
+    if _shared(cache):
+        try:
+            claimed = cache.add(_claim_name(name, version), 1, CLAIM_SECONDS)
+        except (redis.RedisError, OSError) as exc:
+            _unreachable(exc)
+            claimed = True
+        if not claimed:  # another process renders it: this one's waiters look for its entry
+            _land(name, version, flight)
+            return None
+    return flight
+
+
+def _land(name, version, flight, value=None):
+    with _lock:
+        _flights.pop((name, version), None)
+    flight.value = value
+    flight.landed.set()
+
+
+def _render(cache, name, version, compute, flight):
     try:
-        value = cache.get(name)
+        value = compute()
+    except BaseException:
+        _land(name, version, flight)
+        raise
+    try:
+        cache.set(name, (version, value), settings.BOARD_CACHE_SECONDS)
+        if _shared(cache):
+            cache.delete(_claim_name(name, version))
+    except (redis.RedisError, OSError) as exc:
+        _unreachable(exc)
+    _land(name, version, flight, (value,))
+    return value
+
+
+def _wait_for(cache, name, version, compute):
+    """The rendering under way (here, or in another process through the shared cache); this
+    request's own when it does not come within WAIT_SECONDS."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    with _lock:
+        flight = _flights.get((name, version))
+    if flight is not None:
+        if flight.landed.wait(WAIT_SECONDS) and flight.value is not None:
+            return flight.value[0]
+    elif _shared(cache):
+        while time.monotonic() < deadline:
+            time.sleep(0.005)
+            try:
+                entry = cache.get(name)
+            except (redis.RedisError, OSError) as exc:
+                _unreachable(exc)
+                break
+            if entry is not None and entry[0] == version:
+                return entry[1]
+    try:
+        entry = cache.get(name)
     except (redis.RedisError, OSError) as exc:
         _unreachable(exc)
         return compute()
-    if value is None:
-        value = compute()
-        try:
-            cache.set(name, value, settings.BOARD_CACHE_SECONDS)
-        except (redis.RedisError, OSError) as exc:
-            _unreachable(exc)
-    return value
+    if entry is not None and entry[0] == version:
+        return entry[1]
+    flight = _claim(cache, name, version)
+    return _render(cache, name, version, compute, flight) if flight is not None else compute()
+
+
+def cached(season, parts, compute, *, per_language=False):
+    """`compute()`, or what it returned for the same season version and `parts` (and language, when
+    the value is text in it), or while another request computes that: what it returned for a version
+    at most BOARD_STALE_SECONDS behind (the module's docstring)."""
+    if per_language:
+        parts = (*parts, translation.get_language())
+    name = key(season, *parts)
+    version = season.board_version
+    cache = caches["boards"]
+    _note_read(season)
+    try:
+        entry = cache.get(name)
+    except (redis.RedisError, OSError) as exc:
+        _unreachable(exc)
+        return compute()
+    if entry is not None and entry[0] == version:
+        return entry[1]
+    flight = _claim(cache, name, version)
+    if flight is not None:
+        return _render(cache, name, version, compute, flight)
+    if entry is not None and _recently_current(season, entry[0]):
+        return entry[1]
+    return _wait_for(cache, name, version, compute)

@@ -126,6 +126,10 @@ REDIS_ADMIN_URL = os.environ.get("REDIS_ADMIN_URL", "")
 # an agent could write a page there). Kept BOARD_CACHE_SECONDS at most.
 BOARD_CACHE_URL = os.environ.get("BOARD_CACHE_URL", "locmem")
 BOARD_CACHE_SECONDS = env_int("BOARD_CACHE_SECONDS", 600)
+# While one request renders a board's page at a new version, the others that ask for it meanwhile are
+# served the previous rendering if it misses no change committed longer ago than this; 0: they wait
+# for the new one. A visitor alone always sees every committed change (leaderboard/board_cache.py).
+BOARD_STALE_SECONDS = float(os.environ.get("BOARD_STALE_SECONDS", 1))
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "boards": ({"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards",
@@ -134,7 +138,9 @@ CACHES = {
                if BOARD_CACHE_URL == "locmem" else
                # A stalled Redis must not stall the pages: past these the page is rendered uncached.
                {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BOARD_CACHE_URL,
-                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}),
+                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+                # sites (or tests) sharing one Redis keep their boards apart by it
+                "KEY_PREFIX": os.environ.get("BOARD_CACHE_KEY_PREFIX", "")}),
 }
 # Jobs go through Redis as JSON only: a pickle found there is never unpickled.
 RQ_SERIALIZER = "rq.serializers.JSONSerializer"

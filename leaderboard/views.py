@@ -1,4 +1,6 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
+import time
+
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -15,10 +17,12 @@ HOME_ROWS = 10
 
 
 def home(request):
+    read_from = time.monotonic()
     seasons = list(selectors.with_freeze(Season.objects.order_by("-starts_at")))  # the current one first
     season = seasons[0] if seasons else None
     top = None
     if season:
+        board_cache.mark_read(season, read_from)
         rule = selectors.rule_of(season)
         freeze = selectors.active_freeze(season, request.user)
         top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
@@ -60,7 +64,7 @@ def season_detail(request, code):
 
 
 def season_leaderboard(request, code):
-    season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
+    season = board_cache.read(lambda: get_object_or_404(selectors.with_freeze(Season.objects), code=code))
     search, cut = bounded_search(request.GET.get("q"))
     freeze = selectors.active_freeze(season, request.user)
     staff = request.user.is_staff
@@ -114,7 +118,7 @@ def contestant_detail(request, contestant_id):
 
 
 def gpu_leaderboard(request, code, slug):
-    season = get_object_or_404(Season, code=code)
+    season = board_cache.read(lambda: get_object_or_404(Season, code=code))
     gpu_type = selectors.season_gpu_type(season, slug)
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")

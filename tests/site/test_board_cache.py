@@ -7,7 +7,10 @@ another visitor, and an unreachable cache only costs the rendering."""
 import html
 import os
 import re
+import threading
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -17,9 +20,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from submissions.models import GpuType
+from submissions.models import GpuType, Season
 
 from leaderboard import board_cache as board_cache_module
+from submissions import board_versions
 from submissions.services import accounts, reviewing, seasons, submitting
 from tests.gunicorn_site import free_port
 from tests.judged_data import accepted_sample
@@ -237,3 +241,88 @@ def test_an_unreachable_cache_only_costs_the_rendering(client, season, alice, or
     for path in (*PAGES.values(), *APIS.values()):
         assert "Alice" in text(client.get(path)), path
     assert "the board cache is unreachable" in caplog.text
+
+
+class Rendering:
+    """A board's rendering that takes as long as the test says: it starts, then waits to be let go."""
+
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def __call__(self):
+        self.calls += 1
+        self.started.set()
+        assert self.go.wait(30), "the test never let the rendering finish"
+        return self.value
+
+
+def read_season(season):
+    """The season as a page reads it: from the database, marked with when (board_cache.read)."""
+    return board_cache_module.read(lambda: Season.objects.get(pk=season.pk))
+
+
+def ask_at_once(season, parts, count):
+    """`count` requests for one board page at once, each in its own thread; their answers, and what
+    they rendered themselves."""
+    own = Rendering("rendered again by a follower")
+    own.go.set()
+    with ThreadPoolExecutor(count) as pool:
+        answers = list(pool.map(lambda _: board_cache_module.cached(season, parts, own), range(count)))
+    return answers, own.calls
+
+
+PARTS = ("live", "page", "", "page", 1, "en")
+
+
+def test_requests_during_a_rendering_get_the_previous_one_and_it_is_rendered_once(season, board_cache):
+    first = Rendering("board before the review")
+    first.go.set()
+    assert board_cache_module.cached(read_season(season), PARTS, first) == "board before the review"
+    board_versions.bump(season.pk)  # a review: the rendering above is stale
+
+    latest = read_season(season)
+    second = Rendering("board after the review")
+    with ThreadPoolExecutor(1) as leader:
+        rendered = leader.submit(board_cache_module.cached, latest, PARTS, second)
+        assert second.started.wait(30)
+        # while it renders, the other requests are served the board as it was a moment ago, rendering nothing
+        answers, renderings = ask_at_once(read_season(season), PARTS, 8)
+        assert answers == ["board before the review"] * 8 and renderings == 0
+        second.go.set()
+        assert rendered.result(30) == "board after the review"
+    answers, renderings = ask_at_once(read_season(season), PARTS, 8)
+    assert answers == ["board after the review"] * 8 and renderings == 0
+    assert first.calls == second.calls == 1
+
+
+def test_a_visitor_alone_sees_every_committed_change_at_once(season, board_cache):
+    for review in range(3):
+        board_versions.bump(season.pk)
+        rendering = Rendering(f"board after review {review}")
+        rendering.go.set()
+        assert board_cache_module.cached(read_season(season), PARTS, rendering) == f"board after review {review}"
+
+
+@pytest.mark.parametrize("bound", [0, 0.2])
+def test_no_request_is_served_a_rendering_older_than_the_bound(season, board_cache, settings, bound):
+    settings.BOARD_STALE_SECONDS = bound
+    first = Rendering("board before the review")
+    first.go.set()
+    board_cache_module.cached(read_season(season), PARTS, first)
+    time.sleep(bound + 0.1)  # nobody reads the season meanwhile: the rendering above is now too old to serve
+    board_versions.bump(season.pk)
+
+    second = Rendering("board after the review")
+    with ThreadPoolExecutor(1) as leader:
+        rendered = leader.submit(board_cache_module.cached, read_season(season), PARTS, second)
+        assert second.started.wait(30)
+        with ThreadPoolExecutor(8) as pool:  # they wait for the one rendering under way
+            followers = [pool.submit(board_cache_module.cached, read_season(season), PARTS,
+                                     lambda: "rendered again by a follower") for _ in range(8)]
+            time.sleep(0.2)  # let them reach the wait (were they served or rendering, they would be done)
+            assert not any(f.done() for f in followers)
+            second.go.set()
+            assert [f.result(30) for f in followers] == ["board after the review"] * 8
+        assert rendered.result(30) == "board after the review"
+    assert second.calls == 1
