@@ -139,9 +139,11 @@ def queue_prefix(settings):
     yield settings.GPU_QUEUE_PREFIX
     from submissions import queueing
 
+    job_prefix = queueing.job_id_prefix("")[:-1]  # job ids spell the prefix in RQ's alphabet (live-x-gpu-)
     for connection in (queueing.connection(), queueing.site_connection()):
-        for key in connection.scan_iter(f"rq:*{settings.GPU_QUEUE_PREFIX}*"):
-            connection.delete(key)
+        for pattern in (f"rq:*{settings.GPU_QUEUE_PREFIX}*", f"rq:*{job_prefix}*"):
+            for key in connection.scan_iter(pattern):
+                connection.delete(key)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import pytest
 import requests
 from django.db import OperationalError
 from django.utils import timezone
-from rq import Worker
 
 import profiler_agent
 from submissions import queueing
@@ -118,8 +117,17 @@ def wait_until(condition, what, process, timeout=300):
 
 
 def rq_workers(queue_name):
-    """The names of the RQ workers listening on the queue (read from Redis, not the database)."""
-    return {w.name for w in Worker.all(queue=queueing.judging_queue(queue_name))}
+    """The names of the RQ workers listening on the queue (read from Redis, not the database): their
+    records `rq:worker:<host's Redis user>:<name>` (agents register in no shared worker set)."""
+    connection, names = queueing.connection(), set()
+    for key in connection.scan_iter("rq:worker:*", count=1000):
+        key = key.decode()
+        if key.endswith(":executions") or connection.type(key) != b"hash":
+            continue
+        record = {k.decode(): v.decode() for k, v in connection.hgetall(key).items()}
+        if "death" not in record and queue_name in record.get("queues", "").split(","):
+            names.add(key.rsplit(":", 1)[1])
+    return names
 
 
 def judged(site, contest, submission_ids):
@@ -158,7 +166,7 @@ def test_a_fleet_of_two_cpu_workers_judges_and_a_drained_worker_takes_no_runs(li
     assert {r.worker.name for r in runs} == names  # both workers judged; each run names its own
     workers = db(lambda: {w.name: w for w in AgentWorker.objects.select_related("agent").filter(name__in=names)})
     for worker in workers.values():
-        assert worker.agent.name == "e2e-agent" and worker.harness_version == profiler_agent.HARNESS_VERSION
+        assert worker.agent.name == contest["agent_name"] and worker.harness_version == profiler_agent.HARNESS_VERSION
         assert (worker.gpu_uuid, worker.gpu_index, worker.last_heartbeat_at is not None) == ("", None, True)
 
     cpu0, cpu1 = workers["e2e-agent-cpu0"], workers["e2e-agent-cpu1"]

@@ -29,7 +29,7 @@ def contest(queue_prefix, agent_redis_users):
     # The agent's worker runs as a volunteer's host would: under its own Redis ACL user.
     redis_url = agent_redis_users(agent.name)
     return {"issue": issue, "token": contestant_token, "agent_token": agent_token, "queue": f"{queue_prefix}cpu",
-            "redis_url": redis_url}
+            "redis_url": redis_url, "agent_name": agent.name}
 
 
 def submit(site, contest, example):
@@ -59,7 +59,7 @@ def test_a_correct_and_a_wrong_bundle_get_their_verdicts(live_server, contest, s
     (bad,) = wrong["runs"]
     assert bad["verdict"] == "wrong_answer" and bad["speedup"] is None
     assert bad["result"]["correctness"]["max_abs_err"] > 0
-    assert Run.objects.get(pk=run["id"]).agent.name == "e2e-agent"
+    assert Run.objects.get(pk=run["id"]).agent.name == contest["agent_name"]
     assert AuditEntry.objects.filter(action="run.verdict").count() == 2
     # The submission page shows the verdict (and stops polling).
     page = requests.get(f"{site}/submissions/{correct_id}/runs/", timeout=10).text

@@ -14,6 +14,19 @@ def migrate(target):
     executor.migrate(target)
 
 
+def migrate_to_latest():
+    """Back to every app's newest migration: the next tests on this database expect the whole schema."""
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.fixture(autouse=True)
+def whole_schema_after():
+    yield
+    migrate_to_latest()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_accounts_sharing_an_address_stop_the_migration_by_name_and_lose_nothing():
     from django.contrib.auth import get_user_model

@@ -24,7 +24,7 @@ def test_queue_depths_come_from_redis_and_waiting_runs_from_the_database(submit,
     settings.MAX_QUEUED_RUNS_PER_CONTESTANT = 2
     runs = [submit() for _ in range(3)]  # two queued in Redis, the third held back by the cap
     cpu = GpuType.objects.get(slug="cpu")
-    queueing.enqueue_judging(cpu.rejudge_queue_name, queueing.job_id(999, 1), {"run_id": 999, "attempt": 1})
+    queueing.enqueue_judging(cpu.rejudge_queue_name, queueing.job_id(999, 1, cpu.slug), {"run_id": 999, "attempt": 1})
     enqueued = timezone.now() - timedelta(minutes=7)
     Run.objects.filter(pk=runs[0].pk).update(enqueued_at=enqueued)
 

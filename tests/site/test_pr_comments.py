@@ -6,6 +6,7 @@ import pytest
 from submissions import queueing
 from submissions.models import AuditEntry
 from submissions.services import judging, pr_comments, pr_intake, submitting
+from tests.site.judging_helpers import hand_out_to_token
 from tests.site.judging_helpers import passed_result, report_all
 from tests.site.pr_host import (BareRepository, RecordingApi, advance_scheduled_jobs, local_hosts, run_site_worker,
                                 scheduled_delays)
@@ -53,6 +54,7 @@ def test_the_agents_result_request_returns_before_a_slow_host_is_asked(
     api, submission = pr_submission(delay_s=1.0)
     _, token = agent_and_token
     for run in submission.runs.order_by("pk"):
+        hand_out_to_token(run, token)
         started = client.post(f"/api/v1/agent/runs/{run.pk}/start", {"attempt": run.attempts},
                               content_type="application/json", headers=agent_headers(token))
         secret = started.json()["job_secret"]
