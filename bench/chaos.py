@@ -253,13 +253,16 @@ def wait_until(condition, timeout, poll=0.25):
     return None
 
 
-def judging_agent(platform, min_running_s=2.0):
-    """An agent process judging a run for a while, and that run's (pk, attempt)."""
+def judging_agent(platform, min_running_s=2.0, max_running_s=None):
+    """An agent process judging a run for a while (at most `max_running_s`: far from its end), and that
+    run's (pk, attempt); the most recently started such run first."""
     from django.utils import timezone
 
-    for row in run_rows():
-        if row["status"] == "running" and row["started_at"] and \
-                (timezone.now() - row["started_at"]).total_seconds() >= min_running_s:
+    rows = sorted((r for r in run_rows() if r["status"] == "running" and r["started_at"]),
+                  key=lambda r: r["started_at"], reverse=True)
+    for row in rows:
+        running_s = (timezone.now() - row["started_at"]).total_seconds()
+        if running_s >= min_running_s and (max_running_s is None or running_s <= max_running_s):
             for agent in platform.agents:
                 if agent.agent_pk == row["agent_id"] and agent.process.poll() is None and not agent.held:
                     return agent, (row["pk"], row["attempts"])
@@ -293,9 +296,10 @@ def late_report_of(fault):
 
 def inject(platform, kind, recover_timeout, partition_s=120.0):
     if kind == "partition":
-        found = wait_until(lambda: judging_agent(platform) is not None, 120)
-        agent, casualty = judging_agent(platform) if found is not None else (
-            next(a for a in platform.agents if a.process.poll() is None), None)
+        # a judgement just begun: it is still going when the heartbeats stop (a CPU one takes 40-80 s)
+        picked = []
+        wait_until(lambda: picked.append(judging_agent(platform, max_running_s=15)) or picked[-1] is not None, 120)
+        agent, casualty = picked[-1] or (next(a for a in platform.agents if a.process.poll() is None), None)
         fault = Fault(kind, time.time())
         proxy = platform.proxies[agent.name]
         proxy.cut()

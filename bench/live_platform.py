@@ -116,8 +116,14 @@ class CuttableProxy:
 
     @staticmethod
     def _reset(sock):
-        try:  # RST, not FIN: the client's next read or write fails at once
+        """Close at once: a shutdown wakes the pump blocked reading it (a bare close would not, and the
+        client would wait for its read timeout), and the linger of 0 makes the close a reset."""
+        try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             sock.close()
         except OSError:
             pass
