@@ -107,6 +107,37 @@ def test_a_worker_cut_off_from_the_site_takes_no_job_until_a_heartbeat_gets_thro
     assert "the site says: take jobs again" in stderr
 
 
+def test_a_worker_started_while_redis_lacks_its_user_waits_for_it(site, queue):
+    """A host (re)started after a Redis restart lost its ACL user, before the site's sweep made it again:
+    RQ's worker talks to Redis as it is made, and the process exited there (AuthenticationError), again
+    and again under systemd. It waits instead, heartbeats going on, and works once the user is back."""
+    from redis import Redis
+
+    site.start_codes = {"7": 409}  # nothing is judged: the start shows the worker took the job
+    user, password = f"test-agent-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    admin = Redis.from_url(REDIS_URL)
+    url = REDIS_URL.replace("redis://", f"redis://{user}:{password}@", 1)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "profiler_agent", "work", "--site", site.url, "--token", TOKEN, "--queue", queue.name,
+         "--name", f"nouser-{uuid.uuid4().hex[:6]}", "--device", "cpu", "--heartbeat-seconds", "0.5"],
+        cwd=REPO, env={**os.environ, "REDIS_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        wait_for(lambda: site.requests or worker.poll() is not None, "a heartbeat while Redis refuses the host")
+        time.sleep(3)
+        assert worker.poll() is None, "the worker exited while its Redis user was missing"
+        admin.execute_command("ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all")  # the sweep's doing
+        queue.enqueue("profiler_agent.service.jobs.judge_run", kwargs={"run_id": 7, "attempt": 1})
+        wait_for(lambda: site.posts("/start") or worker.poll() is not None, "the worker taking the job")
+        assert site.posts("/start"), "the worker exited"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+        admin.execute_command("ACL", "DELUSER", user)
+    assert worker.returncode == 0, stderr[-3000:]
+    assert "Redis refused this host's credentials" in stderr
+
+
 def test_the_fleet_restarts_a_killed_worker_and_stops_them_all(site, queue, tmp_path):
     log_path = tmp_path / "fleet.log"
     env = {**os.environ, "PROFILER_AGENT_SITE": site.url, "PROFILER_AGENT_TOKEN": TOKEN}
