@@ -2,20 +2,34 @@
 submissions in flight, and faults; afterwards every submission must have exactly one final verdict
 per GPU type (none lost, none duplicated, none stuck), and each fault's time to recover is printed.
 
-    python bench/chaos.py [--submissions 40] [--agents 3] [--rounds 1] [--out results/chaos.json]
+    python bench/chaos.py [--submissions 40] [--agents 3] [--rounds 1] [--partition-seconds 120]
+                          [--out bench/results/chaos/chaos.json]
+
+Each agent host runs under its own Redis ACL user, made by the site's code (agent_redis.create_or_rotate)
+and kept, as an operator would configure it, in the server's ACL file (`--aclfile`); each reaches the
+site through a proxy of its own (live_platform.CuttableProxy), so that its link can be cut.
 
 Faults, in order, each once per round (the next waits until the platform recovered from the last):
 - kill-agent-back: SIGKILL a judging agent's process group; it comes back at once under its name
   (as systemd's Restart= would);
 - kill-agent-gone: the same, but the host stays away until its run is judged again elsewhere;
-- redis-kept: Redis shut down and started again with its data (append-only file);
-- redis-lost: Redis shut down and started again empty;
-- site-restart: gunicorn stopped (SIGTERM) and started again.
+- redis-kept: Redis shut down and started again with its data (append-only file) and its ACL file;
+- redis-lost: Redis shut down and started again empty, its ACL file too: every host's user is gone
+  until the site's sweep makes them again (agent_redis.restore_missing);
+- site-restart: gunicorn stopped (SIGTERM) and started again;
+- partition: a judging agent's host cannot reach the site for --partition-seconds (its proxy refuses
+  connections and closes the open ones) while its Redis connection stays up. The site hands its run
+  back after RUN_SILENT_AFTER_SECONDS and another agent judges it; the host's report, if it still
+  comes after the link is back, must be audited `run.late_report` (never as a forged report or a
+  refused progress report), and the host must not be quarantined.
 Agents that exit on their own are restarted after 1 s, like systemd would. The sweeper runs as
 production runs it (`manage.py sweep_runs --loop`) and on agents' heartbeats.
 
+Second judging (services/confirming) gives a passed run that would change the board a confirming run
+on another host: the audit counts those apart ("second_judgings"), each with exactly one verdict.
+
 "Recovered" means: the site and Redis answer, every queued run's job is in Redis, and no run is
-still held by a killed agent's attempt. Also timed: "judged again", until a killed run's next
+still held by a killed (or cut off) agent's attempt. Also timed: "judged again", until a killed run's next
 attempt starts (it waits for a free agent), and "resumed", until a run starts or finishes after the
 fault (it waits for a judgement to end: tens of seconds on a busy CPU). Database: a fresh PostgreSQL database when DATABASE_URL names PostgreSQL (dropped at the
 end), else a SQLite file in the run's temporary folder. tests/e2e/test_chaos.py runs a reduced form.
@@ -34,11 +48,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.live_platform import Database, Platform, RedisServer, ServiceProcess, is_postgres, make_log  # noqa: E402
+from bench.live_platform import (CuttableProxy, Database, Platform, RedisServer, ServiceProcess,  # noqa: E402
+                                 is_postgres, make_log)
 
 EXAMPLES = ROOT / "examples"
 BUNDLES = {"relu-cpu": "passed", "relu-cpu-wrong": "wrong_answer"}
-FAULTS = ("kill-agent-back", "kill-agent-gone", "redis-kept", "redis-lost", "site-restart")
+FAULTS = ("kill-agent-back", "kill-agent-gone", "redis-kept", "redis-lost", "site-restart", "partition")
 log = make_log("chaos", clock=True)
 
 
@@ -86,12 +101,14 @@ def chaos_database(folder):
 
 
 class ChaosPlatform(Platform):
-    """The platform on a private Redis, every process supervised, as systemd would."""
+    """The platform on a private Redis, every process supervised, as systemd would; each agent host on
+    its own Redis ACL user and behind its own cuttable link to the site."""
 
     process_class = Supervised
 
     def __init__(self, folder, n_agents, n_gpu_types):
-        self.redis = RedisServer(Path(folder) / "redis")
+        self.redis = RedisServer(Path(folder) / "redis", aclfile=True)
+        self.proxies = {}  # agent name: its link to the site
         super().__init__(folder, chaos_database(folder), f"{self.redis.url}/0", {
             "ALLOWED_HOSTS": "127.0.0.1,localhost", "GUNICORN_ACCESS_LOG": "/dev/null", "GUNICORN_WORKERS": "2",
             "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "leaderboard.settings"})
@@ -106,9 +123,16 @@ class ChaosPlatform(Platform):
         self.start_site()
         self.start_site_helper("sweeper", "sweep_runs", "--loop")
         cache = os.environ.get("PROFILER_AGENT_CACHE_DIR", str(ROOT / "var" / "test-build-cache"))
+        from submissions.services import agent_redis
+
         for i in range(self.n_agents):
-            agent, token = self.register_agent(f"chaos-{i}")
-            self.start_agent(f"chaos-{i}", token, "--cache-dir", cache).agent_pk = agent.pk
+            name = f"chaos-{i}"
+            agent, token = self.register_agent(name)
+            redis_url = agent_redis.create_or_rotate(agent.name)  # as manage.py create_agent does
+            self.proxies[name] = CuttableProxy(("127.0.0.1", self.port))
+            process = self.start_agent(name, token, "--cache-dir", cache, redis_url=redis_url,
+                                       site=self.proxies[name].url)
+            process.agent_pk = agent.pk
         self._watching = True
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -130,6 +154,8 @@ class ChaosPlatform(Platform):
 
     def close(self):
         self._watching = False
+        for proxy in self.proxies.values():
+            proxy.close()
         try:
             super().close()
         finally:
@@ -151,15 +177,20 @@ def run_rows():
                                    "gpu_type__slug"))
 
 
-def live_jobs(gpu_types):
+def live_jobs(gpu_types, agent_names):
+    """The ids of the jobs in Redis: waiting in a queue's list or taken into a host's claim list."""
     import redis
 
     from submissions import queueing
+    from submissions.services import agent_redis
 
     try:
         alive = set()
         for gpu_type in gpu_types:
-            alive |= queueing.live_job_ids(gpu_type.queue_name)
+            for queue in agent_redis.queue_names(gpu_type.slug):
+                alive |= queueing.waiting_job_ids(queue)
+        for ids in queueing.claimed_job_ids([agent_redis.claim_list(name) for name in agent_names]).values():
+            alive |= set(ids)
         return alive
     except redis.RedisError:
         return None
@@ -168,14 +199,15 @@ def live_jobs(gpu_types):
 class Fault:
     def __init__(self, kind, at):
         self.kind, self.at = kind, at
-        self.casualty = None  # (run pk, attempt) a killed agent held
+        self.casualty = None  # (run pk, attempt) a killed (or cut off) agent held
         self.recovered_s = self.judged_again_s = self.resumed_s = None
+        self.handed_back_s = self.healed_s = self.late_report = None  # a partition's
 
 
 def recovered(platform, fault):
     """Whether the platform is whole again after `fault` (see the module's docstring)."""
     rows = run_rows()
-    alive = live_jobs(platform.gpu_types)
+    alive = live_jobs(platform.gpu_types, [agent.name for agent in platform.agents])
     if alive is None or not platform.site_answers():
         return False
     for row in rows:
@@ -194,10 +226,22 @@ def resumed(since_wall):
         or (r["finished_at"] and r["finished_at"].timestamp() > since_wall) for r in rows)
 
 
+def handed_back(fault):
+    pk, attempt = fault.casualty
+    row = next(r for r in run_rows() if r["pk"] == pk)
+    return row["attempts"] > attempt or row["status"] == "done"
+
+
 def judged_again(fault):
     pk, attempt = fault.casualty
     row = next(r for r in run_rows() if r["pk"] == pk)
     return row["attempts"] > attempt and row["status"] in ("running", "done") or row["status"] == "done"
+
+
+def timezone_now():
+    from django.utils import timezone
+
+    return timezone.now()
 
 
 def wait_until(condition, timeout, poll=0.25):
@@ -209,21 +253,72 @@ def wait_until(condition, timeout, poll=0.25):
     return None
 
 
-def judging_agent(platform, min_running_s=2.0):
-    """An agent process judging a run for a while, and that run's (pk, attempt)."""
+def judging_agent(platform, min_running_s=2.0, max_running_s=None):
+    """An agent process judging a run for a while (at most `max_running_s`: far from its end), and that
+    run's (pk, attempt); the most recently started such run first."""
     from django.utils import timezone
 
-    for row in run_rows():
-        if row["status"] == "running" and row["started_at"] and \
-                (timezone.now() - row["started_at"]).total_seconds() >= min_running_s:
+    rows = sorted((r for r in run_rows() if r["status"] == "running" and r["started_at"]),
+                  key=lambda r: r["started_at"], reverse=True)
+    for row in rows:
+        running_s = (timezone.now() - row["started_at"]).total_seconds()
+        if running_s >= min_running_s and (max_running_s is None or running_s <= max_running_s):
             for agent in platform.agents:
                 if agent.agent_pk == row["agent_id"] and agent.process.poll() is None and not agent.held:
                     return agent, (row["pk"], row["attempts"])
     return None
 
 
-def inject(platform, kind, recover_timeout):
-    if kind.startswith("kill-agent"):
+LATE_REPORT_WAIT_S = 60  # after the heal: a client that still tries reports within its back-off
+LATE_REPORT_ACTIONS = ("run.late_report", "run.forged_report_refused", "run.progress_refused", "run.verdict")
+
+
+def late_report_of(fault):
+    """What the cut-off host's report of its run became: the first audit entry of that host on that run
+    since the partition began, or "none" once its job ended in Redis without one (its client gave up
+    while the link was down); None while neither."""
+    from django.db import close_old_connections
+
+    from submissions import queueing
+    from submissions.models import AuditEntry
+
+    close_old_connections()
+    pk, attempt = fault.casualty
+    entry = (AuditEntry.objects.filter(object_type="run", object_id=str(pk), actor_label=f"agent:{fault.agent_name}",
+                                       action__in=LATE_REPORT_ACTIONS, created_at__gte=fault.cut_at)
+             .order_by("created_at").first())
+    if entry is not None:
+        return entry.action
+    job = queueing.job_id(pk, attempt, fault.gpu_slug)
+    status = queueing.connection().hget(f"rq:job:{job}", "status")
+    return "none" if status in (b"failed", b"finished", b"stopped", b"canceled", None) else None
+
+
+def inject(platform, kind, recover_timeout, partition_s=120.0):
+    if kind == "partition":
+        # a judgement just begun: it is still going when the heartbeats stop (a CPU one takes 40-80 s)
+        picked = []
+        wait_until(lambda: picked.append(judging_agent(platform, max_running_s=15)) or picked[-1] is not None, 120)
+        agent, casualty = picked[-1] or (next(a for a in platform.agents if a.process.poll() is None), None)
+        fault = Fault(kind, time.time())
+        proxy = platform.proxies[agent.name]
+        proxy.cut()
+        fault.casualty, fault.agent_name = casualty, agent.name
+        fault.cut_at = timezone_now()
+        if casualty:
+            fault.gpu_slug = next(r["gpu_type__slug"] for r in run_rows() if r["pk"] == casualty[0])
+        cut_started = time.monotonic()
+
+        def heal():
+            proxy.heal()
+            fault.healed_s = time.monotonic() - cut_started
+            log(f"partition: {agent.name}'s link to the site is back after {round(fault.healed_s, 1)} s")
+
+        healer = threading.Timer(partition_s, heal)
+        healer.start()
+        log(f"partition: {agent.name} cut off from the site for {partition_s:.0f} s"
+            + (f" while it judged run {casualty[0]} attempt {casualty[1]}" if casualty else " (no run was being judged)"))
+    elif kind.startswith("kill-agent"):
         found = wait_until(lambda: judging_agent(platform) is not None, 120)
         if found is None:
             raise RuntimeError("no agent was judging: nothing to kill")
@@ -254,6 +349,8 @@ def inject(platform, kind, recover_timeout):
         return None if waited is None else time.monotonic() - started
 
     fault.recovered_s = since_fault(lambda: recovered(platform, fault))
+    if fault.casualty and kind == "partition":
+        fault.handed_back_s = since_fault(lambda: handed_back(fault))
     if fault.casualty:
         fault.judged_again_s = since_fault(lambda: judged_again(fault))
         if kind == "kill-agent-gone":
@@ -261,33 +358,51 @@ def inject(platform, kind, recover_timeout):
             agent.start()
     fault.resumed_s = since_fault(lambda: resumed(fault.at))
     rounded = lambda value: None if value is None else round(value, 1)  # noqa: E731
+    if kind == "partition":
+        healer.join()
+        if fault.casualty:
+            # the host's report, if its client still tries once the link is back
+            wait_until(lambda: late_report_of(fault) is not None, LATE_REPORT_WAIT_S, poll=1)
+            fault.late_report = late_report_of(fault) or f"none within {LATE_REPORT_WAIT_S} s of the heal"
+        log(f"partition: run handed back after {rounded(fault.handed_back_s)} s, judged again after "
+            f"{rounded(fault.judged_again_s)} s; the cut-off host's report: {fault.late_report}")
     log(f"{kind}: recovered in {rounded(fault.recovered_s)} s, judging resumed after {rounded(fault.resumed_s)} s"
-        + (f", the killed run judged again after {rounded(fault.judged_again_s)} s" if fault.casualty else ""))
+        + (f", the affected run judged again after {rounded(fault.judged_again_s)} s" if fault.casualty else ""))
     return fault
 
 
 def audit(platform, expected):
-    """Exactly one final verdict per submission and GPU type, from the runs and the audit trail."""
+    """Exactly one final verdict per submission and GPU type, from the runs and the audit trail. A passed
+    run that would change the board gets one confirming run on another host (second judging,
+    services/confirming): counted apart, each with exactly one verdict too."""
     from django.db.models import Count
 
-    from submissions.models import AuditEntry, Run, Submission
+    from submissions.models import AuditEntry, Submission
 
     problems = []
     verdicts = dict(AuditEntry.objects.filter(action="run.verdict", object_type="run")
                     .values_list("object_id").annotate(n=Count("id")))
-    counts = {"runs": 0, "lost": 0, "duplicated": 0, "stuck": 0, "wrong_verdict": 0, "internal_error": 0}
+    counts = {"runs": 0, "second_judgings": 0, "lost": 0, "duplicated": 0, "stuck": 0, "wrong_verdict": 0,
+              "internal_error": 0}
     for submission in Submission.objects.prefetch_related("runs__gpu_type"):
         runs = list(submission.runs.all())
-        by_type = {}
+        by_type, confirming = {}, {}
         for run in runs:
-            by_type.setdefault(run.gpu_type.slug, []).append(run)
+            if run.confirms_id is None:
+                by_type.setdefault(run.gpu_type.slug, []).append(run)
+            else:
+                confirming.setdefault(run.confirms_id, []).append(run)
         for gpu_type in platform.gpu_types:
             got = by_type.get(gpu_type.slug, [])
             if len(got) != 1:
                 counts["lost" if not got else "duplicated"] += 1
                 problems.append(f"submission {submission.pk} has {len(got)} runs on {gpu_type.slug}")
+        for confirmed, got in confirming.items():
+            if len(got) > 1:
+                counts["duplicated"] += 1
+                problems.append(f"run {confirmed} has {len(got)} second judgings")
         for run in runs:
-            counts["runs"] += 1
+            counts["runs" if run.confirms_id is None else "second_judgings"] += 1
             n = verdicts.get(str(run.pk), 0)
             if run.status != "done":
                 counts["stuck"] += 1
@@ -302,13 +417,19 @@ def audit(platform, expected):
                 problems.append(f"run {run.pk}: {run.verdict}, expected {expected[submission.pk]}")
     counts["attempts_max"] = max((r["attempts"] for r in run_rows()), default=0)
     counts["requeued"] = AuditEntry.objects.filter(action="run.requeued").count()
-    counts["stale_reports_refused"] = AuditEntry.objects.filter(action="run.forged_report_refused").count()
-    counts["starts_refused"] = AuditEntry.objects.filter(action="run.start_refused").count()
+    counted = {"stale_reports_refused": "run.forged_report_refused", "starts_refused": "run.start_refused",
+               "late_reports": "run.late_report", "claims_dropped": "run.claim_dropped",
+               "quarantines": "agent.quarantined", "progress_refused": "run.progress_refused"}
+    for key, action in counted.items():
+        counts[key] = AuditEntry.objects.filter(action=action).count()
+    for key in ("stale_reports_refused", "quarantines", "progress_refused"):  # each a sign of a wrong recovery
+        if counts[key]:
+            problems.append(f"{counts[key]} {counted[key]} in the audit trail")
     return counts, problems
 
 
 def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, recover_timeout=120,
-              finish_timeout=900, folder=None):
+              finish_timeout=900, folder=None, partition_s=120.0):
     folder = Path(folder or tempfile.mkdtemp(prefix="gpucf-chaos-"))
     folder.mkdir(parents=True, exist_ok=True)
     platform = ChaosPlatform(folder, agents, gpu_types)
@@ -322,7 +443,7 @@ def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, re
             example = examples[i % len(examples)]
             expected[platform.submit(example)] = BUNDLES[example]
         log(f"{submissions} submissions in flight ({submissions * gpu_types} runs)")
-        results = [inject(platform, kind, recover_timeout) for _ in range(rounds) for kind in faults]
+        results = [inject(platform, kind, recover_timeout, partition_s) for _ in range(rounds) for kind in faults]
         done = wait_until(lambda: all(r["status"] == "done" for r in run_rows()), finish_timeout, poll=1)
         counts, problems = audit(platform, expected)
         report = {
@@ -331,7 +452,10 @@ def run_chaos(submissions=40, agents=3, gpu_types=1, rounds=1, faults=FAULTS, re
             "all_done": done is not None, "wall_s": round(time.monotonic() - started, 1), **counts,
             "faults": [{"fault": f.kind, **{key: None if getattr(f, key) is None else round(getattr(f, key), 1)
                                             for key in ("recovered_s", "judged_again_s", "resumed_s")},
-                        "run": f.casualty and list(f.casualty)} for f in results],
+                        "run": f.casualty and list(f.casualty),
+                        **({"handed_back_s": f.handed_back_s and round(f.handed_back_s, 1),
+                            "healed_s": f.healed_s and round(f.healed_s, 1), "late_report": f.late_report,
+                            "agent": f.agent_name} if f.kind == "partition" else {})} for f in results],
             "restarts": {p.name: p.restarts for p in [*platform.agents, *platform.services]},
             "problems": problems[:50],
         }
@@ -347,11 +471,17 @@ def main(argv=None):
     parser.add_argument("--gpu-types", type=int, default=1, help="GPU types of the season (all served by CPU agents)")
     parser.add_argument("--rounds", type=int, default=1, help="times each fault is injected")
     parser.add_argument("--recover-timeout", type=float, default=120)
+    parser.add_argument("--partition-seconds", type=float, default=120, help="how long the partition fault lasts")
+    parser.add_argument("--faults", default=",".join(FAULTS), help=f"which faults, in order (of {', '.join(FAULTS)})")
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
     parser.add_argument("--folder", type=Path, help="for Redis's files and the logs (default: a new temporary one)")
     args = parser.parse_args(argv)
-    report = run_chaos(args.submissions, args.agents, args.gpu_types, args.rounds, recover_timeout=args.recover_timeout,
-                       folder=args.folder)
+    faults = [kind.strip() for kind in args.faults.split(",") if kind.strip()]
+    unknown = sorted(set(faults) - set(FAULTS))
+    if unknown:
+        parser.error(f"unknown faults {', '.join(unknown)}: choose among {', '.join(FAULTS)}")
+    report = run_chaos(args.submissions, args.agents, args.gpu_types, args.rounds, faults=faults,
+                       recover_timeout=args.recover_timeout, folder=args.folder, partition_s=args.partition_seconds)
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -78,23 +79,124 @@ class ServiceProcess:
             stop_process_group(self.process, self.stop_grace_s)
 
 
+class CuttableProxy:
+    """A TCP forwarder on a free local port to `target` ((host, port)), whose link can be cut: while
+    cut, every connection open through it is closed and new ones are accepted and reset at once (the
+    far side seems unreachable; the port stays this proxy's). A client given `url` from the start can
+    so be partitioned from the target, and healed, without touching the client."""
+
+    def __init__(self, target):
+        self.target = target
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._cut = threading.Event()
+        self._open, self._lock = set(), threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept_loop, name=f"proxy-{self.port}", daemon=True).start()
+
+    @property
+    def is_cut(self):
+        return self._cut.is_set()
+
+    def cut(self):
+        self._cut.set()
+        with self._lock:
+            for sock in list(self._open):
+                self._reset(sock)
+            self._open.clear()
+
+    def heal(self):
+        self._cut.clear()
+
+    def close(self):
+        self._closed = True
+        self.cut()
+        self._listener.close()
+
+    @staticmethod
+    def _reset(sock):
+        """Close at once: a shutdown wakes the pump blocked reading it (a bare close would not, and the
+        client would wait for its read timeout), and the linger of 0 makes the close a reset."""
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+    def _accept_loop(self):
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._cut.is_set():
+                self._reset(client)
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                self._reset(client)
+                continue
+            with self._lock:
+                if self._cut.is_set():
+                    self._reset(client)
+                    self._reset(upstream)
+                    continue
+                self._open.update((client, upstream))
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                for sock in (source, sink):
+                    if sock in self._open:
+                        self._open.discard(sock)
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        sock.close()
+
+
 class RedisServer:
     """A redis-server of the run's own on a free port, its data in an append-only file (written through
-    at every command) so that it survives a restart unless wiped."""
+    at every command) so that it survives a restart unless wiped. With `aclfile`, its users live in
+    `users.acl` beside the data (as an operator's `aclfile`); a wipe takes that file too, and the
+    server then starts with an empty one (only the default user)."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, aclfile=False):
         self.folder, self.port = Path(folder), free_port()
         self.folder.mkdir(parents=True, exist_ok=True)
         self.url = f"redis://127.0.0.1:{self.port}"
+        self.aclfile = self.folder / "users.acl" if aclfile else None
         self.process = None
 
     def start(self):
         server = shutil.which("redis-server")
         if server is None:
             raise SystemExit("redis-server is not on PATH (apt-get install redis-server)")
+        acl = []
+        if self.aclfile is not None:
+            self.aclfile.touch()  # redis-server refuses to start on an aclfile that is not there
+            acl = ["--aclfile", str(self.aclfile)]
         self.process = subprocess.Popen(
             [server, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder), "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always"],
+             "--appendonly", "yes", "--appendfsync", "always", *acl],
             stdout=open(self.folder / "redis.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
         import redis
 
@@ -233,14 +335,17 @@ class Platform:
         self.site_helpers.append(helper)
         return helper
 
-    def start_agent(self, name, token, *options):
-        """`profiler_agent work` on the CPU, on every GPU type's queue; the token in its environment, as in
-        production (a command line is visible to every user of the host)."""
+    def start_agent(self, name, token, *options, redis_url=None, site=None):
+        """`profiler_agent work` on the CPU, on every GPU type's queue. `redis_url`: its host's own, with
+        its Redis user's password (agent_redis.create_or_rotate's), else the platform's; `site`: the site
+        as this host reaches it (a CuttableProxy's URL), else the site's own address. Secrets (the token,
+        the Redis URL that `--redis` defaults to) go in its environment, as in production: a command
+        line is visible to every user of the host."""
         queues = [arg for gpu_type in self.gpu_types for arg in ("--queue", gpu_type.queue_name)]
-        command = [PY, "-m", "profiler_agent", "work", "--site", self.site, *queues, "--redis", self.redis_url,
+        command = [PY, "-m", "profiler_agent", "work", "--site", site or self.site, *queues,
                    "--name", name, "--device", "cpu", *options]
-        agent = self.process_class(name, command, {**self.env, "PROFILER_AGENT_TOKEN": token},
-                                   self.workdir / f"agent-{len(self.agents)}.log")
+        env = {**self.env, "PROFILER_AGENT_TOKEN": token, "REDIS_URL": redis_url or self.redis_url}
+        agent = self.process_class(name, command, env, self.workdir / f"agent-{len(self.agents)}.log")
         agent.start()
         self.agents.append(agent)
         return agent

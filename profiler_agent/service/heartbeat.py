@@ -1,6 +1,11 @@
 """Telling the site, every N seconds, that this worker is alive, what it serves, what it runs on and
 which attempt it judges (the site judges a run again once no heartbeat names it); the answer says
-whether to take jobs (a drained or outdated worker does not)."""
+whether to take jobs (a drained or outdated worker does not).
+
+A worker cut off from the site takes no job either: one it took could not be started, and would sit in
+the host's claim list until the site handed it back and charged the host with a dropped job (enough
+of them quarantine the host). A heartbeat (or a start) that cannot reach the site closes the gate; the
+next heartbeat that gets through opens it again."""
 
 from __future__ import annotations
 
@@ -12,10 +17,22 @@ import profiler_agent
 from profiler_agent.service import inventory
 from profiler_agent.service.config import AgentConfig
 from profiler_agent.service.gate import JobGate
+from profiler_agent.service.site_client import SiteUnreachable
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_PATH = "/api/v1/agent/heartbeat"
+SITE_UNREACHABLE = "the site cannot be reached"  # the start of the gate's reason while cut off
+
+
+def close_while_unreachable(gate: JobGate | None, problem: str) -> None:
+    """Take no job until a heartbeat gets through (see the module's docstring)."""
+    if gate is None:
+        return
+    was_accepting = gate.accepting()
+    gate.close(f"{SITE_UNREACHABLE} ({problem[:300]})")
+    if was_accepting:
+        log.warning("%s: taking no jobs until a heartbeat gets through", SITE_UNREACHABLE)
 
 
 def heartbeat_url(site: str) -> str:
@@ -54,10 +71,13 @@ def apply_answer(gate: JobGate | None, answer: dict) -> None:
     from profiler_agent.service import claims
 
     claims.set_claim_list(answer.get("claim_list"))
-    if gate is not None and isinstance(answer.get("accept_jobs"), bool):
+    accept = answer.get("accept_jobs")
+    if gate is not None and not isinstance(accept, bool) and gate.why().startswith(SITE_UNREACHABLE):
+        accept = True  # the site got this heartbeat, and asks nothing of the gate: the link is back
+    if gate is not None and isinstance(accept, bool):
         why = str(answer.get("why") or "")
-        if gate.set_accepting(answer["accept_jobs"], why):
-            log.warning("the site says: %s", "take jobs again" if answer["accept_jobs"] else f"take no jobs ({why})")
+        if gate.set_accepting(accept, why):
+            log.warning("the site says: %s", "take jobs again" if accept else f"take no jobs ({why})")
     outdated_for = answer.get("outdated_for") or []
     if outdated_for != _said["outdated_for"]:  # said once per change, not every heartbeat
         _said["outdated_for"] = outdated_for
@@ -71,11 +91,16 @@ _said: dict = {"outdated_for": []}
 
 def send_heartbeat(client, config: AgentConfig, queues: list[str], gate: JobGate | None = None,
                    judging: list[dict] | None = None, abandoned: list[dict] | None = None) -> bool:
-    """One heartbeat; failures are logged, never raised: the site being down must not stop judging
-    (the gate stays as it was)."""
+    """One heartbeat; failures are logged, never raised: the site being down must not stop judging.
+    One that cannot reach the site closes the gate until a heartbeat gets through; other failures
+    leave it as it was."""
     try:
         _, answer = client.post_json_answer(heartbeat_url(config.site),
                                             heartbeat_payload(config, queues, judging, abandoned))
+    except SiteUnreachable as exc:
+        log.warning("heartbeat failed: %s", exc)
+        close_while_unreachable(gate, str(exc))
+        return False
     except Exception as exc:
         log.warning("heartbeat failed: %s", exc)
         return False

@@ -125,9 +125,17 @@ def _start(client, config, run_id: int, attempt: int) -> dict | None:
     the run back in its queue) closes or pauses the worker's gate, which the worker shares with us."""
     from profiler_agent.service import gate as job_gate
 
+    from profiler_agent.service.heartbeat import close_while_unreachable
+    from profiler_agent.service.site_client import SiteUnreachable
+
     url = site_url(config.site, START_PATH.format(run_id=run_id))
     # 404 too: a job left in Redis from before a site's database was reset names a run that is gone.
-    code, answer = client.post_json_answer(url, start_payload(config, attempt), accept=(200, *SKIP, 404))
+    try:
+        code, answer = client.post_json_answer(url, start_payload(config, attempt), accept=(200, *SKIP, 404))
+    except SiteUnreachable as exc:
+        # the next job would be dropped the same way: none until a heartbeat gets through
+        close_while_unreachable(job_gate.current(), f"run {run_id} could not be started: {exc}")
+        raise
     if code != 200:
         reason = {409: "already finished or taken", 403: "refused", 404: "no such run on the site"}[code]
         if answer.get("accept_jobs") is False:

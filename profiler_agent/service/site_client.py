@@ -16,6 +16,11 @@ class SiteError(RuntimeError):
     """The site answered with a status we do not accept, or kept failing."""
 
 
+class SiteUnreachable(SiteError):
+    """Every try failed in transit (no connection, a timeout) or with a server error: the site cannot be
+    reached from here now, whatever it would have answered."""
+
+
 class SiteClient:
     def __init__(
         self,
@@ -57,7 +62,7 @@ class SiteClient:
                     return response
                 problem = f"HTTP {response.status_code}"
             if attempt == self._attempts:
-                raise SiteError(f"{method} {url} failed {attempt} times, last: {problem}")
+                raise SiteUnreachable(f"{method} {url} failed {attempt} times, last: {problem}")
             delay = self._backoff_s * 2 ** (attempt - 1)
             log.warning("%s %s: %s; retrying in %.1f s", method, url, problem, delay)
             time.sleep(delay)

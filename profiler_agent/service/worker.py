@@ -85,13 +85,18 @@ def run_worker(
     agent_config.install(config)  # the forked work-horses inherit it
     gate = job_gate.JobGate()
     job_gate.install(gate)  # shared with the work-horses: a refused start closes it
+    client = SiteClient(config.token, attempts=1, timeout_s=10.0)
+    beat = lambda: send_heartbeat(client, config, queues, gate)  # noqa: E731
+    # RQ's Worker talks to Redis as it is made (CLIENT SETNAME): a host started while a Redis restart had
+    # lost its user would exit there. Wait on a connection of its own: one pooled for the worker before
+    # the worker set its socket timeout keeps redis-py's 5 s, which RQ's blocking dequeue would exceed.
+    probe = Redis.from_url(redis_url)
+    wait_for_redis(probe, while_waiting=beat)
+    probe.close()
     connection = Redis.from_url(redis_url)
     worker = JudgeWorker(queues, connection=connection, name=rq_worker_name(connection, config.name), gate=gate,
                          in_process=config.keep_warm)
-    client = SiteClient(config.token, attempts=1, timeout_s=10.0)
-    # after the worker set its connection's socket timeout: a connection pooled before keeps redis-py's
-    # 5 s, which RQ's blocking dequeue would exceed
-    wait_for_redis(worker.connection, while_waiting=lambda: send_heartbeat(client, config, queues, gate))
+    wait_for_redis(worker.connection, while_waiting=beat)
     abandoned = reclaim_name(worker.connection, worker.name, JudgeWorker)  # a killed predecessor's name
     # at start, before any job: names no run, hands back the predecessor's (which then wait at the
     # front of the queue for the next free worker, this one first), and a drained worker stays idle

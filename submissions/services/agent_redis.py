@@ -7,7 +7,8 @@ grants it and nothing more:
   plain pop, so a job leaves a queue only into the claim list of the host that took it, where the site
   checks it at `start`;
 - the job hashes, executions and results of its GPU types' jobs (`rq:job:gpu-<type>_*`: job ids name
-  their type, queueing.job_id), its queues' registries, and its own worker records
+  their type, queueing.job_id; and RQ's `rq:job::<id>:dependencies`, which RQ expires as it ends
+  each job), its queues' registries, and its own worker records
   (`rq:worker:<user>:*`);
 - nothing global: not `rq:suspended` (no host pauses the fleet), not the worker sets, not another type's
   queues or jobs, no pub/sub channel;
@@ -91,6 +92,9 @@ def key_patterns(agent_name, gpu_slugs):
             raise AgentRedisError(f"GPU type {slug!r} cannot be granted through Redis: its slug may hold letters, "
                                   "digits and '-' only (an '_' would let its key pattern match another type's jobs)")
         patterns += [f"rq:{kind}:{queueing.job_id_prefix(slug)}*" for kind in JOB_KEYS]
+        # RQ's key of a job's dependencies has two colons (`rq:job::<id>:dependencies`); RQ expires it
+        # in the transaction that ends every job, which fails whole if this key is refused
+        patterns.append(f"rq:job::{queueing.job_id_prefix(slug)}*")
         for queue in queue_names(slug):
             patterns += [f"rq:{registry}:{queue}" for registry in REGISTRIES]
     return patterns

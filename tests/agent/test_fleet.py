@@ -1,5 +1,5 @@
 """The agent side of the fleet with real processes: the job gate shared across RQ's fork, a worker
-that takes no job while the site says so, and `python -m profiler_agent fleet` keeping its workers
+that takes no job while the site says so or while it cannot reach the site, and `python -m profiler_agent fleet` keeping its workers
 running (a killed one comes back) and stopping them all on SIGTERM."""
 
 import os
@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from bench.live_platform import CuttableProxy
 from profiler_agent.service.gate import JobGate, apply_site_answer
 from tests.agent.conftest import REPO
 from tests.agent.processes import alive, wait_gone
@@ -69,6 +70,72 @@ def test_a_worker_takes_no_job_while_the_site_says_so(site, queue, build_cache):
         _, stderr = worker.communicate(timeout=60)
     assert worker.returncode == 0, stderr[-3000:]
     assert "the site says: take no jobs (draining)" in stderr and "the site says: take jobs again" in stderr
+
+
+def test_a_worker_cut_off_from_the_site_takes_no_job_until_a_heartbeat_gets_through(site, queue):
+    """A partition between a host and the site (its Redis still up): a job it took could not be started
+    and would sit in its claim list until the site handed it back and charged the host (three such
+    drops quarantine it). Cut off, it leaves the jobs in the queue for the hosts that can start them."""
+    site.heartbeat_answer = {"accept_jobs": True}
+    site.start_codes = {"7": 409}  # once the link is back: the run is not ours after all, nothing is judged
+    link = CuttableProxy(("127.0.0.1", int(site.url.rsplit(":", 1)[1])))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "profiler_agent", "work", "--site", link.url, "--token", TOKEN, "--queue", queue.name,
+         "--redis", REDIS_URL, "--name", f"cut-{uuid.uuid4().hex[:6]}", "--device", "cpu",
+         "--heartbeat-seconds", "0.5"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    heartbeats = lambda: len([r for r in site.requests if r["path"].endswith("/heartbeat")])  # noqa: E731
+    try:
+        wait_for(lambda: heartbeats() >= 2, "heartbeats (the site names the claim list)")
+        link.cut()
+        # past a failed heartbeat and the dequeue that was blocking when the link went (5 s at most)
+        time.sleep(7)
+        seen = heartbeats()
+        queue.enqueue("profiler_agent.service.jobs.judge_run", kwargs={"run_id": 7, "attempt": 1})
+        time.sleep(4)
+        assert heartbeats() == seen, "the link was cut: no heartbeat reaches the site"
+        assert queue.count == 1 and not site.posts("/start"), "a worker cut off from the site took a job"
+        link.heal()
+        wait_for(lambda: site.posts("/start"), "the worker taking the job once a heartbeat gets through")
+        assert queue.count == 0
+    finally:
+        link.close()
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+    assert worker.returncode == 0, stderr[-3000:]
+    assert "the site cannot be reached: taking no jobs until a heartbeat gets through" in stderr
+    assert "the site says: take jobs again" in stderr
+
+
+def test_a_worker_started_while_redis_lacks_its_user_waits_for_it(site, queue):
+    """A host (re)started after a Redis restart lost its ACL user, before the site's sweep made it again:
+    RQ's worker talks to Redis as it is made, and the process exited there (AuthenticationError), again
+    and again under systemd. It waits instead, heartbeats going on, and works once the user is back."""
+    from redis import Redis
+
+    site.start_codes = {"7": 409}  # nothing is judged: the start shows the worker took the job
+    user, password = f"test-agent-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    admin = Redis.from_url(REDIS_URL)
+    url = REDIS_URL.replace("redis://", f"redis://{user}:{password}@", 1)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "profiler_agent", "work", "--site", site.url, "--token", TOKEN, "--queue", queue.name,
+         "--name", f"nouser-{uuid.uuid4().hex[:6]}", "--device", "cpu", "--heartbeat-seconds", "0.5"],
+        cwd=REPO, env={**os.environ, "REDIS_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        wait_for(lambda: site.requests or worker.poll() is not None, "a heartbeat while Redis refuses the host")
+        time.sleep(3)
+        assert worker.poll() is None, "the worker exited while its Redis user was missing"
+        admin.execute_command("ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all")  # the sweep's doing
+        queue.enqueue("profiler_agent.service.jobs.judge_run", kwargs={"run_id": 7, "attempt": 1})
+        wait_for(lambda: site.posts("/start") or worker.poll() is not None, "the worker taking the job")
+        assert site.posts("/start"), "the worker exited"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+        admin.execute_command("ACL", "DELUSER", user)
+    assert worker.returncode == 0, stderr[-3000:]
+    assert "Redis refused this host's credentials" in stderr
 
 
 def test_the_fleet_restarts_a_killed_worker_and_stops_them_all(site, queue, tmp_path):

@@ -11,6 +11,7 @@ import redis
 import requests
 from django.utils import timezone
 from rq import Queue
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from submissions import queueing
@@ -223,6 +224,29 @@ def test_a_host_reaches_only_its_own_queues_and_nothing_global(contest, settings
     with pytest.raises(redis.exceptions.NoPermissionError):
         b.rpush(cpu_queue, *[f"fake-{i}" for i in range(1000)])
     assert admin.llen(cpu_queue) == 0
+
+
+def test_a_host_can_close_the_jobs_it_took_in_rq(contest):
+    """RQ ends every job (finished or failed) in one MULTI that also expires `rq:job::<id>:dependencies`
+    (RQ's own key for it, with two colons). Refused that key, the whole transaction failed: every job
+    a host judged stayed `started` in Redis, with a traceback in the host's log for each."""
+    admin = queueing.connection()
+    job_id = queueing.job_id(7, 1, "cpu")
+    queueing.enqueue_judging(contest["cpu"].queue_name, job_id, {"run_id": 7, "attempt": 1})
+    try:
+        job = Job.fetch(job_id, connection=contest["b_redis"], serializer=JSONSerializer)
+        with contest["b_redis"].pipeline() as pipe:  # what RQ's handle_job_success sends, in part
+            job.set_status(JobStatus.FINISHED, pipeline=pipe)
+            job.cleanup(ttl=60, pipeline=pipe)
+            pipe.execute()
+        assert Job.fetch(job_id, connection=admin, serializer=JSONSerializer).get_status() == JobStatus.FINISHED
+        # and still only its own GPU types' jobs
+        user = contest["b_redis"].connection_pool.connection_kwargs["username"]
+        other = f"rq:job::{queueing.job_id(7, 1, 'c500')}:dependencies"
+        assert b"no permissions" in admin.execute_command("ACL", "DRYRUN", user, "EXPIRE", other, "60")
+    finally:
+        admin.delete(f"rq:job:{job_id}", f"rq:job::{job_id}:dependencies")
+        admin.lrem(f"rq:queue:{contest['cpu'].queue_name}", 0, job_id)
 
 
 def test_a_host_that_takes_jobs_and_drops_them_is_found_and_shut_out(live_server, contest, settings):
