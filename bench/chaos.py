@@ -119,7 +119,8 @@ class ChaosPlatform(Platform):
         self.redis.start()
         self.prepare_database()
         self.seed_contest("Chaos season", [("cpu" if i == 0 else f"cpu{i}", f"CPU {i}") for i in range(self.n_gpu_types)],
-                          ("chaos", "pw-chaos-123", "Chaos"))
+                          ("chaos", "pw-chaos-123", "Chaos"),
+                          second_judging="board_changes")  # a season as contests run it: second judgings too
         self.start_site()
         self.start_site_helper("sweeper", "sweep_runs", "--loop")
         cache = os.environ.get("PROFILER_AGENT_CACHE_DIR", str(ROOT / "var" / "test-build-cache"))

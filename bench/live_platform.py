@@ -288,14 +288,14 @@ class Platform:
 
         call_command("migrate", interactive=False, verbosity=0)
 
-    def seed_contest(self, season_name, gpu_types, contestant):
+    def seed_contest(self, season_name, gpu_types, contestant, second_judging="off"):
         """Season S1 judged on `gpu_types` ((slug, name) pairs), and a contestant (user name, password,
-        display name) with an API token and an issue to submit to."""
+        display name) with an API token and an issue to submit to. Second judging is off unless asked
+        for: most benches measure one judging (with one agent, a second judging would wait forever)."""
         from submissions.models import GpuType, Season
         from submissions.services import accounts, submitting
 
-        # what a bench measures is judging: each result stands alone (no second judging on another host)
-        season = Season.objects.create(code="S1", name=season_name, second_judging="off")
+        season = Season.objects.create(code="S1", name=season_name, second_judging=second_judging)
         self.gpu_types = [GpuType.objects.create(slug=slug, name=name) for slug, name in gpu_types]
         season.gpu_types.add(*self.gpu_types)
         username, password, display_name = contestant

@@ -195,41 +195,62 @@ def create_or_rotate(agent_name, connection=None):
     if agent is not None:
         agent.redis_password_sha256 = hashlib.sha256(password.encode()).hexdigest()
         agent.save(update_fields=["redis_password_sha256"])
+        from submissions import queueing
+
+        queueing.site_connection().hset(rules_key(), agent.name, _fingerprint(_rules_for(agent_name, agent)))
     save_acl(connection)
     return agent_url(username, password)
+
+
+def rules_key():
+    """Where the site notes, on its own Redis, the fingerprint of the rules it last gave each user."""
+    return f"gpucf:agent-acl-rules:{settings.GPU_QUEUE_PREFIX}"
+
+
+def _fingerprint(rules):
+    return hashlib.sha256("\n".join(rules).encode()).hexdigest()[:16]
 
 
 def sync(agent, connection=None):
     """Rewrite the agent's user from the site's record (its GPU types, whether it may work, its
     password's hash). False when the site keeps no hash for it (a user made by hand: left alone)."""
+    from submissions import queueing
+
     if not agent.redis_password_sha256 or not NAME_PATTERN.match(agent.name):
         return False
     connection = connection or admin_connection()
     username = username_for(agent.name)
-    connection.execute_command("ACL", "SETUSER", username, *_rules_for(agent.name, agent),
-                               f"#{agent.redis_password_sha256}")
+    rules = _rules_for(agent.name, agent)
+    connection.execute_command("ACL", "SETUSER", username, *rules, f"#{agent.redis_password_sha256}")
     if not agent.is_active or agent.quarantine_reason:
         try:
             connection.execute_command("CLIENT", "KILL", "USER", username)
         except redis.ResponseError:
             pass  # no connection open
     save_acl(connection)
+    queueing.site_connection().hset(rules_key(), agent.name, _fingerprint(rules))
     return True
 
 
 def restore_missing(connection=None):
-    """Make again every user the server lost (a restart without its ACL file); returns their names."""
+    """Make again every user the server lost (a restart without its ACL file), and rewrite every user
+    whose rules are not the ones this site's code gives now (an upgrade that changed them); returns
+    the agents' names."""
+    from submissions import queueing
     from submissions.models import Agent
 
     connection = connection or admin_connection()
     present = {raw.decode() if isinstance(raw, bytes) else raw for raw in connection.execute_command("ACL", "USERS")}
+    given = {k.decode(): v.decode() for k, v in queueing.site_connection().hgetall(rules_key()).items()}
     restored = []
     for agent in Agent.objects.exclude(redis_password_sha256="").prefetch_related("gpu_types"):
-        if NAME_PATTERN.match(agent.name) and username_for(agent.name) not in present:
+        if not NAME_PATTERN.match(agent.name):
+            continue
+        if username_for(agent.name) not in present or given.get(agent.name) != _fingerprint(_rules_for(agent.name, agent)):
             sync(agent, connection)
             restored.append(agent.name)
     if restored:
-        log.warning("Redis had lost the users of agents %s: made again", ", ".join(restored))
+        log.warning("the Redis users of agents %s were missing or had older rules: made again", ", ".join(restored))
     return restored
 
 

@@ -299,6 +299,16 @@ def test_the_sweep_makes_agents_redis_users_again_after_redis_lost_them(contest)
     verdict = queueing.connection().execute_command("ACL", "DRYRUN", user, "SET", "rq:suspended", "1")
     assert b"no permissions" in verdict
 
+    # a user left with rules other than the site's code gives now (an upgrade changed them) is rewritten
+    admin, take_job = queueing.connection(), ["LMOVE", f"rq:queue:{contest['cpu'].queue_name}",
+                                               agent_redis.claim_list(contest["a"].name), "LEFT", "RIGHT"]
+    admin.execute_command("ACL", "SETUSER", user, "resetkeys", "clearselectors")
+    assert b"no permissions" in admin.execute_command("ACL", "DRYRUN", user, *take_job)
+    queueing.site_connection().hset(agent_redis.rules_key(), contest["a"].name, "older")
+    recovery.sweep_runs()
+    assert admin.execute_command("ACL", "DRYRUN", user, *take_job) == b"OK"
+    assert redis.Redis.from_url(contest["a_url"]).ping()
+
 
 def test_a_late_report_after_a_hand_back_is_late_not_forged(live_server, contest, settings):
     """The probe: a host cut off from the site for 2 minutes had its run handed back (right), but its
