@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 
 
 SKIP = (403, 409)
+# A judgement is worth waiting for: its result is posted for about 6 minutes (back-off capped at 30 s)
+# before it is given up, so a host cut off from the site for minutes still delivers it (as a late
+# report, if the site handed the run to another host meanwhile).
+RESULT_ATTEMPTS, RESULT_BACKOFF_CAP_S = 16, 30.0
 
 
 START_PATH = "/api/v1/agent/runs/{run_id}/start"
@@ -180,6 +184,8 @@ def judge_run(run_id: int, attempt: int) -> dict:
     if answer is None:
         return {"run_id": run_id, "attempt": attempt, "status": None, "skipped": True, "marks": marks}
     client = SiteClient(config.token, answer["job_secret"])
+    result_client = SiteClient(config.token, answer["job_secret"], attempts=RESULT_ATTEMPTS,
+                               max_backoff_s=RESULT_BACKOFF_CAP_S)
     try:
         bundle_url, result_url = site_url(config.site, answer["bundle_url"]), site_url(config.site, answer["result_url"])
     except ForeignUrl:
@@ -202,7 +208,7 @@ def judge_run(run_id: int, attempt: int) -> dict:
         if reporter is not None:
             reporter.close()  # its last report goes before the result, which ends the run
     marks["judged"] = time.time()
-    _post_result(client, result_url, result, run_id)
+    _post_result(result_client, result_url, result, run_id)
     marks["reported"] = time.time()
     log.info("run %s: %s", run_id, result["status"])
     return {"run_id": run_id, "attempt": attempt, "status": result["status"], "marks": marks}

@@ -30,6 +30,7 @@ class SiteClient:
         attempts: int = 4,
         backoff_s: float = 1.0,
         timeout_s: float = 60.0,
+        max_backoff_s: float = 60.0,
     ):
         import requests  # lazy: `judge` must work with torch alone installed
 
@@ -40,6 +41,7 @@ class SiteClient:
         self._attempts = attempts
         self._backoff_s = backoff_s
         self._timeout_s = timeout_s
+        self._max_backoff_s = max_backoff_s
 
     def _headers(self) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {self._token}"}
@@ -63,7 +65,7 @@ class SiteClient:
                 problem = f"HTTP {response.status_code}"
             if attempt == self._attempts:
                 raise SiteUnreachable(f"{method} {url} failed {attempt} times, last: {problem}")
-            delay = self._backoff_s * 2 ** (attempt - 1)
+            delay = min(self._backoff_s * 2 ** (attempt - 1), self._max_backoff_s)
             log.warning("%s %s: %s; retrying in %.1f s", method, url, problem, delay)
             time.sleep(delay)
 
