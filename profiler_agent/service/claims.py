@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from redis import Redis
+from redis.exceptions import NoPermissionError
 from rq.exceptions import DequeueTimeout
 from rq.queue import Queue
 from rq.utils import as_text
@@ -80,8 +81,14 @@ class ClaimingQueue(Queue):
                     continue
                 found = queue_keys[0], job_id
             queue_key, job_id = map(as_text, found)
-            fetched = cls._fetch_dequeued_job(connection, queue_key, job_id, job_class=job_class,
-                                              serializer=serializer, death_penalty_class=death_penalty_class)
+            try:
+                fetched = cls._fetch_dequeued_job(connection, queue_key, job_id, job_class=job_class,
+                                                  serializer=serializer, death_penalty_class=death_penalty_class)
+            except NoPermissionError:
+                # an id outside this host's job keys (queued by an older site, before job ids named
+                # their GPU type): the site hands its run back under a new id
+                log.warning("job %s taken from %s is not one this host may read; left to the site", job_id, queue_key)
+                continue
             if fetched is not None:
                 return fetched
             # a job id without its hash: the site sees it in the claim list and hands the run back

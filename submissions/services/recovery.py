@@ -114,7 +114,11 @@ def _lost_queued(now, claimed):
                                                                  "gpu_type__slug"))
     waiting = {name: queueing.waiting_job_ids(name) for name in {run.queue_name for run in rows}}
     for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)
-        if run.rq_job_id not in waiting[run.queue_name] and run.rq_job_id not in claimed:
+        if not run.rq_job_id.startswith(queueing.job_id_prefix(run.gpu_type.slug)):
+            # queued by a site from before job ids named their GPU type: no host's Redis user may read
+            # that job, so it goes out again under a new id (and the old one is taken off the queue)
+            yield Lost(run.pk, RunStatus.QUEUED, run.attempts, run.rq_job_id, OUTDATED_JOB_ID)
+        elif run.rq_job_id not in waiting[run.queue_name] and run.rq_job_id not in claimed:
             yield Lost(run.pk, RunStatus.QUEUED, run.attempts, run.rq_job_id, "its queued job was lost")
 
 
@@ -212,12 +216,24 @@ def _hand_back(run, reason, actor_label="sweeper"):
         judging.enqueue_run(run, at_front=True)
 
 
+OUTDATED_JOB_ID = "its job was queued under an id that names no GPU type (an older site)"
+
+
 def _requeue(lost, now):
     """Take the decision again under the row lock; True when this sweep requeued (or closed) the run."""
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("gpu_type").filter(pk=lost.pk).first()
         if run is None or not _still_lost(run, lost, now):
             return False
+        if lost.reason == OUTDATED_JOB_ID:  # the platform's doing: no attempt spent
+            queue_name, old_id = run.queue_name, run.rq_job_id
+            transaction.on_commit(lambda: queueing.remove_job(queue_name, old_id), robust=True)
+            run.worker_refusals += 1
+            run.save(update_fields=["worker_refusals"])
+            audit.record("run.requeued", run, actor_label="sweeper", reason=lost.reason,
+                         before={"attempt": run.attempts, "job": old_id})
+            judging.enqueue_run(run, at_front=True)
+            return True
         _hand_back(run, lost.reason)
         return True
 

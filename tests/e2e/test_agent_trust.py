@@ -353,3 +353,27 @@ def test_a_late_report_after_a_hand_back_is_late_not_forged(live_server, contest
     for pk in (first.pk, second.pk):
         assert not AuditEntry.objects.filter(action__in=["run.forged_report_refused", "run.progress_refused"],
                                              object_id=str(pk)).exists()
+
+
+def test_a_worker_passes_over_a_job_its_host_may_not_read_and_takes_the_next(live_server, contest):
+    """A queue of a site upgraded with jobs in it holds ids that name no GPU type: the host's Redis user
+    may not read those jobs. Its worker leaves such an id in its claim list (the site queues the run again
+    under a new id) and takes the next job, instead of stopping."""
+    from rq.serializers import JSONSerializer as Json
+
+    from profiler_agent.service import claims
+    from profiler_agent.service.job_guard import GuardedJob
+
+    run = submit_relu(live_server.url, contest)
+    admin, queue_key = queueing.connection(), f"rq:queue:{run.queue_name}"
+    unreadable = f"{queueing.job_id_prefix('')[:-1]}run-{run.pk}-0"
+    admin.lpush(queue_key, unreadable)
+    a = contest["a_redis"]
+    claims.set_claim_list(agent_redis.claim_list(contest["a"].name))
+    try:
+        queue = claims.ClaimingQueue(run.queue_name, connection=a, serializer=Json)
+        job, _ = claims.ClaimingQueue.dequeue_any([queue], None, connection=a, job_class=GuardedJob, serializer=Json)
+    finally:
+        claims._claim_list.clear()
+    assert job.id == run.rq_job_id
+    assert a.lrange(agent_redis.claim_list(contest["a"].name), 0, -1) == [unreadable.encode(), run.rq_job_id.encode()]

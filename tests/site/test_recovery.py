@@ -186,3 +186,22 @@ def test_a_restarted_worker_hands_back_its_predecessors_run_at_once_and_only_its
     assert job_ids(run)[0] == run.rq_job_id  # at the front: the restarted worker takes it first
     entry = AuditEntry.objects.get(action="run.requeued", object_id=str(run.pk))
     assert entry.actor_label == f"agent:{agent.name}" and "abandoned" in entry.reason
+
+
+def test_a_run_queued_under_an_id_that_names_no_gpu_type_goes_out_again_under_a_new_one(
+        queued_run, settings, django_capture_on_commit_callbacks):
+    """A site upgraded with runs in its queues: their jobs' ids (`gpu-run-7-1`) name no GPU type, so no
+    host's Redis user may read them. The sweep queues each again under a new id, spending no attempt."""
+    run, _ = queued_run
+    redis, queue_key = queueing.connection(), f"rq:queue:{run.queue_name}"
+    old_id = f"{queueing.job_id_prefix('')[:-1]}run-{run.pk}-1"
+    redis.lrem(queue_key, 0, run.rq_job_id)
+    redis.rpush(queue_key, old_id)
+    Run.objects.filter(pk=run.pk).update(rq_job_id=old_id)
+    backdate(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5, "enqueued_at")
+    with django_capture_on_commit_callbacks(execute=True):
+        recovery.sweep_runs()
+    run.refresh_from_db()
+    assert run.rq_job_id == queueing.job_id(run.pk, 2, run.gpu_type.slug) and run.spent_attempts == 1
+    assert redis.lrange(queue_key, 0, -1) == [run.rq_job_id.encode()]
+    assert AuditEntry.objects.filter(action="run.requeued", object_id=str(run.pk), reason__contains="older site").exists()
