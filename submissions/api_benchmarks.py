@@ -11,7 +11,7 @@ from pydantic import Field
 
 from submissions.api import answers
 from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import Text
+from submissions.api_fields import JsonObjectIn, Text
 from submissions.models import BenchmarkRun, DatasetExport, Season
 from submissions.weights import weighted_geomean
 
@@ -19,7 +19,7 @@ benchmark_router = Router(tags=["benchmark"], auth=ContestantTokenAuth())
 MAX_SAMPLES = 10_000
 
 
-class DatasetIn(Schema):
+class DatasetIn(JsonObjectIn):
     name: Text = Field(max_length=200)
     season: Optional[Text] = Field(None, max_length=32)
     as_of: Optional[Text] = Field(None, max_length=40)
@@ -27,12 +27,12 @@ class DatasetIn(Schema):
     sample_count: int = Field(ge=0, le=MAX_SAMPLES)
 
 
-class DeviceIn(Schema):
+class DeviceIn(JsonObjectIn):
     kind: Text = Field(pattern=r"^(cpu|cuda)$")
     name: Optional[Text] = Field(None, max_length=200)
 
 
-class SampleIn(Schema):
+class SampleIn(JsonObjectIn):
     id: Text = Field(max_length=64)
     title: Optional[Text] = Field(None, max_length=500)
     weight: float = Field(ge=0, le=1000)
@@ -54,11 +54,11 @@ class SampleIn(Schema):
     peak_gbps: Optional[float] = Field(None, gt=0, le=1e7)
 
 
-class ScoresIn(Schema):
+class ScoresIn(JsonObjectIn):
     baseline: Optional[Text] = Field(None, max_length=200)
 
 
-class BenchmarkRunIn(Schema):
+class BenchmarkRunIn(JsonObjectIn):
     schema_: Literal[1] = Field(alias="schema")
     # false is refused by the upload, which names how many samples are missing
     complete: bool = Field(json_schema_extra={"const": True})

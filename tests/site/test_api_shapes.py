@@ -199,3 +199,13 @@ def test_a_benchmark_upload_breaking_a_documented_constraint_is_a_422_naming_it(
     response = post(client, "/api/v1/benchmark-runs", body, {"Authorization": f"Bearer {token}"})
     assert_refused_as_invalid(response)
     assert f"{field}: " in response.json()["detail"]
+
+
+@pytest.mark.parametrize("value", [7, "scores", [], None])
+def test_a_benchmark_uploads_scores_must_be_an_object(client, season, alice, value):
+    body = bench_result()
+    body["scores"] = value
+    _, token = accounts.create_api_token(alice)
+    response = post(client, "/api/v1/benchmark-runs", body, {"Authorization": f"Bearer {token}"})
+    assert_refused_as_invalid(response)
+    assert "scores" in response.json()["detail"]
