@@ -286,7 +286,8 @@ def _sync_on_commit(agent_id):
 
 
 def connect():
-    """A change of an agent's GPU types or of whether it may work rewrites its Redis user's rules."""
+    """A change of an agent's GPU types or of whether it may work (revoked, quarantined) rewrites its
+    Redis user's rules, once the change commits."""
     from django.db.models.signals import m2m_changed, post_save
 
     from submissions.models import Agent
@@ -296,8 +297,9 @@ def connect():
             _sync_on_commit(instance.pk)
 
     def agent_saved(sender, instance, created, update_fields=None, **kwargs):
-        if not created and (update_fields is None or "is_active" in update_fields):
+        if not created and (update_fields is None or {"is_active", "quarantine_reason"} & set(update_fields)):
             _sync_on_commit(instance.pk)
 
-    m2m_changed.connect(grants_changed, sender=Agent.gpu_types.through, dispatch_uid="agent_redis.grants")
-    post_save.connect(agent_saved, sender=Agent, dispatch_uid="agent_redis.active")
+    # weak=False: these functions live in this call only, and a weak reference would drop them at its end
+    m2m_changed.connect(grants_changed, sender=Agent.gpu_types.through, dispatch_uid="agent_redis.grants", weak=False)
+    post_save.connect(agent_saved, sender=Agent, dispatch_uid="agent_redis.active", weak=False)

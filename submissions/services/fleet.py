@@ -135,10 +135,7 @@ def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness
             worker.save(update_fields=["harness_version", "current_run"])
             return run, secret
         worker.save(update_fields=["harness_version"])
-        run.worker_refusals += 1
-        run.save(update_fields=["worker_refusals"])
-        audit.record("run.requeued", run, actor_label=f"agent:{agent.name}", reason=f"worker {worker.name}: {refusal.why}")
-        judging.enqueue_run(run, at_front=True)
+        judging.hand_back_unspent(run, actor_label=f"agent:{agent.name}", reason=f"worker {worker.name}: {refusal.why}")
     raise refusal
 
 
@@ -169,17 +166,6 @@ def resume_worker(worker, *, actor=None, actor_label="", reason=""):
     return True
 
 
-def _sync_redis_user_on_commit(agent_id):
-    def sync():
-        from submissions.models import Agent
-        from submissions.services import agent_redis
-
-        agent = Agent.objects.filter(pk=agent_id).first()
-        if agent is not None:
-            agent_redis.sync(agent)
-    transaction.on_commit(sync, robust=True)
-
-
 def quarantine_agent(agent, reason, *, actor_label="sweeper"):
     """Its host kept taking jobs it never started: its Redis user is switched off (it can take no more)
     and its workers drained, until an organizer resumes one of them. False when already quarantined."""
@@ -193,8 +179,7 @@ def quarantine_agent(agent, reason, *, actor_label="sweeper"):
     audit.record("agent.quarantined", agent, actor_label=actor_label, after={"quarantine_reason": reason}, reason=reason)
     for worker in agent.workers.filter(draining=False):
         drain_worker(worker, actor_label=actor_label, reason=reason)
-    _sync_redis_user_on_commit(agent.pk)
-    return True
+    return True  # its Redis user is switched off on commit (agent_redis.connect: the row's save)
 
 
 def _lift_quarantine(agent, *, actor=None, actor_label="", reason=""):
@@ -208,7 +193,6 @@ def _lift_quarantine(agent, *, actor=None, actor_label="", reason=""):
     agent.save(update_fields=["quarantine_reason", "dropped_jobs"])
     audit.record("agent.quarantine_lifted", agent, actor=actor, actor_label=actor_label, before=before,
                  after={"quarantine_reason": "", "dropped_jobs": 0}, reason=reason)
-    _sync_redis_user_on_commit(agent.pk)
 
 
 def find_worker(name, agent_name=None):

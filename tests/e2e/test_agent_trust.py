@@ -377,3 +377,15 @@ def test_a_worker_passes_over_a_job_its_host_may_not_read_and_takes_the_next(liv
         claims._claim_list.clear()
     assert job.id == run.rq_job_id
     assert a.lrange(agent_redis.claim_list(contest["a"].name), 0, -1) == [unreadable.encode(), run.rq_job_id.encode()]
+
+
+def test_a_change_of_an_agents_gpu_types_rewrites_its_redis_user_at_once(contest):
+    user = contest["a_redis"].connection_pool.connection_kwargs["username"]
+    take_c500 = ["LMOVE", f"rq:queue:{contest['c500'].queue_name}", agent_redis.claim_list(contest["a"].name),
+                 "LEFT", "RIGHT"]
+    admin = queueing.connection()
+    assert b"no permissions" in admin.execute_command("ACL", "DRYRUN", user, *take_c500)
+    contest["a"].gpu_types.add(contest["c500"])  # the organizer grants it c500 (the admin does the same)
+    assert admin.execute_command("ACL", "DRYRUN", user, *take_c500) == b"OK"
+    contest["a"].gpu_types.remove(contest["c500"])
+    assert b"no permissions" in admin.execute_command("ACL", "DRYRUN", user, *take_c500)
