@@ -106,7 +106,7 @@ def main(argv=None):
     job_ids = list(Run.objects.values_list("rq_job_id", flat=True))
     started = time.perf_counter()
     for job_id in job_ids:  # the former sweep: one check per waiting run, on every heartbeat
-        queueing.job_is_alive(cpu.queue_name, job_id)
+        queueing.is_waiting(cpu.queue_name, job_id)
     per_run_s = time.perf_counter() - started
     ms = lambda s: round(s * 1000, 1)  # noqa: E731
     beats_sorted = sorted(beats)

@@ -185,22 +185,27 @@ def _wait_for(cache, name, version, compute):
     elif _shared(cache):
         while time.monotonic() < deadline:
             time.sleep(0.005)
-            try:
-                entry = cache.get(name)
-            except (redis.RedisError, OSError) as exc:
-                _unreachable(exc)
+            reachable, entry = _entry(cache, name)
+            if not reachable:
                 break
             if entry is not None and entry[0] == version:
                 return entry[1]
-    try:
-        entry = cache.get(name)
-    except (redis.RedisError, OSError) as exc:
-        _unreachable(exc)
+    reachable, entry = _entry(cache, name)
+    if not reachable:
         return compute()
     if entry is not None and entry[0] == version:
         return entry[1]
     flight = _claim(cache, name, version)
     return _render(cache, name, version, compute, flight) if flight is not None else compute()
+
+
+def _entry(cache, name):
+    """(whether the cache answered, its (version, rendering) under `name` or None)."""
+    try:
+        return True, cache.get(name)
+    except (redis.RedisError, OSError) as exc:
+        _unreachable(exc)
+        return False, None
 
 
 def cached(season, parts, compute, *, per_language=False):
@@ -213,10 +218,8 @@ def cached(season, parts, compute, *, per_language=False):
     version = season.board_version
     cache = caches["boards"]
     _note_read(season)
-    try:
-        entry = cache.get(name)
-    except (redis.RedisError, OSError) as exc:
-        _unreachable(exc)
+    reachable, entry = _entry(cache, name)
+    if not reachable:
         return compute()
     if entry is not None and entry[0] == version:
         return entry[1]

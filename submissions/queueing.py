@@ -97,12 +97,6 @@ def enqueue_judging(queue_name, job_id, kwargs, *, at_front=False):
     )
 
 
-def job_is_alive(queue_name, job_id) -> bool:
-    """Whether the job still waits in its queue's list (a job a host took is in its claim list:
-    services/recovery reads those)."""
-    return is_waiting(queue_name, job_id)
-
-
 def waiting_job_ids(queue_name):
     """The ids of the jobs waiting in a queue's list (only the site pushes there; hosts may only move
     ids from its head into their claim lists)."""

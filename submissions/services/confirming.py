@@ -181,12 +181,9 @@ def hand_back(run_id, agent, attempt):
         run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.QUEUED or run.attempts != attempt or not _judged_first_by(run, agent):
             return False
-        run.worker_refusals += 1
-        run.save(update_fields=["worker_refusals"])
-        audit.record("run.requeued", run, actor_label=f"agent:{agent.name}",
-                     reason=f"second judging of run #{run.confirms_id}: agent {agent.name} judged that run")
-        if another_host_online(run):
-            judging.enqueue_run(run, at_front=True)
-        else:  # nobody else could take it: it waits in the database, not in Redis for this host to bounce
+        others = another_host_online(run)
+        judging.hand_back_unspent(run, actor_label=f"agent:{agent.name}", enqueue=others,
+                                  reason=f"second judging of run #{run.confirms_id}: agent {agent.name} judged that run")
+        if not others:  # nobody else could take it: it waits in the database, not in Redis for this host to bounce
             _wait_for_another_host(run)
     return True

@@ -81,6 +81,17 @@ def enqueue_run(run, *, at_front=False):
     transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs, at_front=at_front), robust=True)
 
 
+def hand_back_unspent(run, *, actor_label, reason, action="run.requeued", before=None, enqueue=True):
+    """The (locked) run goes back as a new attempt that spends none of its attempts: the host or worker
+    could not take it (draining, outdated, its own second judging, a job it dropped, a job id of an
+    older site). Audited; at the front of its queue, unless the caller keeps it waiting (`enqueue`)."""
+    run.worker_refusals += 1
+    run.save(update_fields=["worker_refusals"])
+    audit.record(action, run, actor_label=actor_label, reason=reason, before=before)
+    if enqueue:
+        enqueue_run(run, at_front=True)
+
+
 def judging_options():
     """The limits an agent judges a run under: they come from the site, never from the queue."""
     return {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS, "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}

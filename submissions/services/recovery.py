@@ -166,11 +166,9 @@ def _hand_back_dropped(run_id, job_id, claim_key, agent):
             return 0
         reason = (f"agent {agent.name}'s host took its job {settings.RUN_CLAIM_TIMEOUT_SECONDS} s ago or more "
                   "and never started it")
-        audit.record("run.claim_dropped", run, actor_label="sweeper", reason=reason,
-                     before={"attempt": run.attempts, "agent": agent.name})
-        run.worker_refusals += 1  # the host's doing, not the run's: no attempt is spent
-        run.save(update_fields=["worker_refusals"])
-        judging.enqueue_run(run, at_front=True)
+        # the host's doing, not the run's: no attempt is spent
+        judging.hand_back_unspent(run, actor_label="sweeper", reason=reason, action="run.claim_dropped",
+                                  before={"attempt": run.attempts, "agent": agent.name})
         Agent.objects.filter(pk=agent.pk).update(dropped_jobs=F("dropped_jobs") + 1)
         dropped = Agent.objects.get(pk=agent.pk).dropped_jobs
         if dropped >= settings.AGENT_DROPPED_JOBS_BEFORE_QUARANTINE:
@@ -228,11 +226,8 @@ def _requeue(lost, now):
         if lost.reason == OUTDATED_JOB_ID:  # the platform's doing: no attempt spent
             queue_name, old_id = run.queue_name, run.rq_job_id
             transaction.on_commit(lambda: queueing.remove_job(queue_name, old_id), robust=True)
-            run.worker_refusals += 1
-            run.save(update_fields=["worker_refusals"])
-            audit.record("run.requeued", run, actor_label="sweeper", reason=lost.reason,
-                         before={"attempt": run.attempts, "job": old_id})
-            judging.enqueue_run(run, at_front=True)
+            judging.hand_back_unspent(run, actor_label="sweeper", reason=lost.reason,
+                                      before={"attempt": run.attempts, "job": old_id})
             return True
         _hand_back(run, lost.reason)
         return True

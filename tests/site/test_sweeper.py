@@ -83,7 +83,7 @@ def test_a_malformed_job_hash_written_by_an_agent_host_does_not_stop_the_sweeper
     with django_capture_on_commit_callbacks(execute=True):
         assert recovery.sweep_runs() == 1
     run.refresh_from_db()
-    assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    assert run.attempts == 2 and queueing.is_waiting(run.gpu_type.queue_name, run.rq_job_id)
     connection.delete(f"rq:job:{queueing.job_id(run.pk, 1, run.gpu_type.slug)}")
 
 
@@ -96,10 +96,10 @@ def test_a_job_taken_off_its_queue_with_its_hash_left_queued_is_lost(
     queue = queueing.judging_queue(run.gpu_type.queue_name)
     connection.lrem(queue.key, 0, run.rq_job_id)
     assert connection.hget(f"rq:job:{run.rq_job_id}", "status") == b"queued"
-    assert not queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    assert not queueing.is_waiting(run.gpu_type.queue_name, run.rq_job_id)
     age(run, settings.RUN_REQUEUE_AFTER_SECONDS + 5)
     with django_capture_on_commit_callbacks(execute=True):
         assert recovery.sweep_runs() == 1
     run.refresh_from_db()
-    assert run.attempts == 2 and queueing.job_is_alive(run.gpu_type.queue_name, run.rq_job_id)
+    assert run.attempts == 2 and queueing.is_waiting(run.gpu_type.queue_name, run.rq_job_id)
     connection.delete(f"rq:job:{queueing.job_id(run.pk, 1, run.gpu_type.slug)}")
