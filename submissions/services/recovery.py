@@ -138,7 +138,8 @@ def _claim_ages(claimed, now):
         if gone:
             pipe.hdel(claims_seen_key(), *gone)
         pipe.execute()
-    return {job_id: now.timestamp() - {**seen, **new}[job_id] for job_id in claimed}
+    first_seen = {**seen, **new}
+    return {job_id: now.timestamp() - first_seen[job_id] for job_id in claimed}
 
 
 def _settle_claims(claimed, lists, now):
