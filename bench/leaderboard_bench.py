@@ -94,39 +94,42 @@ def populate(n_contestants, n_submissions, seed=7):
     return season, rerank_s
 
 
-def rerank_after_review(season):
-    """What a review costs: one row changes, the season is re-ranked, moved rows are written."""
+def review_one(season, standing_id, accepted_count):
+    """What a review does to the board: one standing changes in the season's lock, with its board key."""
     from django.db import transaction
 
+    from submissions import board_versions
     from submissions.models import Standing
-    from submissions.services.standings import rerank
+    from submissions.services.standings import store
 
-    row = Standing.objects.filter(season=season).order_by("-rank").first()
-    row.accepted_count = 99
-    row.save()
-    started = time.perf_counter()
     with transaction.atomic():
-        moved = rerank(season)
-    elapsed = (time.perf_counter() - started) * 1000
-    print(f"  ({moved} rows changed rank)")
-    return elapsed
+        board_versions.bump(season.pk)
+        standing = Standing.objects.select_for_update().get(pk=standing_id)
+        store(season, standing, {"accepted_count": accepted_count})
+
+
+def review_to_the_top(season):
+    """Milliseconds of a review that moves the last contestant to the top."""
+    from submissions.models import Standing
+
+    last = Standing.objects.filter(season=season).order_by("-board_key", "-contestant_id").first()
+    started = time.perf_counter()
+    review_one(season, last.pk, 99)
+    return (time.perf_counter() - started) * 1000
 
 
 def review_now_and_then(season, every, stop, done):
-    """Until `stop` is set: every `every` seconds one standing changes and the season is re-ranked (a
-    new board version). Appends to `done` the milliseconds each took."""
-    from django.db import connection, transaction
+    """Until `stop` is set: every `every` seconds one standing changes (a new board version). Appends to
+    `done` the milliseconds each took."""
+    from django.db import connection
 
     from submissions.models import Standing
-    from submissions.services.standings import rerank
 
     rng = random.Random(3)
     ids = list(Standing.objects.filter(season=season).values_list("pk", flat=True))
     while not stop.wait(every):
         started = time.perf_counter()
-        with transaction.atomic():
-            Standing.objects.filter(pk=rng.choice(ids)).update(accepted_count=rng.randrange(0, 8))
-            rerank(season)
+        review_one(season, rng.choice(ids), rng.randrange(0, 8))
         done.append((time.perf_counter() - started) * 1000)
     connection.close()
 
@@ -150,7 +153,7 @@ def fill(args):
     analyze()
     print(f"filled {args.contestants} contestants, {args.submissions} submissions "
           f"in {time.perf_counter() - started:.1f} s; ranking all standings took {rerank_s * 1000:.0f} ms")
-    print(f"one review moves a contestant to the top: re-ranking took {rerank_after_review(season):.0f} ms")
+    print(f"one review moves a contestant to the top: it took {review_to_the_top(season):.0f} ms")
     return season
 
 

@@ -9,7 +9,7 @@ from django.utils.translation import gettext
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import ranked_runs, ranking, timing_flags, weights
+from submissions import board_ranks, ranked_runs, ranking, timing_flags, weights
 from submissions import selectors as submission_selectors
 
 
@@ -33,13 +33,13 @@ def standings_query(season, search="", viewer=None):
 
 def board_query(season, freeze, search=""):
     """The rows of the live board (freeze None) or of the freeze's snapshot, in board order."""
-    if freeze is not None:
-        rows = FrozenStanding.objects.filter(freeze=freeze).select_related("contestant")
+    if freeze is not None:  # a snapshot keeps the ranks it was taken with
+        rows = FrozenStanding.objects.filter(freeze=freeze).select_related("contestant").order_by("rank", "contestant_id")
     else:
-        rows = Standing.objects.filter(season=season).select_related("contestant")
+        rows = Standing.objects.filter(season=season).select_related("contestant").order_by("board_key", "contestant_id")
     if search:
         rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
-    return rows.order_by("rank", "contestant_id")
+    return rows
 
 
 # Below this offset one query is cheaper than two (bench/leaderboard_bench.py: on PostgreSQL the
@@ -48,14 +48,18 @@ DEFERRED_JOIN_FROM_OFFSET = 1000
 
 
 def rows_at(query, offset, limit):
-    """`query[offset:offset + limit]` without paying for the rows skipped: their ids come from the
-    board-order index alone (`standing_board_order`), then only the page's rows are read and joined.
+    """`query[offset:offset + limit]`, ranked, without paying for the rows skipped: their ids come from
+    the board-order index alone (`standing_board_order`), then only the page's rows are read and joined.
     A plain OFFSET joins and discards every skipped row, so the last page cost 2-3x the first."""
     if offset < DEFERRED_JOIN_FROM_OFFSET:
-        return list(query[offset:offset + limit])
-    ids = list(query.values_list("pk", flat=True)[offset:offset + limit])
-    found = query.model._default_manager.filter(pk__in=ids).select_related("contestant").in_bulk()
-    return [found[pk] for pk in ids if pk in found]
+        rows = list(query[offset:offset + limit])
+    else:
+        ids = list(query.values_list("pk", flat=True)[offset:offset + limit])
+        found = query.model._default_manager.filter(pk__in=ids).select_related("contestant").in_bulk()
+        rows = [found[pk] for pk in ids if pk in found]
+    if rows and query.model is not FrozenStanding:  # live rows: ranked from their keys, all at once
+        board_ranks.attach(rows[0].board(), rows)
+    return rows
 
 
 class BoardPaginator(Paginator):
@@ -171,7 +175,7 @@ def gpu_standings_query(season, gpu_type, search=""):
     rows = GpuStanding.objects.filter(season=season, gpu_type=gpu_type, passed_count__gt=0).select_related("contestant")
     if search:
         rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
-    return rows.order_by("rank", "contestant_id")
+    return rows.order_by("board_key", "contestant_id")
 
 
 def season_gpu_type(season, slug):

@@ -4,7 +4,7 @@ from django.utils.translation import gettext as _
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
 from submissions.models import Standing
-from submissions import board_versions
+from submissions import board_ranks, board_versions
 from submissions.services import audit
 
 SNAPSHOT_FIELDS = ("contestant_id", "rank", "accepted_count", "base_score", "bonus", "total_score",
@@ -18,8 +18,11 @@ def freeze_scoreboard(season, user=None, reason=""):
     if ScoreboardFreeze.objects.filter(season=season).exists():
         raise ValueError(_("the scoreboard of %(season)s is already frozen") % {"season": season.code})
     freeze = ScoreboardFreeze.objects.create(season=season, frozen_by=user)
-    rows = Standing.objects.filter(season=season).values(*SNAPSHOT_FIELDS)
-    FrozenStanding.objects.bulk_create([FrozenStanding(freeze=freeze, **row) for row in rows], batch_size=2000)
+    rows = board_ranks.in_order(Standing.objects.filter(season=season).order_by("board_key", "contestant_id"),
+                                lambda row: row.season_id)
+    FrozenStanding.objects.bulk_create(
+        [FrozenStanding(freeze=freeze, **{field: getattr(row, field) for field in SNAPSHOT_FIELDS}) for row in rows],
+        batch_size=2000)
     audit.record("scoreboard.frozen", season, actor=user, after={"frozen_at": freeze.frozen_at.isoformat()},
                  reason=reason)
     return freeze

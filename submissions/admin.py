@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy
 
 from submissions import board_versions, models, ranking, weights
 from submissions.forms import ThrottledAdminAuthenticationForm
-from submissions.services import accounts, audit, fleet, seasons, weighting
+from submissions.services import accounts, audit, fleet, seasons, standings, weighting
 
 # The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -201,8 +201,13 @@ class StandingAdmin(admin.ModelAdmin):
     list_display = ("season", "rank", "contestant", "accepted_count", "base_score", "bonus", "submission_count")
     list_filter = ("season",)
 
-    # Saving one bumps its board's version through a signal (board_versions); deleting one, here, in
-    # the deletion's transaction.
+    # Saving one bumps its board's version through a signal (board_versions) and re-keys its place in
+    # the board (standings.store); deleting one bumps the version here, in the deletion's transaction.
+    @transaction.atomic
+    def save_model(self, request, obj, form, change):
+        board_versions.bump(obj.season_id)
+        standings.store(obj.season, obj, {})
+
     @transaction.atomic
     def delete_model(self, request, obj):
         board_versions.bump(obj.season_id)

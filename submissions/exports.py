@@ -2,7 +2,7 @@
 import csv
 import json
 
-from submissions import ranked_runs
+from submissions import board_ranks, ranked_runs
 from submissions.models import AuditEntry, Review, Standing, Submission
 
 
@@ -44,7 +44,8 @@ def _standings(season):
         rows = rows.filter(season=season)
     yield ["season", "rank", "contestant", "affiliation", "accepted_count", "base_score", "bonus", "total_score",
            "submission_count", "first_submission_at", "best_speedup"]
-    for s in rows.order_by("season__code", "rank", "contestant_id"):
+    ranked = board_ranks.in_order(rows.order_by("season__code", "board_key", "contestant_id"), lambda s: s.season_id)
+    for s in ranked:
         yield [s.season.code, s.rank, s.contestant.display_name, s.contestant.affiliation, s.accepted_count,
                s.base_score, s.bonus, s.total_score, s.submission_count,
                s.first_submission_at.isoformat() if s.first_submission_at else "", s.best_speedup]

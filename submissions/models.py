@@ -12,7 +12,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from submissions import harness_versions
+from submissions import board_ranks, harness_versions
+from submissions.ranking import UNSCORED_KEY
 
 
 def hash_secret(raw: str) -> str:
@@ -554,7 +555,7 @@ class AuditEntry(models.Model):
         raise AuditTrailIsAppendOnly("audit entries are never deleted")
 
 
-class Standing(models.Model):
+class Standing(board_ranks.RankedRow, models.Model):
     """A contestant's materialized row in a season, recomputed when a review or run changes it."""
 
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="standings")
@@ -567,21 +568,27 @@ class Standing(models.Model):
     first_submission_at = models.DateTimeField(null=True, blank=True)
     last_accepted_at = models.DateTimeField(null=True, blank=True)
     best_speedup = models.FloatField(null=True, blank=True)
-    rank = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    # The row's place in the season rule's order (ranking.RankingRule.board_key); its rank is read from it
+    # (board_ranks), so one contestant's change writes one row.
+    board_key = models.BinaryField(default=UNSCORED_KEY)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["rank", "contestant_id"]
+        ordering = ["season", "board_key", "contestant_id"]
         constraints = [models.UniqueConstraint(fields=["season", "contestant"], name="one_standing_per_season")]
         # The leaderboard's order within a season, ties included: a page at any depth reads the index
-        # in order, with no sort of the whole season (leaderboard/selectors.py).
-        indexes = [models.Index(fields=["season", "rank", "contestant"], name="standing_board_order")]
+        # in order, with no sort of the whole season, and a rank counts the index entries before it.
+        indexes = [models.Index(fields=["season", "board_key", "contestant"], name="standing_board_order")]
 
     def __str__(self):
-        return f"{self.season.code} #{self.rank} {self.contestant}"
+        return f"{self.season.code} {self.contestant}"
+
+    def board(self):
+        """The rows this one is ranked among."""
+        return Standing.objects.filter(season_id=self.season_id)
 
 
-class GpuStanding(models.Model):
+class GpuStanding(board_ranks.RankedRow, models.Model):
     """A contestant's accepted samples on one GPU type: how many passed there and how fast, ranked per GPU."""
 
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="gpu_standings")
@@ -590,16 +597,20 @@ class GpuStanding(models.Model):
     passed_count = models.PositiveIntegerField(default=0, help_text="Accepted samples that passed on this GPU type")
     geomean_speedup = models.FloatField(null=True, blank=True)
     best_speedup = models.FloatField(null=True, blank=True)
-    rank = models.PositiveIntegerField(null=True, blank=True)
+    board_key = models.BinaryField(default=UNSCORED_KEY)  # ranking.GpuSpeedupRule's, as Standing's
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["season", "gpu_type", "contestant"],
                                                name="one_gpu_standing_per_season")]
-        indexes = [models.Index(fields=["season", "gpu_type", "rank", "contestant"], name="gpu_standing_board_order")]
+        indexes = [models.Index(fields=["season", "gpu_type", "board_key", "contestant"],
+                                name="gpu_standing_board_order")]
 
     def __str__(self):
-        return f"{self.season.code}/{self.gpu_type.slug} #{self.rank} {self.contestant}"
+        return f"{self.season.code}/{self.gpu_type.slug} {self.contestant}"
+
+    def board(self):
+        return GpuStanding.objects.filter(season_id=self.season_id, gpu_type_id=self.gpu_type_id)
 
 
 class LoginFailure(models.Model):

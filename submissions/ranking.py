@@ -7,15 +7,36 @@ Each rule declares its per-season settings (`Setting`s) and validates a season's
 `ranking_settings` against them: unknown keys and wrong types are refused with a message
 that names the setting, so the admin and the services can show it as it is.
 """
+import math
+import struct
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-from django.db.models import Case, F, IntegerField, Q, Value, When, Window
-from django.db.models.functions import Rank
 from django.utils.translation import gettext, gettext_lazy as _
 
 _RULES = {}
 _FAR_FUTURE = datetime.max.replace(tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+SCORED_PREFIX = b"\x00"
+UNSCORED_KEY = b"\x01"  # after every scored key: unscored rows share the last rank
+
+
+def _sortable_bytes(value):
+    """8 bytes whose bytewise order is the numeric order of `value` (a number or an aware datetime).
+
+    Every part is a float (an int, or a datetime in whole microseconds, is exact in one up to 2**53), so
+    rows compare alike whether a score was stored as 3 or 3.0.
+    """
+    if isinstance(value, datetime):
+        value = (value - _EPOCH) // timedelta(microseconds=1)
+    number = float(value) + 0.0  # -0.0 becomes 0.0: equal scores, equal keys
+    if math.isnan(number):
+        raise ValueError("a ranking key cannot be NaN")
+    (bits,) = struct.unpack(">Q", struct.pack(">d", number))
+    # IEEE 754 doubles order as sign-magnitude integers: flip negatives whole, set the sign bit of positives
+    bits = bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | 1 << 63
+    return struct.pack(">Q", bits)
 
 
 class RankingSettingsError(ValueError):
@@ -109,29 +130,19 @@ class RankingRule:
                 % {"rule": cls.name, "keys": ", ".join(unknown), "allowed": allowed})
         return {key: setting.clean(raw[key]) if key in raw else setting.default for key, setting in known.items()}
 
-    @property
-    def order_fields(self):
-        """(Standing field, descending?) in priority order: the same order as sort_key, for the database."""
-        raise NotImplementedError
-
     def is_scored(self, standing) -> bool:
-        raise NotImplementedError
-
-    def scored_q(self):
-        """The database twin of is_scored."""
         raise NotImplementedError
 
     def sort_key(self, standing):
         raise NotImplementedError
 
-    def rank_window(self):
-        """RANK() over the rule's order, scored rows first; unscored rows tie on constant keys and share the last rank."""
-        scored = self.scored_q()
-        keys = [Case(When(scored, then=Value(1)), default=Value(0), output_field=IntegerField()).desc()]
-        for field, descending in self.order_fields:
-            key = Case(When(scored, then=F(field)), default=Value(None))
-            keys.append(key.desc(nulls_last=True) if descending else key.asc(nulls_last=True))
-        return Window(expression=Rank(), order_by=keys)
+    def board_key(self, standing) -> bytes:
+        """The standing's place in the rule's order as bytes that compare (bytewise) as sort_key does;
+        every unscored row gets UNSCORED_KEY, after every scored one. Stored with the row, so a change of
+        one contestant writes one row, and a rank is read as 1 + the rows with a smaller key."""
+        if not self.is_scored(standing):
+            return UNSCORED_KEY
+        return SCORED_PREFIX + b"".join(_sortable_bytes(part) for part in self.sort_key(standing))
 
     def assign_ranks(self, standings):
         """Sets `.rank` on each standing (a list) and returns them in rank order."""
@@ -168,18 +179,8 @@ class AcceptedCountRule(RankingRule):
             return self.label
         return _("Accepted count, then base score (bonus does not break ties)")
 
-    @property
-    def order_fields(self):
-        fields = [("accepted_count", True), ("base_score", True)]
-        if self.settings["bonus_breaks_ties"]:
-            fields.append(("bonus", True))
-        return tuple(fields)
-
     def is_scored(self, standing):
         return standing.accepted_count > 0
-
-    def scored_q(self):
-        return Q(accepted_count__gt=0)
 
     def sort_key(self, standing):
         key = (-standing.accepted_count, -standing.base_score)
@@ -215,21 +216,8 @@ class CumulativeScoreRule(RankingRule):
             (False, False): _("Base score, then bonus, then earlier submission"),
         }[(self.settings["bonus_in_score"], self.settings["more_submissions_first"])]
 
-    @property
-    def order_fields(self):
-        if self.settings["bonus_in_score"]:
-            fields = [("total_score", True)]
-        else:
-            fields = [("base_score", True), ("bonus", True)]
-        if self.settings["more_submissions_first"]:
-            fields.append(("submission_count", True))
-        return tuple(fields) + (("first_submission_at", False),)
-
     def is_scored(self, standing):
         return standing.total_score > 0
-
-    def scored_q(self):
-        return Q(total_score__gt=0)
 
     def sort_key(self, standing):
         if self.settings["bonus_in_score"]:
@@ -246,13 +234,9 @@ class GpuSpeedupRule(RankingRule):
 
     name = "gpu_speedup"
     label = _("Accepted samples passed on this GPU, then geometric-mean speedup")
-    order_fields = (("passed_count", True), ("geomean_speedup", True))
 
     def is_scored(self, standing):
         return standing.passed_count > 0
-
-    def scored_q(self):
-        return Q(passed_count__gt=0)
 
     def sort_key(self, standing):
         return (-standing.passed_count, -(standing.geomean_speedup or 0))

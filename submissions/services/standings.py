@@ -1,5 +1,5 @@
 """Materialized standings: a contestant's row is recomputed when one of their reviews or runs changes."""
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Min
 
 import math
@@ -50,16 +50,16 @@ def compute_gpu_rows(season, contestant):
 
 
 def refresh_gpu_rows(season, contestant):
-    """Recompute the contestant's per-GPU rows; re-rank the GPU types whose row changed."""
+    """Recompute the contestant's per-GPU rows (and their board keys: one row written per change)."""
+    rule = GpuSpeedupRule()
     for gpu_type_id, values in compute_gpu_rows(season, contestant).items():
         row, _ = GpuStanding.objects.select_for_update().get_or_create(
             season=season, gpu_type_id=gpu_type_id, contestant=contestant)
         if any(getattr(row, k) != v for k, v in values.items()):
             for key, value in values.items():
                 setattr(row, key, value)
+            row.board_key = rule.board_key(row)
             row.save()
-            _rank_in_sql(GpuStanding, GpuStanding.objects.filter(season=season, gpu_type_id=gpu_type_id),
-                         GpuSpeedupRule())
 
 
 def compute_row(season, contestant):
@@ -99,46 +99,46 @@ def _audited(values):
 
 @transaction.atomic
 def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
-    """Recompute one contestant's row, then the season's ranks; a change is kept in the audit trail."""
+    """Recompute one contestant's row and its place in the season's order; a change is audited."""
     board_versions.bump(season.pk)  # first: the season's row lock orders this season's writers
     values = compute_row(season, contestant)
     standing, _ = Standing.objects.select_for_update().get_or_create(season=season, contestant=contestant)
     changed = {k: v for k, v in values.items() if getattr(standing, k) != v}
     if changed:
         before = _audited({k: getattr(standing, k) for k in changed})
-        for key, value in values.items():
-            setattr(standing, key, value)
-        standing.save()
-        rerank(season)
+        store(season, standing, values)
         audit.record("standing.changed", standing, actor=actor, actor_label=actor_label,
                      before=before, after=_audited(changed), reason=reason)
     refresh_gpu_rows(season, contestant)
     return standing
 
 
-@transaction.atomic  # the new board version is published with the new ranks, never before them
+def _current_rule(season):
+    # the rule as committed, read under the season's row lock (board_versions.bump): the caller's copy of
+    # the season may predate an organizer's change of rule that committed while this transaction waited
+    return rule_of(Season.objects.only("ranking_rule", "ranking_settings").get(pk=season.pk))
+
+
+def store(season, standing, values):
+    """Writes `values` to the standing (locked by the caller, in the season's lock) with its board key:
+    one row, wherever the contestant moves (board_ranks reads the ranks)."""
+    for key, value in values.items():
+        setattr(standing, key, value)
+    standing.board_key = _current_rule(season).board_key(standing)
+    standing.save()
+
+
+@transaction.atomic  # the new board version is published with the new keys, never before them
 def rerank(season):
-    """Assign ranks with the season's rule and its settings; see _rank_in_sql."""
+    """Re-keys every standing of the season by its rule and settings (after an organizer changes them);
+    returns how many rows were re-keyed."""
     board_versions.bump(season.pk)
-    # the rule as committed, read under the season's row lock (bump): the caller's copy of the season may
-    # predate an organizer's change of rule that committed while this transaction waited for the lock
-    current = Season.objects.only("ranking_rule", "ranking_settings").get(pk=season.pk)
-    return _rank_in_sql(Standing, Standing.objects.filter(season=season), rule_of(current))
-
-
-def _rank_in_sql(model, rows, rule):
-    """Rank `rows` by `rule` in one UPDATE; only rows whose rank moved are written.
-
-    Done in the database: one contestant climbing to the top shifts every rank below, and writing
-    10,000 rows one by one takes seconds inside the transaction of an agent's report.
-    """
-    ranked = rows.annotate(new_rank=rule.rank_window()).values("id", "new_rank")
-    inner_sql, params = ranked.query.sql_with_params()
-    table = connection.ops.quote_name(model._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET rank = ranked.new_rank FROM ({inner_sql}) AS ranked "
-            f"WHERE {table}.id = ranked.id AND ({table}.rank IS NULL OR {table}.rank <> ranked.new_rank)",
-            params,
-        )
-        return cursor.rowcount
+    rule = _current_rule(season)
+    moved = []
+    for standing in Standing.objects.filter(season=season).select_for_update():
+        key = rule.board_key(standing)
+        if bytes(standing.board_key) != key:
+            standing.board_key = key
+            moved.append(standing)
+    Standing.objects.bulk_update(moved, ["board_key"], batch_size=1000)
+    return len(moved)

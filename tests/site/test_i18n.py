@@ -242,7 +242,7 @@ def test_the_leaderboards_first_submission_time_is_localized(client, season, ali
     season.ranking_rule = "cumulative_score"
     season.save()
     Standing.objects.create(season=season, contestant=alice, total_score=1234.5, base_score=1234.5,
-                            submission_count=3, first_submission_at=WHEN, rank=1)
+                            submission_count=3, first_submission_at=WHEN)
     zh = client.get("/seasons/S1/leaderboard/", headers=ZH).content.decode()
     en = client.get("/seasons/S1/leaderboard/", headers=EN).content.decode()
     assert "2026年1月5日 13:07" in zh and "01/05/2026 1:07 p.m." in en

@@ -105,25 +105,26 @@ def test_a_standing_refreshed_while_the_ranking_rule_changes_is_ranked_by_the_ne
     """The agent's report (or a submission) read the season before an organizer changed its rule and
     committed: its re-rank, after the change, must use the new rule, not the one it read."""
     agent = agent_and_token[0]
-    for contestant, count in ((alice, 1), (bob, 2)):
+    carol = accounts.register_contestant("carol", "pw-carol-123", display_name="Carol")
+    for contestant, count in ((alice, 1), (bob, 2), (carol, 1)):
         issue = submitting.open_issue(season, contestant, title="ReLU")
         for _ in range(count):
             submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
             report_all(submission, agent, passed_result())
         reviewing.review_submission(submission, organizer.user, "accepted", reason="fine", acceptance_override="a test")
-    carol = accounts.register_contestant("carol", "pw-carol-123", display_name="Carol")
     carol_issue = submitting.open_issue(season, carol, title="GELU")
     carol_issue = Issue.objects.select_related("season").get(pk=carol_issue.pk)  # her request's view of the season
-    ranks = lambda: dict(Standing.objects.filter(contestant__in=(alice, bob))  # noqa: E731
-                         .values_list("contestant__user__username", "rank"))
-    assert ranks() == {"alice": 1, "bob": 1}  # accepted_count: one each, same points
+    ranks = lambda: {s.contestant.user.username: s.rank  # noqa: E731
+                     for s in Standing.objects.filter(season=season).select_related("contestant__user")}
+    assert ranks() == {"alice": 1, "bob": 1, "carol": 1}  # accepted_count: one each, same points
 
     first, second = interleave(
         lambda: seasons.change_ranking(season, "cumulative_score", actor=organizer.user, reason="seed 000's rule"),
         lambda: submitting.create_submission(carol, carol_issue, build_bundle(valid_files())),
         pre_save, AuditEntry, when=lambda entry: entry.action == "season.ranking_changed")
     assert "error" not in first and "error" not in second
-    assert ranks() == {"bob": 1, "alice": 2}  # cumulative_score: equal scores, more submissions first
+    # cumulative_score: equal scores, more submissions first (carol's second came in the race), then earlier
+    assert ranks() == {"bob": 1, "carol": 2, "alice": 3}
 
 
 def test_a_review_and_a_report_that_flags_the_reviewed_submission_do_not_deadlock(judged, alice, organizer,

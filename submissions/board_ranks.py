@@ -1,0 +1,71 @@
+"""Ranks read from board keys (ranking.RankingRule.board_key), never stored.
+
+A rank is 1 + the rows of the same board with a smaller key, so a contestant who climbs to the top
+writes one row instead of shifting every rank below. Reading costs one count of the index entries
+before the first row asked for, plus one pass over the rows between the first and the last.
+"""
+from django.db.models import Count, Q
+
+
+def key_of(row):
+    return bytes(row.board_key)  # PostgreSQL hands bytea back as a memoryview
+
+
+def attach(board, rows):
+    """Sets `.rank` on each of `rows` (model instances of `board`, any order, any subset: a page, a
+    search's matches); `board` is the unfiltered queryset of the board they are ranked on."""
+    keys = sorted({key_of(row) for row in rows})
+    if not keys:
+        return rows
+    first, others = keys[0], keys[1:]
+    before_first = board.filter(board_key__lt=first).count()
+    between = {first: 0}
+    if others:
+        counts = board.filter(board_key__gte=first, board_key__lt=others[-1]).aggregate(
+            **{f"k{i}": Count("pk", filter=Q(board_key__lt=key)) for i, key in enumerate(others)})
+        between.update((key, counts[f"k{i}"]) for i, key in enumerate(others))
+    for row in rows:
+        row.rank = 1 + before_first + between[key_of(row)]
+    return rows
+
+
+def in_order(rows, board_of):
+    """Yields `rows` (whole boards, each read in board order: key, then contestant) with `.rank` set as
+    they pass, with no query; `board_of(row)` tells which board a row is on."""
+    board, position, previous = object(), 0, None
+    for row in rows:
+        if board_of(row) != board:
+            board, position, previous = board_of(row), 0, None
+        position += 1
+        key = key_of(row)
+        if key != previous:
+            rank, previous = position, key
+        row.rank = rank
+        yield row
+
+
+class RankOnBoard:
+    """A model's `rank`: what attach or in_order set, else asked of the database for this row alone."""
+
+    def __set_name__(self, owner, name):
+        self.attribute = f"_{name}"
+
+    def __get__(self, row, owner=None):
+        if row is None:
+            return self
+        if getattr(row, self.attribute, None) is None:
+            attach(row.board(), [row])
+        return getattr(row, self.attribute)
+
+    def __set__(self, row, value):
+        setattr(row, self.attribute, value)
+
+
+class RankedRow:
+    """Mixin of a board's model (which defines `board()`): `rank` as read from the keys."""
+
+    rank = RankOnBoard()
+
+    def refresh_from_db(self, *args, **kwargs):
+        super().refresh_from_db(*args, **kwargs)
+        self.rank = None  # read again when next asked: the row may have moved
