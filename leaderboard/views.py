@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views import defaults
 
-from leaderboard import board_cache, charts, selectors
+from leaderboard import board_cache, charts, selectors, standing_cells
 from submissions.models import Season, Submission
 from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
 
@@ -27,7 +27,8 @@ def home(request):
         freeze = selectors.active_freeze(season, request.user)
         top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
             "leaderboard/_standings.html",
-            {"rows": selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS), "rule": rule}),
+            {"rows": standing_cells.with_cells(selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS),
+                                               rule), "rule": rule}),
             per_language=True))
     return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
 
@@ -74,7 +75,9 @@ def season_leaderboard(request, code):
         notify_cut(request)
 
     def render_part(page):
-        context = {"season": season, "page": page, "rule": selectors.rule_of(season), "search": search,
+        rule = selectors.rule_of(season)
+        context = {"season": season, "page": page, "rows": standing_cells.with_cells(page.object_list, rule),
+                   "rule": rule, "search": search,
                    "search_max_chars": SEARCH_MAX_CHARS,
                    "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
                    "live_freeze": selectors.active_freeze(season) if staff else None}

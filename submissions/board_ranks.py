@@ -2,9 +2,9 @@
 
 A rank is 1 + the rows of the same board with a smaller key, so a contestant who climbs to the top
 writes one row instead of shifting every rank below. Reading costs one count of the index entries
-before the first row asked for, plus one pass over the rows between the first and the last.
+before the first row asked for, plus reading the keys between the first row's and the last's.
 """
-from django.db.models import Count, Q
+import bisect
 
 
 def key_of(row):
@@ -17,15 +17,13 @@ def attach(board, rows):
     keys = sorted({key_of(row) for row in rows})
     if not keys:
         return rows
-    first, others = keys[0], keys[1:]
+    first, last = keys[0], keys[-1]
     before_first = board.filter(board_key__lt=first).count()
-    between = {first: 0}
-    if others:
-        counts = board.filter(board_key__gte=first, board_key__lt=others[-1]).aggregate(
-            **{f"k{i}": Count("pk", filter=Q(board_key__lt=key)) for i, key in enumerate(others)})
-        between.update((key, counts[f"k{i}"]) for i, key in enumerate(others))
+    # the keys from the first row's to the last's: a page's own rows, or a search's span of the board
+    span = sorted(bytes(key) for key in board.filter(board_key__gte=first, board_key__lt=last).order_by()
+                  .values_list("board_key", flat=True)) if last != first else []
     for row in rows:
-        row.rank = 1 + before_first + between[key_of(row)]
+        row.rank = 1 + before_first + bisect.bisect_left(span, key_of(row))
     return rows
 
 

@@ -574,11 +574,14 @@ class Standing(board_ranks.RankedRow, models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["season", "board_key", "contestant_id"]
+        ordering = ["season_id", "board_key", "contestant_id"]
         constraints = [models.UniqueConstraint(fields=["season", "contestant"], name="one_standing_per_season")]
         # The leaderboard's order within a season, ties included: a page at any depth reads the index
         # in order, with no sort of the whole season, and a rank counts the index entries before it.
-        indexes = [models.Index(fields=["season", "board_key", "contestant"], name="standing_board_order")]
+        # With the id (PostgreSQL's INCLUDE; SQLite's indexes hold the rowid anyway), a deep page's ids are
+        # read from the index alone.
+        indexes = [models.Index(fields=["season", "board_key", "contestant"], include=["id"],
+                                name="standing_board_order")]
 
     def __str__(self):
         return f"{self.season.code} {self.contestant}"
@@ -603,7 +606,7 @@ class GpuStanding(board_ranks.RankedRow, models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["season", "gpu_type", "contestant"],
                                                name="one_gpu_standing_per_season")]
-        indexes = [models.Index(fields=["season", "gpu_type", "board_key", "contestant"],
+        indexes = [models.Index(fields=["season", "gpu_type", "board_key", "contestant"], include=["id"],
                                 name="gpu_standing_board_order")]
 
     def __str__(self):

@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AlterModelOptions(
             name='standing',
-            options={'ordering': ['season', 'board_key', 'contestant_id']},
+            options={'ordering': ['season_id', 'board_key', 'contestant_id']},
         ),
         migrations.RemoveIndex(
             model_name='gpustanding',
@@ -61,10 +61,10 @@ class Migration(migrations.Migration):
         migrations.RunPython(key_every_standing, migrations.RunPython.noop),
         migrations.AddIndex(
             model_name='gpustanding',
-            index=models.Index(fields=['season', 'gpu_type', 'board_key', 'contestant'], name='gpu_standing_board_order'),
+            index=models.Index(fields=['season', 'gpu_type', 'board_key', 'contestant'], include=['id'], name='gpu_standing_board_order'),
         ),
         migrations.AddIndex(
             model_name='standing',
-            index=models.Index(fields=['season', 'board_key', 'contestant'], name='standing_board_order'),
+            index=models.Index(fields=['season', 'board_key', 'contestant'], include=['id'], name='standing_board_order'),
         ),
     ]
