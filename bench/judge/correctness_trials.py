@@ -133,7 +133,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--only", nargs="*", default=(), help=f"bundle names: {', '.join(CANDIDATES)}")
-    parser.add_argument("--json", type=Path, help="write every row here too")
+    parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "correctness-trials" / "trials.json",
+                        help="every row, as JSON (default %(default)s)")
     args = parser.parse_args()
     rows, failures = [], 0
     with tempfile.TemporaryDirectory(prefix="trials-gpu-") as tmp:
@@ -155,6 +156,7 @@ def main() -> int:
             print(f"{'OK ' if ok else 'BAD'} {name:<20} {result['status']:<14} (want {want_status:<13}) "
                   f"trials {rows[-1]['trials']}  flags {result.get('flags')}  reason: {reason}", flush=True)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2))
     print(f"{len(rows) - failures}/{len(rows)} as expected")
     return 1 if failures else 0

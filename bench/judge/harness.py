@@ -2,7 +2,7 @@
 
     python bench/judge/harness.py precision --out DIR   # 5 kernels x 10 judgings, do_bench, ncu
     python bench/judge/harness.py hostile --out DIR     # hostile bundles: verdicts and flags
-    python bench/judge/harness.py render DIR            # writes docs/measurement.md from DIR/*.json
+    python bench/judge/harness.py render [DIR]          # docs/measurement.md's tables from DIR/*.json
 
 All bundles share one candidate (bench/fixtures/kernels/cudacode.py; `op.txt` picks the kernel), so the
 whole bench compiles once. Run on the device machine in one call per part (see bench/README.md).
@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 KERNELS = REPO / "bench" / "fixtures" / "kernels" / "cudacode.py"
+RESULTS = REPO / "bench" / "results"
 CACHE = REPO / "bench" / ".cache" / "builds"  # git-ignored: kept on the device between calls
 
 RELU_REFERENCE = """
@@ -298,9 +299,12 @@ def _fmt(value, spec=".4f"):
     return "n/a" if value is None else format(value, spec)
 
 
-def render(directory: Path) -> str:
-    precision = json.loads((directory / "precision.json").read_text()) if (directory / "precision.json").exists() else None
-    hostile = json.loads((directory / "hostile.json").read_text()) if (directory / "hostile.json").exists() else None
+def render(directory: Path | None) -> str:
+    """From DIR/precision.json and DIR/hostile.json, or each part's own folder under bench/results."""
+    precision_file = (directory or RESULTS / "precision") / "precision.json"
+    hostile_file = (directory or RESULTS / "hostile") / "hostile.json"
+    precision = json.loads(precision_file.read_text()) if precision_file.exists() else None
+    hostile = json.loads(hostile_file.read_text()) if hostile_file.exists() else None
     lines = ["# Measurements of the judge harness", "",
              "Written by `bench/judge/harness.py render` from what `bench/judge/harness.py precision` and "
              "`hostile` recorded on the device machine (see bench/README.md for the commands).", ""]
@@ -356,7 +360,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("part", choices=("precision", "hostile", "render"))
     parser.add_argument("directory", nargs="?", type=Path)
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
+    parser.add_argument("--out", type=Path, help="default bench/results/precision or bench/results/hostile")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--timing-budget", type=float, default=1.0, help="seconds per model pair")
     parser.add_argument("--only", nargs="*", default=(), help="kernel names (precision) or first row index (hostile)")
@@ -365,6 +369,7 @@ def main() -> None:
     if args.part == "render":
         sys.stdout.write(render(args.directory))
         return
+    args.out = args.out or RESULTS / args.part
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "host.txt").write_text(f"{platform.node()} {platform.python_version()}\n")
     if args.part == "precision":

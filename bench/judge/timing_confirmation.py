@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -56,7 +55,8 @@ def _fmt(value, spec=".4f"):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "timing-confirmation",
+                        help="confirm.json goes here (default %(default)s)")
     parser.add_argument("--only", nargs="*", type=int, default=(), help="row indexes")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

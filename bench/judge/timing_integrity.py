@@ -92,7 +92,8 @@ def capture_checks(bundle: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "timing-integrity",
+                        help="timing.json goes here (default %(default)s)")
     parser.add_argument("--only", nargs="*", default=(), help="ops to judge (e.g. side_stream_early memo)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-timing-"))
@@ -107,7 +108,7 @@ def main() -> None:
     for r in rows:
         print(f"{r['name']}: {r['repeated']}")
     captures = capture_checks(Path(rows[0]["bundle"])) if rows else []
-    if args.out:
+    if args.out:  # always, unless given empty
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "timing.json").write_text(json.dumps({"rows": rows, "captures": captures}, indent=1))
 
