@@ -1,7 +1,7 @@
 """Plain nvcc against the parallel front (profiler_agent.bundles.nvcc_parallel) on a load_inline CUDA file.
 
     python bench/build/nvcc_parallel.py [--candidate examples/001-example/example_cudacode.py] [--repeat 3]
-                                  [--header narrow|slim|full] [--include DIR]
+                                        [--header narrow|slim|full] [--include DIR]
 
 Takes the candidate's load_inline CUDA source and flags (load_inline is recorded, not run), writes the
 .cu as load_inline does and torch's own nvcc command for it (its ninja file, written for these
