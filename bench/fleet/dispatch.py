@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import live_platform  # noqa: E402
-# bench/fleet/two_gpus.py imports ROOT, Platform, free_port, machine and stop from here
-from live_platform import PY, Database, free_port, make_log  # noqa: E402, F401
+# bench/fleet/two_gpus.py imports ROOT, Platform, machine and stop from here
+from live_platform import PY, Database, make_log  # noqa: E402
 from live_platform import stop_process_group as stop  # noqa: E402, F401
 
 BUNDLE = ROOT / "bench" / "fixtures" / "bundles" / "dispatch-cpu"
