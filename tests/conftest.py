@@ -92,7 +92,7 @@ def shared_build_cache():
 
 
 # The extra_cflags of the suite's C++ extensions (examples/relu-cpu's): one precompiled torch/extension.h
-# serves them all, a build with it takes half the g++ time of one without (bench/compile_time.py).
+# serves them all, a build with it takes half the g++ time of one without (bench/build/cold_compile.py).
 TEST_CFLAGS = ["-O3"]
 
 
@@ -149,7 +149,7 @@ def queue_prefix(settings):
 @pytest.fixture
 def start_agent(tmp_path):
     """Starts real `profiler_agent work` processes; all are stopped when the test ends."""
-    from tests.live_agent import AgentProcess
+    from live_platform.agents import AgentProcess
 
     agents = []
 

@@ -1,7 +1,7 @@
 """The timing confirmation (profiler_agent.measure.confirm): the kernel record read from ncu output
 recorded on an H100, the decision at its edges, and the whole chain (a stand-in `ncu` running the real
 profiled process in the sandbox, the trusted check verifying its outputs and timing the reference)
-on CPU, where no GPU and no Nsight Compute exist. The GPU check is bench/confirm_gpu.py."""
+on CPU, where no GPU and no Nsight Compute exist. The GPU check is bench/judge/timing_confirmation.py."""
 
 import os
 import statistics

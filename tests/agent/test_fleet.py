@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from bench.live_platform import CuttableProxy
+from live_platform.proxy import CuttableProxy
 from profiler_agent.service.gate import JobGate, apply_site_answer
 from tests.agent.conftest import REPO
 from tests.agent.processes import alive, wait_gone

@@ -1,4 +1,4 @@
-"""The integrity bench's own logic on CPU (the GPU run is bench/integrity_gpu.py): its bundles are all
+"""The integrity bench's own logic on CPU (the GPU run is bench/judge/integrity.py): its bundles are all
 there, the outcome rules tell a right result from a wrong one, and the ncu truth's targets load the
 judge's build instead of building again."""
 
@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
 
-import integrity_cases  # noqa: E402
-from integrity_cases import CASES, judge_outcome  # noqa: E402
+from bench.judge import integrity_cases  # noqa: E402
+from bench.judge.integrity_cases import CASES, judge_outcome  # noqa: E402
 
 CASE = {case.bundle: case for case in CASES}
 
 
 def test_every_case_is_a_bundle_and_the_script_lists_them():
     for case in CASES:
-        folder = REPO / "bench" / "bundles" / case.bundle
+        folder = REPO / "bench" / "fixtures" / "bundles" / case.bundle
         assert (folder / "torchcode.py").is_file() and (folder / "cudacode.py").is_file(), case.bundle
-    help_text = subprocess.run([sys.executable, "bench/integrity_gpu.py", "--help"], cwd=REPO, capture_output=True,
+    help_text = subprocess.run([sys.executable, "bench/judge/integrity.py", "--help"], cwd=REPO, capture_output=True,
                                text=True, check=True).stdout
     assert "--only" in help_text and "--deadline" in help_text
 
@@ -114,7 +114,7 @@ def test_truth_targets_load_the_judges_build_even_when_their_flags_differ(tmp_pa
     subprocess.run([sys.executable, "-c", judged + EXTENSION], cwd=REPO, env=env, check=True, capture_output=True)
     built = cache / "bench_prebuilt_probe" / "bench_prebuilt_probe.so"
     before = built.stat().st_mtime_ns
-    shim = "import sys; sys.path.insert(0, 'bench'); import launch_bound; launch_bound.use_prebuilt_extensions()\n"
+    shim = "import sys; sys.path.insert(0, 'bench/judge'); import launch_bound; launch_bound.use_prebuilt_extensions()\n"
     done = subprocess.run([sys.executable, "-c", shim + "FLAGS = ['-O0', '-DOTHER_FLAGS']" + EXTENSION], cwd=REPO,
                           env={**env, "BENCH_PREBUILT_EXTENSIONS": "1"}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

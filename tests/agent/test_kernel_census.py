@@ -90,7 +90,7 @@ LIBRARY_KERNELS = [
     "Memset (Device)",
 ]
 
-# Contestants' kernels: the first three as bench/results/ncu.log (Nsight Compute) and the torch
+# Contestants' kernels: the first three as bench/results/precision/ncu.log (Nsight Compute) and the torch
 # profiler (its own spelling of const) name the bench's load_inline kernels, then a templated
 # kernel whose arguments mention c10:: types, and a Triton kernel (named after its function).
 CUSTOM_KERNELS = [

@@ -22,7 +22,7 @@ from profiler_agent.service.jobs import judge_options
 from tests.agent.conftest import EXAMPLES, REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-# Recorded: the first bundle (ReLU, 1M floats) of `bench/harness_gpu.py precision` on an H100.
+# Recorded: the first bundle (ReLU, 1M floats) of `bench/judge/harness.py precision` on an H100.
 RECORDED_H100 = FIXTURES / "ncu_h100_relu.csv"
 # Constructed (says so in its first line): the NVTX stack column, other units, 2 + 3 kernels per call.
 CONSTRUCTED = FIXTURES / "ncu_constructed_nvtx_units.csv"
@@ -62,7 +62,7 @@ def test_recorded_h100_output_summarizes_per_call_medians():
 
 
 def test_the_whole_bench_recording_parses_and_ignores_what_is_not_the_table():
-    launches = ncu.parse_launches((REPO / "bench" / "results" / "ncu.log").read_text())
+    launches = ncu.parse_launches((REPO / "bench" / "results" / "precision" / "ncu.log").read_text())
     assert len(launches) == 20  # 5 bundles x 4 launches; the "--- stderr ---" trailer is not a row
     assert [k.kernel.split("(")[0] for k in launches[::4]] == ["relu_kernel"] * 3 + ["gemm_naive_kernel", "softmax_kernel"]
     assert launches[8].dram_read_bytes == 268_454_400 and launches[8].dram_write_bytes == 248_032_512

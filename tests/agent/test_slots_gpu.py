@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA cont
 def test_warm_cuda_judgings_pass_and_are_confirmed(build_cache, tmp_path):
     options = JudgeOptions(device="cuda", cache_dir=build_cache, keep_warm=True)
     try:
-        results = [judged_at(REPO / "bench" / "bundles" / "lb-matmul-relu", tmp_path, options) for _ in range(3)]
+        results = [judged_at(REPO / "bench" / "fixtures" / "bundles" / "lb-matmul-relu", tmp_path, options) for _ in range(3)]
     finally:
         slots.POOL.drop()
     assert [r["status"] for r in results] == ["passed"] * 3

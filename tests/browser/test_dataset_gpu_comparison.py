@@ -5,13 +5,13 @@ HTTP), compared on the hardware page in Chromium.
 By default the season is seeded by `manage.py seed_gpu_dataset_season` from small bundles, and the two
 results are made here from its exported manifest with the agent's own row and score functions.
 With BENCH_RESULTS_DIR=folder, its bench-*.json files (two: the H100's and the H200's, run by
-bench/dataset_gpu.sh) are uploaded instead, into a season of the code they name.
+bench/dataset/score_gpu.sh) are uploaded instead, into a season of the code they name.
 
 The comparison section is saved to DATASET_SCREENSHOT (default test-artifacts/dataset-h100-h200.png),
 the whole page beside it (-page.png), and the per-sample ratios and weighted scores, read back from
 the page's JSON twin, as a markdown table (.md) for docs/dataset.md:
 
-    BENCH_RESULTS_DIR=bench/results/dataset-season DATASET_SCREENSHOT=docs/screenshots/dataset-h100-h200.png \\
+    BENCH_RESULTS_DIR=bench/results/dataset DATASET_SCREENSHOT=docs/screenshots/dataset-h100-h200.png \\
         pytest -q tests/browser/test_dataset_gpu_comparison.py -p no:cacheprovider
 """
 import json
@@ -34,7 +34,7 @@ from tests.browser.test_public_pages import assert_charts_drawn
 pytestmark = pytest.mark.django_db(transaction=True)
 RESULTS_DIR = os.environ.get("BENCH_RESULTS_DIR")
 SCREENSHOT = Path(os.environ.get("DATASET_SCREENSHOT") or ARTIFACTS / "dataset-h100-h200.png")
-PLAN = ROOT / "bench" / "dataset_season.json"
+PLAN = ROOT / "bench" / "fixtures" / "dataset_season.json"
 H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
 # (bundle name, category, reference forward, candidate forward): torch-only, nothing to build
 BUNDLES = [("softmax", "reduction", "torch.softmax(x, dim=-1)", "torch.exp(x - torch.logsumexp(x, -1, keepdim=True))"),

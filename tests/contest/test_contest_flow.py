@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from submissions.models import Contestant, GpuType, Issue, Season, Standing, Submission
 from submissions.services import accounts, reviewing
 from tests.conftest import EXAMPLES
-from tests.live_agent import wait_for_runs
+from live_platform.agents import wait_for_runs
 from tests.site.pr_host import BareRepository, RecordingApi, local_hosts, run_site_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ from django.db import connection
 
 from submissions.models import Contestant, GpuType, Season
 from submissions.services import accounts
-from tests.gunicorn_site import GunicornSite
+from live_platform.gunicorn_site import GunicornSite
 from tests.judged_data import accepted_sample
 from tests.page_text import shows
 

@@ -1,11 +1,11 @@
-"""Exactly once under chaos, reduced (bench/chaos.py in full): real gunicorn, a private real Redis
+"""Exactly once under chaos, reduced (bench/fleet/recovery.py in full): real gunicorn, a private real Redis
 with an ACL file, two CPU agents each on its own Redis ACL user (made by the site's code) and behind
 its own cuttable link to the site, a few submissions in flight, one of each fault: an agent SIGKILLed
 mid-judgement that comes back at once, a judging agent cut off from the site for 40 s (its Redis
 still up), one whose host stays away, Redis restarted with its data and ACL file and without either
 (every host's user lost until the sweep makes it again), the site restarted. Every submission ends
 with exactly one verdict per GPU type, the expected one; every fault is recovered from within a
-minute without an operator step (bench/chaos.py says what "recovered" means); the cut-off host's
+minute without an operator step (bench/fleet/recovery.py says what "recovered" means); the cut-off host's
 report, when it comes, is audited late, never forged, and no host is quarantined."""
 import json
 import os
@@ -25,7 +25,7 @@ def test_every_submission_gets_exactly_one_verdict_through_every_fault(tmp_path)
     # The run makes its own database (a fresh PostgreSQL one when DATABASE_URL names PostgreSQL).
     # The partition comes second, while both agents still have runs to judge.
     completed = subprocess.run(
-        [sys.executable, "bench/chaos.py", "--submissions", "4", "--agents", "2", "--recover-timeout", "90",
+        [sys.executable, "bench/fleet/recovery.py", "--submissions", "4", "--agents", "2", "--recover-timeout", "90",
          "--partition-seconds", "40", "--faults", ",".join(FAULTS), "--out", str(out), "--folder", str(tmp_path / "run")],
         cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=580)
     assert out.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]

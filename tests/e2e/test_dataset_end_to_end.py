@@ -15,7 +15,7 @@ from tests.site.test_seed_gpu_dataset_season import SOFTMAX_REFERENCE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
-PLAN = ROOT / "bench" / "dataset_season.json"
+PLAN = ROOT / "bench" / "fixtures" / "dataset_season.json"
 # torch-only samples (nothing to build) of one reference: a candidate that passes, one that computes something else
 CANDIDATES = {"softmax": "torch.exp(x - torch.logsumexp(x, -1, keepdim=True))", "softmax-wrong": "torch.exp(x)"}
 CANDIDATE = """import torch

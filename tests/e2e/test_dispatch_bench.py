@@ -1,4 +1,4 @@
-"""bench/dispatch.py's machinery on its smallest run (correctness, never timing): the real site,
+"""bench/fleet/dispatch.py's machinery on its smallest run (correctness, never timing): the real site,
 Redis and one real CPU agent; every judging's timeline, pieced together from the site's rows, RQ's
 job hash and the agent job's marks, comes out complete and in order."""
 import json
@@ -18,7 +18,7 @@ def test_the_dispatch_bench_pieces_together_an_ordered_timeline_of_each_judging(
                       else f"sqlite:///{tmp_path / 'bench.sqlite3'}")
     redis_server = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0").rsplit("/", 1)[0]
     out = tmp_path / "out"
-    subprocess.run([sys.executable, "bench/dispatch.py", "--latency", "2", "--agents", "1", "--batch", "1",
+    subprocess.run([sys.executable, "bench/fleet/dispatch.py", "--latency", "2", "--agents", "1", "--batch", "1",
                     "--out", str(out), "--database-url", bench_database, "--redis-url", f"{redis_server}/8"],
                    cwd=ROOT, check=True, timeout=540)
     report = json.loads((out / "dispatch.json").read_text())

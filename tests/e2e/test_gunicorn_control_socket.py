@@ -7,7 +7,7 @@ import time
 import pytest
 from gunicorn.ctl.client import ControlClient
 
-from tests.gunicorn_site import GunicornSite
+from live_platform.gunicorn_site import GunicornSite
 
 
 def _wait_for(predicate, what, site, timeout=20):

@@ -8,7 +8,7 @@ from submissions import queueing
 from submissions.models import AuditEntry, GpuType, Run, Season
 from submissions.services import accounts, submitting
 from tests.conftest import EXAMPLES
-from tests.live_agent import wait_for_runs
+from live_platform.agents import wait_for_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""bench/leaderboard_bench.py runs against the site as scripts/platform.sh configures it (its
+"""bench/site/leaderboard.py runs against the site as scripts/platform.sh configures it (its
 ALLOWED_HOSTS, its gunicorn), on a small season: every page it times answers 200, deep pages included;
 its figures are written as JSON with the load average they were measured at."""
 import json
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_leaderboard_bench_runs_with_the_platforms_allowed_hosts(tmp_path):
     env = dict(os.environ, ALLOWED_HOSTS="localhost,127.0.0.1,[::1]")  # as scripts/platform.sh exports it
     completed = subprocess.run(
-        [sys.executable, "bench/leaderboard_bench.py", "--contestants", "120", "--submissions", "400",
+        [sys.executable, "bench/site/leaderboard.py", "--contestants", "120", "--submissions", "400",
          "--requests", "3", "--review-every", "0.5", "--database-url", f"sqlite:///{tmp_path / 'bench.sqlite3'}",
          "--out", str(tmp_path / "churn-sqlite.json")],  # never over the repository's own figures
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

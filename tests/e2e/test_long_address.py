@@ -9,7 +9,7 @@ import pytest
 
 from submissions.models import GpuType, Season
 from tests.e2e.test_board_cache_workers import database_url
-from tests.gunicorn_site import GunicornSite
+from live_platform.gunicorn_site import GunicornSite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

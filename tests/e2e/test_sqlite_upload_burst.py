@@ -1,6 +1,6 @@
 """SQLite, the embedded default, holds a burst of concurrent uploads through the API while an organizer
 downloads the audit CSV over a slow link (a streamed export: its query stays open, a long reader).
-bench/upload_bench.py, reduced: the real gunicorn of scripts/platform.sh on its own SQLite file.
+bench/site/uploads.py, reduced: the real gunicorn of scripts/platform.sh on its own SQLite file.
 In the rollback journal the open read held every writer off until the busy timeout answered 500
 "database is locked"; in WAL readers and the writer do not wait for each other."""
 import json
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_burst_of_uploads_during_a_slow_export_gets_no_server_error_on_sqlite(tmp_path):
     out = tmp_path / "uploads.json"
     completed = subprocess.run(
-        [sys.executable, "bench/upload_bench.py", "--uploads", "48", "--contestants", "12", "--concurrency", "12",
+        [sys.executable, "bench/site/uploads.py", "--uploads", "48", "--contestants", "12", "--concurrency", "12",
          "--slow-export", "--hold-max", "25", "--workdir", str(tmp_path / "run"), "--out", str(out),
          "--database-url", f"sqlite:///{tmp_path / 'run' / 'site.sqlite3'}"],
         cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=280)

@@ -25,7 +25,7 @@ from submissions.models import GpuType, Season
 from leaderboard import board_cache as board_cache_module
 from submissions import board_versions
 from submissions.services import accounts, reviewing, seasons, submitting
-from tests.gunicorn_site import free_port
+from live_platform.ports import free_port
 from tests.judged_data import accepted_sample
 from tests.page_text import shows
 from tests.site.bundle_files import valid_files

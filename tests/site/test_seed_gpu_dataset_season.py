@@ -57,7 +57,7 @@ def plan_file(tmp_path):
     (softmax / "cudacode.py").write_text(SOFTMAX_CANDIDATE)
     (softmax / "__pycache__").mkdir()
     (softmax / "__pycache__" / "torchcode.cpython-311.pyc").write_bytes(b"\0\1")  # left out, as uploads leave it
-    plan = json.loads((ROOT / "bench" / "dataset_season.json").read_text())
+    plan = json.loads((ROOT / "bench" / "fixtures" / "dataset_season.json").read_text())
     plan["samples"] = [
         {"_comment": "a comment line"},
         {"bundle": "examples/relu-cpu", "operator": "ReLU", "category": "Elementwise", "level": 1, "author": "ds-team"},
@@ -142,11 +142,11 @@ def test_a_season_is_seeded_accepted_and_exported(plan_file, export_dir, tmp_pat
 @pytest.mark.django_db(transaction=True)
 def test_missing_or_invalid_bundles_are_named_and_nothing_is_written(plan_file, export_dir, tmp_path):
     plan = json.loads(plan_file.read_text())
-    plan["samples"] += [{"bundle": "bench/bundles/ds-nowhere", "operator": "x", "category": "gemm", "level": 1},
-                        {"bundle": "bench/bundles/ds-nothing", "operator": "y", "category": "gemm", "level": 1}]
+    plan["samples"] += [{"bundle": "bench/fixtures/bundles/ds-nowhere", "operator": "x", "category": "gemm", "level": 1},
+                        {"bundle": "bench/fixtures/bundles/ds-nothing", "operator": "y", "category": "gemm", "level": 1}]
     plan_file.write_text(json.dumps(plan))
     with pytest.raises(CommandError, match="2 bundle folder\\(s\\) listed in .*plan.json are missing: "
-                                           "bench/bundles/ds-nowhere, bench/bundles/ds-nothing; nothing was created"):
+                                           "bench/fixtures/bundles/ds-nowhere, bench/fixtures/bundles/ds-nothing; nothing was created"):
         seed("--bundles-file", plan_file)
 
     plan["samples"] = plan["samples"][:3]
@@ -181,13 +181,13 @@ def test_missing_or_invalid_bundles_are_named_and_nothing_is_written(plan_file, 
 
 
 def test_the_repositorys_plan_spans_the_categories_of_issue_11():
-    plan = dataset_seeding.read_plan(ROOT / "bench" / "dataset_season.json")
+    plan = dataset_seeding.read_plan(ROOT / "bench" / "fixtures" / "dataset_season.json")
     assert len(plan.samples) >= 12 and set(plan.categories()) == CATEGORIES
     assert [slug for slug, _ in plan.gpu_types] == ["h100", "h200"]
     assert plan.weight_rule == "operator" and set(plan.weight_settings["weights"]) == CATEGORIES
-    # every folder it lists is a valid bundle, but those still being written (bench/bundles/ds-*)
+    # every folder it lists is a valid bundle, but those still being written (bench/fixtures/bundles/ds-*)
     missing = plan.missing_bundles()
-    assert all(name.startswith("bench/bundles/ds-") for name in missing)
+    assert all(name.startswith("bench/fixtures/bundles/ds-") for name in missing)
     for sample in plan.samples:
         if sample.bundle not in missing:
             dataset_seeding.read_bundle(sample)

@@ -1,0 +1,163 @@
+"""What a judging costs, as an agent judging job after job pays it: the median wall time of a warm
+judging (the build cached, the processes started before the job: harness.slots), the cost per
+stage, and what a bare process costs.
+
+    python bench/judge/judging_cost.py                       # every bundle of bench/fixtures/bundles + examples/001-example
+    python bench/judge/judging_cost.py --bundle bench/fixtures/bundles/lb-matmul-relu --rounds 3 --no-keep-warm
+
+(1) Every bundle is built first, all at once (`profiler_agent judge --run-timeout 1`: the judging is
+cut short right after its build, which stays in the cache). (2) In this one process, as the worker
+runs jobs, each bundle is judged `--rounds` times in turn with the same options, `--keep-warm` as
+`work --keep-warm` does, `--gap` seconds apart (0: back to back, a full queue); a line per judging: status, wall, whether its processes were waiting, and
+durations_s. (3) The median wall time of the judgings whose processes were waiting (with
+--no-keep-warm: of all but each bundle's first), the median of each stage, and the bare costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+STAGES = ("compile", "correctness", "timing", "verify", "confirm")
+COST_NOTE = "[profiler_agent] timing confirmation: cost: "
+TIMING_NOTE = "[profiler_agent] timing phase (s): "
+
+
+def default_bundles() -> list[Path]:
+    bundles = sorted(p for p in (REPO / "bench" / "fixtures" / "bundles").iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [*bundles, REPO / "examples" / "001-example"]
+
+
+def prebuild(bundles: list[Path], device: str, cache: Path) -> None:
+    """Every build at once: a judging cut short one second after its build."""
+    def build(bundle: Path) -> tuple[str, float]:
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "profiler_agent", "judge", str(bundle), "--device", device,
+                        "--cache-dir", str(cache), "--run-timeout", "1"], cwd=REPO, capture_output=True, check=False)
+        return bundle.name, time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=len(bundles)) as pool:
+        for name, seconds in pool.map(build, bundles):
+            print(f"  built {name}: {seconds:.1f} s", flush=True)
+
+
+def bare_costs(device: str) -> list[tuple[str, float]]:
+    rows = []
+    probes = {"python + import torch": "import torch"}
+    if device == "cuda":
+        probes["python + import torch + CUDA context"] = "import torch; torch.cuda.synchronize()"
+    for name, code in probes.items():
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", code], check=False, capture_output=True)
+        rows.append((name, time.monotonic() - started))
+    ncu = shutil.which("ncu")
+    if ncu and device == "cuda":
+        started = time.monotonic()
+        subprocess.run([ncu, "--nvtx", "--nvtx-include", "nothing/", "--csv", sys.executable, "-c",
+                        probes["python + import torch + CUDA context"]], check=False, capture_output=True)
+        rows.append(("the same under ncu, nothing profiled", time.monotonic() - started))
+    return rows
+
+
+def cold_judging(bundle_path: Path, options, gap: float) -> None:
+    """A copy of the bundle whose candidate file differs by a comment: another build key, so its
+    build is compiled (same sources and flags, so the agent's precompiled header fits)."""
+    from profiler_agent.bundles.bundle import open_bundle
+    from profiler_agent.harness.judge import WARM_NOTE, judge_bundle
+
+    time.sleep(gap)
+    with tempfile.TemporaryDirectory(prefix="judging-cost-cold-") as tmp:
+        copy = Path(tmp) / bundle_path.name
+        shutil.copytree(bundle_path, copy)
+        bundle = open_bundle(copy, Path(tmp) / "opened")
+        with open(bundle.candidate, "a") as f:
+            f.write(f"\n# cold build {time.time_ns()}\n")
+        started = time.monotonic()
+        result = judge_bundle(bundle, options)
+        wall = time.monotonic() - started
+    durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
+    print(f"{bundle_path.name} (cold build): {result['status']} wall {wall:.1f} s, processes waiting: "
+          f"{'yes' if WARM_NOTE in result['logs']['stderr'] else 'no'}; durations_s {durations}", flush=True)
+    for name, variant in result["variants"].items():
+        print(f"    variant {name}: {variant['status']}, durations_s "
+              f"{ {k: round(v, 2) for k, v in variant['durations_s'].items() if isinstance(v, (int, float))} }")
+    if result["self_test"] is not None:
+        print(f"    self-test: exit {result['self_test']['exit_code']}, its last line: "
+              f"{(result['self_test']['output'].strip().splitlines() or [''])[-1][:120]}")
+
+
+def median_or_none(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bundle", action="append", type=Path, help="repeatable (default: every bench bundle)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--keep-warm", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--cache-dir", type=Path, help="default: a fresh one")
+    parser.add_argument("--no-prebuild", action="store_true")
+    parser.add_argument("--cold", action="append", type=Path,
+                        help="then judge a copy of this bundle whose build is not cached (repeatable): the "
+                             "cold compile as a judging with its processes waiting sees it")
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds between judgings, not counted (an agent whose queue is not full)")
+    args = parser.parse_args()
+    from profiler_agent.bundles.bundle import open_bundle
+    from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle
+
+    bundles = args.bundle or default_bundles()
+    cache = args.cache_dir or Path(tempfile.mkdtemp(prefix="judging-cost-"))
+    if not args.no_prebuild:
+        started = time.monotonic()
+        print(f"building {len(bundles)} bundles at once", flush=True)
+        prebuild(bundles, args.device, cache)
+        print(f"built in {time.monotonic() - started:.1f} s", flush=True)
+    options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
+    measured: list[float] = []
+    stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    for round_ in range(args.rounds):
+        for bundle_path in bundles:
+            time.sleep(args.gap)
+            with tempfile.TemporaryDirectory(prefix="judging-cost-bundle-") as tmp:
+                bundle = open_bundle(bundle_path, Path(tmp))
+                started = time.monotonic()
+                result = judge_bundle(bundle, options)
+                wall = time.monotonic() - started
+            warm = WARM_NOTE in result["logs"]["stderr"]
+            counted = warm if args.keep_warm else round_ > 0
+            durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
+            print(f"{bundle_path.name} (round {round_ + 1}): {result['status']} wall {wall:.1f} s, "
+                  f"processes waiting: {'yes' if warm else 'no'}; durations_s {durations}", flush=True)
+            for line in result["logs"]["stderr"].splitlines():
+                if line.startswith(COST_NOTE):  # the confirmation's own stages (measure.confirm)
+                    print(f"    confirmation: {line.removeprefix(COST_NOTE)}", flush=True)
+                elif line.startswith(TIMING_NOTE):  # the timing phase's (measure.models)
+                    print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
+            if counted:
+                measured.append(wall)
+                for stage in STAGES:
+                    if isinstance(result["durations_s"].get(stage), (int, float)):
+                        stages[stage].append(result["durations_s"][stage])
+    print(f"\nmedian wall of {len(measured)} warm judgings: {median_or_none(measured)} s "
+          f"(min {min(measured, default=0):.1f}, max {max(measured, default=0):.1f}); per stage (median s): "
+          + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
+    for bundle_path in args.cold or []:
+        cold_judging(bundle_path, options, args.gap)
+    print("\nbare processes:")
+    for name, seconds in bare_costs(args.device):
+        print(f"   {name}: {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
