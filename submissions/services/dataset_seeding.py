@@ -7,7 +7,7 @@ reach it. So each submission's queued runs are cancelled (services/cancelling.py
 with the organizer's acceptance override (services/reviewing.py), both with the plan's reason and
 audited. Everything happens in one transaction: a failure leaves no season behind.
 
-The plan is a JSON file (bench/dataset_season.json): the season, the contestants, the reason, and the
+The plan is a JSON file (bench/fixtures/dataset_season.json): the season, the contestants, the reason, and the
 samples, each a bundle folder (relative to the repository) with its operator's name, its category
 (stored as the issue's operator, the key of the `operator` weight rule), level and framework. Keys
 starting with "_" are comments; an object holding comments alone is a comment line in a list.

@@ -1,7 +1,7 @@
 """Seed a benchmark season from bundle folders, accept every sample (organizer override, audited) and
 export its dataset: the site half of issue 11 item 2 (docs/dataset.md, "Benchmarking GPUs offline").
 
-    python manage.py seed_gpu_dataset_season --bundles-file bench/dataset_season.json --export-to DIR
+    python manage.py seed_gpu_dataset_season --bundles-file bench/fixtures/dataset_season.json --export-to DIR
 
 Refuses, writing nothing, when a listed bundle folder is missing, a bundle is invalid, the season
 exists already, or DIR already holds the dataset."""
@@ -15,12 +15,12 @@ from submissions.services import dataset_seeding, datasets
 
 
 class Command(BaseCommand):
-    help = ("Create a GPU benchmark season from a list of bundle folders (bench/dataset_season.json), accept each "
+    help = ("Create a GPU benchmark season from a list of bundle folders (bench/fixtures/dataset_season.json), accept each "
             "sample with the organizer's override, and export the season's dataset.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--bundles-file", type=Path, default=Path("bench/dataset_season.json"),
-                            help="the plan: season, contestants, reason, samples (default bench/dataset_season.json)")
+        parser.add_argument("--bundles-file", type=Path, default=Path("bench/fixtures/dataset_season.json"),
+                            help="the plan: season, contestants, reason, samples (default bench/fixtures/dataset_season.json)")
         parser.add_argument("--season-code", help="the season's code instead of the plan's")
         parser.add_argument("--export-to", type=Path, metavar="DIR",
                             help="also copy the exported dataset here: DIR/gpucodeforces-<code>/ and its .tar.gz")
