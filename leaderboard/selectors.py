@@ -42,7 +42,7 @@ def board_query(season, freeze, search=""):
     return rows
 
 
-# Below this offset one query is cheaper than two (bench/leaderboard_bench.py: on PostgreSQL the
+# Below this offset one query is cheaper than two (bench/site/leaderboard.py: on PostgreSQL the
 # second query costs ~2 ms, the join of 1,000 skipped rows ~1.5 ms).
 DEFERRED_JOIN_FROM_OFFSET = 1000
 

@@ -89,7 +89,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # would fail at once with "database is locked" while another writer holds it, without waiting.
     # WAL: readers never block the writer nor it them. In the default rollback journal a long read (a
     # streamed CSV export to a slow client) holds every writer off until `timeout` ends it with
-    # "database is locked" (bench/upload_bench.py --slow-export). The mode is stored in the file.
+    # "database is locked" (bench/site/uploads.py --slow-export). The mode is stored in the file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         timeout=env_int("SQLITE_TIMEOUT_SECONDS", 20), transaction_mode="IMMEDIATE",
         init_command="PRAGMA journal_mode=WAL")

@@ -2,7 +2,7 @@
 
 After a review every board page is rendered again (board_cache), but only the reviewed contestant's
 cells changed: the others' ranks may shift, their cells do not. Rendering 50 rows through the template
-was most of a page's rendering (bench/leaderboard_bench.py); a page now renders the rows it has not
+was most of a page's rendering (bench/site/leaderboard.py); a page now renders the rows it has not
 seen and joins the rest. The key holds every value the cells show, the language, the time zone and the
 rule's columns, so an entry can never show stale data: a change makes a new key.
 """

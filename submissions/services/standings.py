@@ -137,7 +137,7 @@ def rerank(season):
     moved = [(key, standing.pk) for standing in Standing.objects.filter(season=season).select_for_update()
              if bytes(standing.board_key) != (key := rule.board_key(standing))]
     # one prepared UPDATE by primary key per row: bulk_update's CASE over 1,000 ids a statement took
-    # seconds for a season of 10,000 (bench/leaderboard_bench.py)
+    # seconds for a season of 10,000 (bench/site/leaderboard.py)
     table = connection.ops.quote_name(Standing._meta.db_table)
     with connection.cursor() as cursor:
         cursor.executemany(f"UPDATE {table} SET board_key = %s WHERE id = %s", moved)
