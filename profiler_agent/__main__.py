@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from profiler_agent.service.config import keep_warm_from_env, ncu_from_env, ncu_timeout_from_env
-from profiler_agent.service.sizes import parse_size
+from profiler_agent.util.sizes import parse_size
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 USAGE_ERROR = 2
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         parser.error(str(exc))
     from profiler_agent.sandbox.privileges import make_undumpable
-    from profiler_agent.sandbox.scrub import scrub_own_secrets
+    from profiler_agent.sandbox.secret_scrub import scrub_own_secrets
 
     make_undumpable()  # judged processes of our uid cannot read our environment through /proc
     scrub_own_secrets()  # nor can root ones, or any where the line above does not hold

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from profiler_agent.harness.tensors import flatten
+from profiler_agent.util.tensors import flatten
 
 # atol = rtol per dtype; issues may override both through the run options.
 DEFAULT_TOLERANCE = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from profiler_agent.harness.tensors import to_cpu_tree
+from profiler_agent.util.tensors import to_cpu_tree
 
 
 def output_path(directory: Path, trial: int, again: bool = False) -> Path:

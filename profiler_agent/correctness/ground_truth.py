@@ -12,7 +12,7 @@ import signal
 import torch
 
 from profiler_agent.correctness import compare
-from profiler_agent.harness.tensors import flatten
+from profiler_agent.util.tensors import flatten
 
 TIME_LIMIT_S = 60.0  # a ground truth that hangs must not hold the verdict back
 MAX_DETAIL_CHARS = 500

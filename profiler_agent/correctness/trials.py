@@ -12,9 +12,9 @@ import torch
 
 from profiler_agent.correctness import calls, compare, exchange
 from profiler_agent.correctness.calls import Call
-from profiler_agent.harness import tensors
-from profiler_agent.harness.guard import submission_code
-from profiler_agent.harness.tensors import synchronize
+from profiler_agent.util import tensors
+from profiler_agent.util.submission_failures import submission_code
+from profiler_agent.util.tensors import synchronize
 
 
 def poison_freed_memory(device, nbytes: int) -> None:

@@ -15,8 +15,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from profiler_agent.harness.guard import SubmissionFailure, describe_error, submission_code
-from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, submission_code
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -49,7 +49,8 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     import torch
 
     from profiler_agent.correctness import compare, exchange, ground_truth
-    from profiler_agent.harness import loading, tensors
+    from profiler_agent.harness import loading
+    from profiler_agent.util import tensors
     from profiler_agent.correctness.trials import make_inputs, planned_calls, record_comparison, refill
 
     device = torch.device(args.device)

@@ -6,7 +6,7 @@ and then wait, blocked reading their settings on stdin, doing nothing on the CPU
 the judgement needs them: the settings go out the moment their turn comes, or they are cancelled.
 They load no bundle code before their settings come, so nothing of theirs runs beside the timing.
 
-A run's sweep spares every process the agent started for a run of its own (sandbox.process.live_runs),
+A run's sweep spares every process the agent started for a run of its own (sandbox.process_sweep.live_runs),
 whenever it started; they are started in the order they end in reverse all the same (the
 confirmation's check, then its profiler, then the verifier, then the judged process).
 """

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from profiler_agent.harness import wire
+from profiler_agent.sandbox import child_channel
 
 
 @contextlib.contextmanager
@@ -69,7 +69,7 @@ class BuildWatch:
 
     def _later_build(self, original, args, kwargs):
         self._depth += 1
-        wire.send_phase(self.result_fd, "build")
+        child_channel.send_phase(self.result_fd, "build")
         started = time.perf_counter()
         try:
             with fd_output_to(self.compile_log):
@@ -80,5 +80,5 @@ class BuildWatch:
             self.later_builds_s += time.perf_counter() - started
             self.later_builds += 1
             self._depth -= 1
-            wire.send_phase(self.result_fd, "built")
+            child_channel.send_phase(self.result_fd, "built")
 

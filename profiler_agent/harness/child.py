@@ -16,10 +16,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from profiler_agent.harness.guard import SubmissionFailure, describe_error, is_device_fault, submission_code
-from profiler_agent.service.sizes import format_size
+from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, is_device_fault, submission_code
+from profiler_agent.util.sizes import format_size
 from profiler_agent.harness.builds import BuildWatch, fd_output_to
-from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_phase_compiled, send_report, send_stage, take_job
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_phase_compiled, send_report, send_stage, take_job
 
 
 def mapped_bytes() -> int:

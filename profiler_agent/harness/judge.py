@@ -16,10 +16,10 @@ from profiler_agent.bundles import build_cache
 from profiler_agent.devices import device_info
 from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
 from profiler_agent.sandbox import privileges
-from profiler_agent import schema
+from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.sandbox.child_env import child_env
-from profiler_agent.sandbox.logcap import read_capped
+from profiler_agent.sandbox.capped_logs import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.harness.memory_notes import memory_note
 from profiler_agent.harness import ahead, reasons, slots, trusted
@@ -33,8 +33,8 @@ DEFAULT_TRIALS = 3
 # Far beyond what tuning one kernel usually buys; an organizer takes a look, the verdict stands.
 SUSPICIOUS_SPEEDUP = 20.0
 WARM_NOTE = "[profiler_agent] judged by processes started before this job arrived (harness.slots)\n"
-# The judged child's stages (sandbox.phases.STAGE_WORDS) as the judging stages a contestant sees
-# (schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
+# The judged child's stages (sandbox.phase_limits.STAGE_WORDS) as the judging stages a contestant sees
+# (result_schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
 JUDGING_STAGE_OF_CHILD = {
     "load_reference": "compiling",
     "load_candidate": "compiling",
@@ -64,7 +64,7 @@ class JudgeOptions:
     # read before the field below shadows the module's name in this class body
     ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
     ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.measure.ncu)
-    # called with each judging stage (schema.JUDGING_STAGES) as it begins: the service tells the site
+    # called with each judging stage (result_schema.JUDGING_STAGES) as it begins: the service tells the site
     progress: Callable[[str], None] | None = None
     # after the judging, start the next one's processes (harness.slots.WarmPool): for agents that
     # judge job after job; the next judging with the same limits skips their imports
@@ -242,7 +242,7 @@ def _harness_note(judgement: CandidateJudgement, timeout_s: float) -> str:
 
 def _stats(value) -> dict:
     """The schema's timing keys, taken from what the judged process reported (nothing else)."""
-    return schema.conform(value, schema.TIMING_STATS_SHAPE)
+    return result_schema.conform(value, result_schema.TIMING_STATS_SHAPE)
 
 
 def _samples(value) -> dict | None:
@@ -271,9 +271,9 @@ def fill_judged_parts(
     report = judgement.report or {}
     target["status"] = judgement.status
     target["reason"] = judgement.reason
-    flags = [f for f in report.get("flags", []) if f in schema.FLAGS]
+    flags = [f for f in report.get("flags", []) if f in result_schema.FLAGS]
 
-    target["correctness"] = schema.conform(report.get("correctness"), schema.CORRECTNESS_SHAPE)
+    target["correctness"] = result_schema.conform(report.get("correctness"), result_schema.CORRECTNESS_SHAPE)
 
     timing = report.get("timing") or {}
     reference, candidate = _stats(timing.get("reference")), _stats(timing.get("candidate"))
@@ -359,7 +359,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     started = time.monotonic()
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31 - 1024)
     cache_dir = Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     sources = snapshot_sources(bundle)
     # every process of the judging, started ahead (harness.slots), taken from the pool when one waits
     slot = slots.POOL.take(options, cache_dir) if options.keep_warm else slots.start_slot(options, cache_dir)
@@ -373,7 +373,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         else:
             result["device"] = device_info.describe_device_without_torch(options.device)
         fill_judged_parts(result, main, result["device"], options.timeout_s, options.suspicious_speedup)
-        result["inputs"] = schema.conform_inputs((main.report or {}).get("inputs"))
+        result["inputs"] = result_schema.conform_inputs((main.report or {}).get("inputs"))
         if slot.warm:
             result["logs"]["stderr"] += WARM_NOTE
         # the times came from a process that ran submission code: bounded here from outside it
@@ -392,7 +392,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         if bundle.llm_variant is not None:
             judged, verifier = slots.start_pair(options, cache_dir, scratch / "llm")
             llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, sources, judged, verifier)
-            variant = schema.empty_variant()
+            variant = result_schema.empty_variant()
             fill_judged_parts(variant, llm, result["device"], options.timeout_s, options.suspicious_speedup)
             result["variants"][LLM_VARIANT_NAME.removesuffix(".py")] = variant
 
@@ -406,17 +406,17 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         # verification instead, their imports slowed it as much as they saved (docs/measurement.md)
         slots.POOL.refill(options, cache_dir)
     result["durations_s"]["total"] = time.monotonic() - started
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     return result
 
 
 def unjudged_result(device_kind: str, status: str, message: str) -> dict:
     """A result for a bundle that never reached the harness: `internal_error` for the agent's own
     failure (the site retries those), `runtime_error` for a bundle that cannot be judged as given."""
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result["status"] = status
     result["reason"] = reasons.message_line(message) or status.replace("_", " ")
     result["device"] = device_info.describe_device_without_torch(device_kind)
     result["logs"]["stderr"] = message
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     return result

@@ -86,7 +86,7 @@ def build_model(model_class, get_init_inputs, seed: int, device, backward: bool 
     (ReferenceApi.backward): wrapped to be called forward and backward (correctness.backward)."""
     import torch
 
-    from profiler_agent.harness import tensors
+    from profiler_agent.util import tensors
 
     torch.manual_seed(seed)
     init_inputs = list(get_init_inputs())

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from profiler_agent.harness.verdicts import memory_limit_message
-from profiler_agent.sandbox import memwatch
+from profiler_agent.sandbox import memory_watchdog
 from profiler_agent.sandbox.process import SandboxRun
-from profiler_agent.service.sizes import format_size
+from profiler_agent.util.sizes import format_size
 
 if TYPE_CHECKING:
     from profiler_agent.harness.judge import JudgeOptions
@@ -32,7 +32,7 @@ def memory_note(run: SandboxRun, options: "JudgeOptions", status: str, report: d
             note += f"; the OOM killer ended {run.oom_kills} process(es)"
     elif options.memory_limit_bytes or options.compile_memory_limit_bytes:
         note = (f"the agent watched the resident memory of the process tree every "
-                f"{memwatch.SAMPLE_INTERVAL_S * 1000:g} ms: {limits}; peak "
+                f"{memory_watchdog.SAMPLE_INTERVAL_S * 1000:g} ms: {limits}; peak "
                 f"{format_size(run.memory_peak_bytes) if run.memory_peak_bytes else 'unknown'} "
                 f"(no cgroup: {run.no_cgroup})")
         if options.device == "cpu" and options.memory_limit_bytes:

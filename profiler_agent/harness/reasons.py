@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from profiler_agent.harness.verdicts import is_memory_error, memory_limit_message
 from profiler_agent.sandbox.process import SandboxRun
-from profiler_agent.service.sizes import format_size
+from profiler_agent.util.sizes import format_size
 
 MAX_REASON_CHARS = 300
 # a compiler's diagnostic ("x.cpp:3:1: error: ...", "x.cu(12): error: ..."), not Python's "RuntimeError:"

@@ -13,7 +13,7 @@ waits for the rest of their imports). Started by the pool, after a judging, they
 contexts too; started for a job at once, not before their turn (the judged process may be timing
 beside them). Waiting they do nothing and hold no job's data. A slot whose limits differ from the next job's, or with a
 process that ended while waiting, is thrown away and a fresh one started; a run's sweep spares them
-(sandbox.process.live_runs).
+(sandbox.process_sweep.live_runs).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 from profiler_agent.bundles import build_cache
-from profiler_agent.harness import ahead, trusted, wire
+from profiler_agent.harness import ahead, trusted
+from profiler_agent.sandbox import child_channel
 from profiler_agent.measure import confirm
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
@@ -84,12 +85,12 @@ def start_judged(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = Fal
         "--device", options.device,
         "--compile-log", str(scratch / "compile.log"),
         "--outputs", str(scratch / "exchange"),
-        *([wire.CUDA_AHEAD] if cuda_ahead else []),
+        *([child_channel.CUDA_AHEAD] if cuda_ahead else []),
     ]
     process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=scratch / "bundle",
-        # the build folder is the candidate's, named with the settings (wire.take_job)
+        # the build folder is the candidate's, named with the settings (child_channel.take_job)
         env=child_env(scratch / "home", scratch / "tmp", None, build_cache.pch_root(cache_dir)),
         timeout_s=options.timeout_s,
         logs_dir=scratch / "logs",

@@ -9,7 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.harness import ahead, wire
+from profiler_agent.harness import ahead
+from profiler_agent.sandbox import child_channel
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
@@ -57,7 +58,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
                "--reference-dir", str(pristine),
                "--outputs", str(outputs),
                "--device", options.device,
-               *([wire.CUDA_AHEAD] if cuda_ahead else [])]
+               *([child_channel.CUDA_AHEAD] if cuda_ahead else [])]
     return TrustedAhead(ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,

@@ -68,7 +68,7 @@ def memory_limit_message(run: SandboxRun, report: dict | None, limit_of_phase) -
     """Why a run got memory_limit, naming the phase: "memory limit 4 GiB exceeded while importing the
     candidate (build phase): 12.1 GiB resident". `limit_of_phase(compile: bool)` gives the limit in
     force."""
-    from profiler_agent.service.sizes import format_size
+    from profiler_agent.util.sizes import format_size
 
     exceeded = run.memory_exceeded
     if exceeded is not None:

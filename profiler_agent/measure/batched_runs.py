@@ -8,10 +8,10 @@ import sys
 
 import torch
 
-from profiler_agent.harness import tensors
-from profiler_agent.harness.guard import guarded
+from profiler_agent.util import tensors
+from profiler_agent.util.submission_failures import guarded
 from profiler_agent.measure import batched_timing
-from profiler_agent.service.sizes import format_size
+from profiler_agent.util.sizes import format_size
 
 
 def log(message: str) -> None:

@@ -132,7 +132,7 @@ def _poison(output, inputs: list) -> int:
     should leave there; returns how many were filled."""
     import torch
 
-    from profiler_agent.harness.tensors import flatten
+    from profiler_agent.util.tensors import flatten
 
     held = {t.untyped_storage().data_ptr() for t in flatten(inputs) if isinstance(t, torch.Tensor)}
     filled = 0

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profiler_agent import schema
+from profiler_agent.protocol import result_schema
 from profiler_agent.harness import ahead, trusted
 from profiler_agent.measure import kernel_census, metrics, ncu, ncu_run
 from profiler_agent.sandbox.process import Limits
@@ -121,7 +121,7 @@ def decide(reported_ms: float | None, reference_reported_ms: float | None, recor
            record_why: str, reference_outside_ms: float | None, reference_why: str) -> dict:
     """The confirmation: both bounds checked where their figures are known. `confirmed` is False when
     a bound fails, None when one could not be checked (and none failed), True when both hold."""
-    confirmation = schema.empty_confirmation()
+    confirmation = result_schema.empty_confirmation()
     confirmation.update(method="ncu", reported_ms=reported_ms, tolerance=TOLERANCE,
                         reference_reported_ms=reference_reported_ms, reference_tolerance=REFERENCE_TOLERANCE)
     failed, unknown = [], []
@@ -157,7 +157,7 @@ def decide(reported_ms: float | None, reference_reported_ms: float | None, recor
 
 
 def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
-    confirmation = schema.empty_confirmation()
+    confirmation = result_schema.empty_confirmation()
     confirmation.update(reported_ms=reported_ms, reason=reason)
     return confirmation
 
@@ -302,7 +302,7 @@ def describe_cost(profile_s: float, check_s: float, check_durations, timeline: s
 def _withdraw_time(result: dict) -> None:
     """A wrong answer has no time worth showing (as judge_candidate does for one)."""
     timing = result["timing"]
-    timing.update(reference=schema.empty_timing_stats(), candidate=schema.empty_timing_stats(), speedup=None,
+    timing.update(reference=result_schema.empty_timing_stats(), candidate=result_schema.empty_timing_stats(), speedup=None,
                   samples=None)
     for key in ("tflops", "bandwidth_gbs", "pct_peak_bandwidth", "pct_peak_flops"):
         result["metrics"][key] = None

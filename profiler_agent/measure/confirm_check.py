@@ -18,8 +18,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from profiler_agent.harness.guard import SubmissionFailure, describe_error, guarded, submission_code
-from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, guarded, submission_code
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -95,7 +95,7 @@ def flops_dtype(values, allow_tf32: bool) -> str | None:
     is then unknown), or for a dtype without a peak (float64, complex)."""
     import torch
 
-    from profiler_agent.harness.tensors import flatten
+    from profiler_agent.util.tensors import flatten
 
     names = {
         str(t.dtype).removeprefix("torch.")

@@ -9,11 +9,11 @@ import torch
 
 from profiler_agent.measure import batched_runs, batched_timing, input_sets, memory_budget, metrics, telemetry, timing
 from profiler_agent.devices import device_info
-from profiler_agent.harness import tensors
-from profiler_agent.harness.guard import SubmissionFailure, guarded, is_device_fault, submission_code
-from profiler_agent.harness.tensors import synchronize
+from profiler_agent.util import tensors
+from profiler_agent.util.submission_failures import SubmissionFailure, guarded, is_device_fault, submission_code
+from profiler_agent.util.tensors import synchronize
 from profiler_agent.correctness.trials import make_inputs
-from profiler_agent.service.sizes import format_size
+from profiler_agent.util.sizes import format_size
 
 
 def log(message: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from profiler_agent.bundles import build_cache
 from profiler_agent.harness import ahead
-from profiler_agent.harness.wire import CUDA_AHEAD
+from profiler_agent.sandbox.child_channel import CUDA_AHEAD
 from profiler_agent.measure.ncu_target import TIMELINE_PREFIX
 from profiler_agent.measure.ncu import (
     CANDIDATE_RANGE, FIGURES, MAX_OUTPUT_BYTES, METRICS, MAX_KERNELS_PER_CALL, PROFILED_CALLS, Profile,

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from profiler_agent.harness.wire import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, take_job
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, take_job
 from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
 
 
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
     from profiler_agent.correctness import exchange
     from profiler_agent.correctness.trials import make_inputs
     from profiler_agent.harness import loading
-    from profiler_agent.harness.tensors import synchronize
+    from profiler_agent.util.tensors import synchronize
     from profiler_agent.measure.timing import L2_FLUSH_BYTES
 
     if args.device == "cuda":

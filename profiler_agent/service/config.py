@@ -97,7 +97,7 @@ def timing_budget_from_env() -> float | None:
 
 
 def _size_from_env(name: str) -> int | None:
-    from profiler_agent.service.sizes import parse_size
+    from profiler_agent.util.sizes import parse_size
 
     text = os.environ.get(name, "").strip()
     try:

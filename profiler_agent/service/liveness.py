@@ -24,7 +24,7 @@ from rq.queue import Queue
 from rq.registry import StartedJobRegistry
 from rq.utils import now, utcformat
 
-from profiler_agent.sandbox.reaper import die_with_parent
+from profiler_agent.sandbox.process_sweep import die_with_parent
 
 log = logging.getLogger(__name__)
 

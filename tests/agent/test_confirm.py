@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent import schema
+from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.harness.judge import JudgeOptions, snapshot_sources
 from profiler_agent.measure import confirm, metrics, ncu
@@ -78,11 +78,11 @@ RECORD = confirm.KernelRecord(kernel_ms=1.0, calls=3, capped=False)
 
 def _decide(reported, reference_reported=1.0, record=RECORD, outside=1.0, record_why="", reference_why=""):
     confirmation = confirm.decide(reported, reference_reported, record, record_why, outside, reference_why)
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"]["kind"] = "cuda"
     result["timing"]["confirmation"] = confirmation
-    schema.validate_result(result)  # every decision fits the schema
+    result_schema.validate_result(result)  # every decision fits the schema
     return confirmation
 
 
@@ -98,7 +98,7 @@ def test_the_candidate_bound_at_the_tolerance_edge():
 
 
 def _passed_result(reference_ms, candidate_ms, flops=None, nbytes=4_000_000):
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"].update(kind="cuda", peak_gbps=3352.0, peak_tflops=66.9)
     result["timing"]["reference"]["median_ms"], result["timing"]["candidate"]["median_ms"] = reference_ms, candidate_ms
@@ -112,7 +112,7 @@ def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
     record = confirm.KernelRecord(kernel_ms=0.00586, calls=3, capped=False)
     result = _passed_result(0.0113, 0.0055)
     confirm.apply_outcome(result, confirm.Outcome(confirm.decide(0.0055, 0.0113, record, "", 0.0113, "")))
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     timing, confirmation = result["timing"], result["timing"]["confirmation"]
     assert confirmation["confirmed"] is True and confirmation["ranked_at_kernel_ms"] is True
     assert confirmation["reported_ms"] == 0.0055  # the judged process's own figure stays on record
@@ -161,15 +161,15 @@ def test_what_could_not_be_checked_is_unconfirmed_with_the_reason():
 
 
 def test_the_schema_refuses_a_malformed_confirmation():
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"]["kind"] = "cuda"
     result["timing"]["confirmation"] = {**_decide(1.0), "confirmed": "yes"}
     with pytest.raises(ValueError, match="timing.confirmation.confirmed: expected bool or null, got str"):
-        schema.validate_result(result)
+        result_schema.validate_result(result)
     result["timing"]["confirmation"] = {**_decide(1.0), "extra": 1}
     with pytest.raises(ValueError, match=r"unknown keys \['extra'\]"):
-        schema.validate_result(result)
+        result_schema.validate_result(result)
 
 
 # --- the chain, with a stand-in ncu ------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def stand_in_ncu(tmp_path, monkeypatch):
 
 
 def _judged(candidate_ms: float, reference_ms: float, flags=()) -> dict:
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed", flags=list(flags))
     result["device"]["kind"] = "cuda"
     result["timing"]["candidate"]["median_ms"] = candidate_ms
@@ -317,7 +317,7 @@ def test_a_candidate_that_does_less_under_the_profiler_fails(make_bundle, stand_
     assert outcome.confirmation["confirmed"] is False
     assert outcome.wrong_answer.startswith("the profiled calls gave wrong outputs: trial 0")
     confirm.apply_outcome(result, outcome)
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     assert result["status"] == "wrong_answer" and result["correctness"]["passed"] is False
     assert result["reason"].startswith("under the profiler: the profiled calls gave wrong outputs: trial 0")
     assert "timing_unconfirmed" in result["flags"]
@@ -333,7 +333,7 @@ def test_a_profiler_timeout_flags_the_run_and_leaves_nothing_running(make_bundle
     bundle = locate_bundle(make_bundle(ATEN_RELU))
     confirm.add_to_result(result, bundle, options, Path(shared_build_cache), tmp_path / "confirm",
                           snapshot_sources(bundle))
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     confirmation = result["timing"]["confirmation"]
     assert result["status"] == "passed" and "timing_unconfirmed" in result["flags"]
     assert confirmation["confirmed"] is None and confirmation["reason"].startswith("timed out after 3 s")
@@ -463,7 +463,7 @@ def _ranked(record, reference_ms, candidate_ms, outside=None):
     outside = reference_ms if outside is None else outside
     result = _passed_result(reference_ms, candidate_ms)
     confirm.apply_outcome(result, confirm.Outcome(confirm.decide(candidate_ms, reference_ms, record, "", outside, "")))
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     return result
 
 
@@ -530,6 +530,6 @@ def test_the_census_is_taken_outside_from_ncus_record(make_bundle, stand_in_ncu,
     assert outcome.census["candidate"] == [kernel] and outcome.census["reference"] == [ATEN_KERNEL]
     assert outcome.custom_kernel is custom
     confirm.apply_outcome(result, outcome)
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     assert ("no_custom_kernel" in result["flags"]) is (not custom)
     assert result["kernels"]["seen"] == "cuda_kernels"

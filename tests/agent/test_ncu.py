@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from profiler_agent.measure import ncu, ncu_run
-from profiler_agent import schema
+from profiler_agent.protocol import result_schema
 from profiler_agent.__main__ import build_parser, main
 from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.service.config import AgentConfig
@@ -157,19 +157,19 @@ def test_the_command_profiles_only_the_candidate_range_with_the_clocks_left_alon
 # --- the schema ---------------------------------------------------------------------------------------
 
 def _passed_result(figures):
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result["status"], result["device"]["kind"], result["ncu"] = "passed", "cuda", figures
     return result
 
 
 def test_the_schema_takes_ncu_figures_or_null_and_nothing_else():
     figures, _ = ncu.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, None)
-    schema.validate_result(_passed_result(figures))
-    schema.validate_result(_passed_result(None))
+    result_schema.validate_result(_passed_result(figures))
+    result_schema.validate_result(_passed_result(None))
     with pytest.raises(ValueError, match="ncu.calls: expected int, got str"):
-        schema.validate_result(_passed_result({**figures, "calls": "4"}))
+        result_schema.validate_result(_passed_result({**figures, "calls": "4"}))
     with pytest.raises(ValueError, match=r"ncu: missing keys \[\], unknown keys \['sm_pct'\]"):
-        schema.validate_result(_passed_result({**figures, "sm_pct": 1.0}))
+        result_schema.validate_result(_passed_result({**figures, "sm_pct": 1.0}))
 
 
 # --- switches and the reasons ncu stays null ---------------------------------------------------------
@@ -312,7 +312,7 @@ def relu_cpu_judged_with_ncu(tmp_path_factory, shared_build_cache):
 
 def test_ncu_on_a_cpu_judgement_is_null_with_a_note_and_the_verdict_stands(relu_cpu_judged_with_ncu):
     result = relu_cpu_judged_with_ncu
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     assert result["status"] == "passed" and result["timing"]["candidate"]["median_ms"] > 0
     assert result["ncu"] is None
     assert result["logs"]["stderr"].endswith(

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from profiler_agent.correctness import ground_truth
-from profiler_agent.schema import validate_result
+from profiler_agent.protocol.result_schema import validate_result
 from tests.agent.conftest import SMALL_RELU_ROWS, relu_reference
 
 numpy = pytest.importorskip("numpy")

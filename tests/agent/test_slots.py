@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from profiler_agent.bundles.bundle import open_bundle
-from profiler_agent.harness import slots, wire
+from profiler_agent.harness import slots
+from profiler_agent.sandbox import child_channel
 from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle, judge_candidate, snapshot_sources
-from profiler_agent.harness.wire import file_name
+from profiler_agent.sandbox.child_channel import file_name
 from profiler_agent.sandbox import zygote
 from tests.agent.conftest import EXAMPLES
 
@@ -130,7 +131,7 @@ def flagged_cuda_ahead(modules: tuple[str, ...]) -> dict[str, bool]:
     for module in modules:
         for pid in waiting_children(module):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                found[module] = wire.CUDA_AHEAD.encode() in f.read().split(b"\0")
+                found[module] = child_channel.CUDA_AHEAD.encode() in f.read().split(b"\0")
     return found
 
 

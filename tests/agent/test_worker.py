@@ -12,7 +12,7 @@ from rq import Queue
 from rq.job import Job
 
 import profiler_agent
-from profiler_agent.schema import validate_result
+from profiler_agent.protocol.result_schema import validate_result
 from profiler_agent.service.jobs import ForeignUrl, site_url
 from profiler_agent.service.site_client import SiteClient, SiteError
 from rq.serializers import JSONSerializer

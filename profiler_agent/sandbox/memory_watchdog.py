@@ -3,7 +3,7 @@ the judged process tree and kills the tree when it is over the limit of the phas
 
 The tree: the judged process, its descendants (by parent pid), the members of its session, and the
 agent's own children that were not there before the run (the agent is a child subreaper, so an
-orphan that called setsid() and double-forked comes back to it: profiler_agent.sandbox.reaper).
+orphan that called setsid() and double-forked comes back to it: profiler_agent.sandbox.process_sweep).
 
 Resident memory of a process: RssAnon + RssShmem from /proc/PID/status (private memory and shared
 memory it touched). File-backed pages (RssFile) are left out: they are the page cache of the
@@ -25,7 +25,7 @@ import signal
 import threading
 from dataclasses import dataclass
 
-from profiler_agent.sandbox.reaper import process_stat
+from profiler_agent.sandbox.process_sweep import process_stat
 
 SAMPLE_INTERVAL_S = 0.05
 

@@ -14,11 +14,40 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import threading
 import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 MARKER_ENV = "JUDGED_RUN_MARKER"  # a random tag per run, not a secret
+
+# The processes run_sandboxed started that are still running: a run's sweep spares them, so a run
+# may start while another is under way (the next judging's processes: harness.slots).
+_live_runs: set[int] = set()
+_live_runs_lock = threading.Lock()
+
+
+_spared_always: set[int] = set()  # the agent's own helpers started as children (sandbox.zygote)
+
+
+def live_runs() -> set[int]:
+    with _live_runs_lock:
+        return set(_live_runs) | _spared_always
+
+
+def spare_always(pid: int) -> None:
+    with _live_runs_lock:
+        _spared_always.add(pid)
+
+
+def add_live_run(pid: int) -> None:
+    with _live_runs_lock:
+        _live_runs.add(pid)
+
+
+def remove_live_run(pid: int) -> None:
+    with _live_runs_lock:
+        _live_runs.discard(pid)
 
 
 def become_subreaper() -> bool:

@@ -1,5 +1,5 @@
 """The phases of a judged run as the parent sees them: the messages the child sends on its result pipe
-(profiler_agent.harness.wire), and the clock and memory limit in force in each phase.
+(profiler_agent.sandbox.child_channel), and the clock and memory limit in force in each phase.
 
 A run with a compile limit starts in the build phase (importing the candidate, where load_inline
 builds). "compiled" ends it: the run limits apply from then on. A build started later, from the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from profiler_agent.harness.wire import MESSAGE_END, MESSAGE_START, MAX_MESSAGE_BYTES
+from profiler_agent.sandbox.child_channel import MESSAGE_END, MESSAGE_START, MAX_MESSAGE_BYTES
 
 # What the child is doing, in words (memory-limit messages)
 STAGE_WORDS = {
