@@ -228,7 +228,7 @@ def _pin(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
 
 def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from profiler_agent.bundles.build_cache import default_cache_dir
+    from profiler_agent.executors.build_cache import default_cache_dir
     from profiler_agent.service.config import AgentConfig, default_name
     from profiler_agent.devices.device_info import default_device_kind
     from profiler_agent.service.worker import run_worker
@@ -342,7 +342,7 @@ def run_prepare_pch(args) -> int:
     import shlex
     import time
 
-    from profiler_agent.bundles import build_cache, pch
+    from profiler_agent.executors import build_cache, pch
 
     root = build_cache.pch_root(args.cache_dir or build_cache.default_cache_dir())
     flag_sets = [shlex.split(f) for f in args.cflags] if args.cflags else pch.COMMON_FLAG_SETS

@@ -6,7 +6,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.bundles.zips import extract_zip
+from profiler_agent.bundles.zip_extract import extract_zip
 
 REFERENCE_NAMES = ("torchcode.py", "example_torchcode.py")
 # The first one present wins: seed 001 names the optimized version cudacode_opt.py, and its only real

@@ -48,10 +48,11 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     `trials`), so a stateful reference is in the candidate's state."""
     import torch
 
-    from profiler_agent.correctness import compare, exchange, ground_truth
-    from profiler_agent.harness import loading
+    from profiler_agent.checkers import compare_outputs, ground_truth
+    from profiler_agent.trials import output_exchange
+    from profiler_agent.bundles import module_loading
     from profiler_agent.util import tensors
-    from profiler_agent.correctness.trials import make_inputs, planned_calls, record_comparison, refill
+    from profiler_agent.trials.correctness_trials import make_inputs, planned_calls, record_comparison, refill
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -60,8 +61,8 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     sys.path.insert(0, str(reference_file.parent))
     seed = settings["seed"]
     with submission_code("load_reference"):
-        api = loading.reference_api(reference_file)
-        reference = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+        api = module_loading.reference_api(reference_file)
+        reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     outputs = Path(args.outputs)
     result = verdict["correctness"]
     # the judged process's plan, worked out again here from the same figures
@@ -92,11 +93,11 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
             result["reference_numpy"] = ground_truth.check(
                 api.reference_numpy, inputs, expected, settings.get("atol"), settings.get("rtol"))
         try:
-            actual = exchange.load_output(outputs, call.trial, again=call.repeat)
-        except exchange.MissingOutput as missing:
-            record_comparison(result, call, compare.Comparison(False, reason=str(missing)))
+            actual = output_exchange.load_output(outputs, call.trial, again=call.repeat)
+        except output_exchange.MissingOutput as missing:
+            record_comparison(result, call, compare_outputs.Comparison(False, reason=str(missing)))
             return
-        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+        outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
                                           getattr(reference, "output_names", None),
                                           getattr(reference, "scaled_outputs", frozenset()))
         if not record_comparison(result, call, outcome):
@@ -111,7 +112,7 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
 def nondeterministic(first: tuple, repeat: tuple) -> bool:
     """The candidate's repeat differs bit for bit from its first output where the reference's did
     not: a model whose state (or own nondeterminism) changes the repeat is not blamed for it."""
-    from profiler_agent.correctness.compare import bitwise_equal
+    from profiler_agent.checkers.compare_outputs import bitwise_equal
 
     (expected_first, actual_first), (expected_repeat, actual_repeat) = first, repeat
     return bitwise_equal(expected_first, expected_repeat) and not bitwise_equal(actual_first, actual_repeat)

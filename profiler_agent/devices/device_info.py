@@ -63,7 +63,7 @@ def describe_device(kind: str) -> dict:
 def describe_device_without_torch(kind: str) -> dict:
     """What the agent knows of the device when the judged child reported nothing (it died early).
     Uses the device backend and /proc only: the agent process never initializes CUDA."""
-    from profiler_agent.bundles.build_cache import torch_version
+    from profiler_agent.executors.build_cache import torch_version
 
     device = _empty_device(kind, torch_version())
     if kind == "cpu":
@@ -90,7 +90,7 @@ def default_device_kind() -> str:
     NVML / MetaX's tools, not the CUDA runtime, so the calling process stays free of a CUDA context
     (the RQ worker forks)."""
     from profiler_agent.devices import nvml
-    from profiler_agent.bundles.build_cache import torch_version
+    from profiler_agent.executors.build_cache import torch_version
 
     if "+cpu" in torch_version():
         return "cpu"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, is_device_fault, submission_code
 from profiler_agent.util.sizes import format_size
-from profiler_agent.harness.builds import BuildWatch, fd_output_to
+from profiler_agent.executors.build_watch import BuildWatch, fd_output_to
 from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_phase_compiled, send_report, send_stage, take_job
 
 
@@ -86,10 +86,10 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     from profiler_agent.devices import device_info
     from profiler_agent.measure import kernel_census, kernel_symbols
-    from profiler_agent.bundles import build_setup
-    from profiler_agent.harness import loading
+    from profiler_agent.executors import build_tools
+    from profiler_agent.bundles import module_loading
     from profiler_agent.measure.models import measure
-    from profiler_agent.correctness.trials import check_correctness, make_inputs
+    from profiler_agent.trials.correctness_trials import check_correctness, make_inputs
 
     kind = args.device
     if kind == "cuda":
@@ -102,12 +102,12 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     send_stage(args.result_fd, "load_reference")
     with submission_code("load_reference"):
-        api = loading.reference_api(bundle / reference_name)
+        api = module_loading.reference_api(bundle / reference_name)
     # which peak applies is the reference's choice: read before the candidate could change it
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
     settings["reference_allows_tf32_convolution"] = bool(torch.backends.cudnn.allow_tf32)
 
-    build_setup.install()  # the precompiled header, narrow CUDA headers, the nvcc front
+    build_tools.install()  # the precompiled header, narrow CUDA headers, the nvcc front
     builds = BuildWatch(args.result_fd, args.compile_log)
     builds.install()  # before the candidate runs: a build in __init__ or forward is compile time too
     modules_before = set(sys.modules)
@@ -116,13 +116,13 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     try:
         # load_inline builds here, so the time to import the candidate is its compile time
         with fd_output_to(args.compile_log), submission_code("load_candidate"):
-            cand_module = loading.import_file(bundle / candidate_name, "candidate")
+            cand_module = module_loading.import_file(bundle / candidate_name, "candidate")
     finally:
         report["durations_s"]["compile"] = timing.now_s() - started
     builds.imported = True
     send_phase_compiled(args.result_fd)  # the parent switches to the run's time and memory limits
     with submission_code("load_candidate"):
-        ModelNew = loading.attribute(cand_module, "ModelNew", candidate_name)
+        ModelNew = module_loading.attribute(cand_module, "ModelNew", candidate_name)
 
     limit = settings.get("memory_limit_bytes")
     if limit and kind == "cpu":
@@ -145,15 +145,15 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
 
     def build_models():
         with submission_code("build_models"):
-            return (loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward),
-                    loading.build_model(ModelNew, api.get_init_inputs, seed, device, api.backward))
+            return (module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward),
+                    module_loading.build_model(ModelNew, api.get_init_inputs, seed, device, api.backward))
 
     reference, candidate = phase("build_models", build_models)
     passed = phase("correctness", lambda: check_correctness(
         reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs)))
     # after the first calls: a constructor or a first forward may build and load the extension
     native_dirs = [bundle] + [Path(p) for p in [os.environ.get("TORCH_EXTENSIONS_DIR")] if p]
-    loaded_native = builds.later_builds > 0 or loading.uses_custom_kernel(cand_module, modules_before, native_dirs)
+    loaded_native = builds.later_builds > 0 or module_loading.uses_custom_kernel(cand_module, modules_before, native_dirs)
     if not loaded_native:
         report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
     if not passed:
@@ -178,9 +178,9 @@ def get_ready() -> None:
     process may be started beside another judging's work on the GPU."""
     import torch  # noqa: F401
 
-    import profiler_agent.harness.loading  # noqa: F401
+    import profiler_agent.bundles.module_loading  # noqa: F401
     import profiler_agent.measure.models  # noqa: F401
-    import profiler_agent.correctness.trials  # noqa: F401
+    import profiler_agent.trials.correctness_trials  # noqa: F401
 
 
 def main(argv=None) -> None:

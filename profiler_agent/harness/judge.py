@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from profiler_agent.bundles import build_cache
+from profiler_agent.executors import build_cache
 from profiler_agent.devices import device_info
 from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
 from profiler_agent.sandbox import privileges

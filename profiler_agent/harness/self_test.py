@@ -17,9 +17,9 @@ def main(argv=None) -> None:
     if len(args) != 1:
         sys.exit("usage: python -m profiler_agent.harness.self_test SCRIPT")
     script = os.path.abspath(args[0])
-    from profiler_agent.bundles import build_setup
+    from profiler_agent.executors import build_tools
 
-    build_setup.install()
+    build_tools.install()
     sys.argv = [args[0]]
     sys.path.insert(0, os.path.dirname(script))  # as `python SCRIPT` does
     runpy.run_path(script, run_name="__main__")

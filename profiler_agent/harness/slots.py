@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from profiler_agent.bundles import build_cache
+from profiler_agent.executors import build_cache
 from profiler_agent.harness import ahead, trusted
 from profiler_agent.sandbox import child_channel
 from profiler_agent.measure import confirm

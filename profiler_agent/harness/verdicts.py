@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from profiler_agent.bundles.build_cache import BUILD_FAILED
+from profiler_agent.executors.build_cache import BUILD_FAILED
 from profiler_agent.sandbox.process import SandboxRun
 
 MEMORY_MESSAGES = ("can't allocate memory", "out of memory", "std::bad_alloc", "cannot allocate memory")

@@ -154,7 +154,7 @@ def replay_differs(graph, calls, outputs, input_sets, atol, rtol) -> str | None:
     with what a plain call gives on the same inputs."""
     import torch
 
-    from profiler_agent.correctness.compare import compare_outputs
+    from profiler_agent.checkers.compare_outputs import compare_outputs
 
     poisoned = sum(_poison(output, inputs) for output, inputs in zip(outputs, input_sets))
     graph.replay()

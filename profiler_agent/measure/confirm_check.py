@@ -37,8 +37,8 @@ def time_reference(args, settings: dict) -> float:
     """The reference's median per-call time, timed as the judged process times it."""
     import torch
 
-    from profiler_agent.correctness.trials import make_inputs
-    from profiler_agent.harness import loading
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -48,8 +48,8 @@ def time_reference(args, settings: dict) -> float:
         sys.path.insert(0, str(reference_file.parent))
     seed = settings["seed"]
     with submission_code("load_reference"):
-        api = loading.reference_api(reference_file)
-        model = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+        api = module_loading.reference_api(reference_file)
+        model = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     inputs = make_inputs(api.get_inputs, seed + 2 + settings["trials"], device)
     options = settings.get("reference_timing") or {}
     if device.type == "cuda":

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.bundles import build_cache
+from profiler_agent.executors import build_cache
 from profiler_agent.harness import ahead
 from profiler_agent.sandbox.child_channel import CUDA_AHEAD
 from profiler_agent.measure.ncu_target import TIMELINE_PREFIX

@@ -56,10 +56,10 @@ def main(argv=None) -> None:
     take_job(settings)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
 
-    from profiler_agent.bundles import build_setup
-    from profiler_agent.correctness import exchange
-    from profiler_agent.correctness.trials import make_inputs
-    from profiler_agent.harness import loading
+    from profiler_agent.executors import build_tools
+    from profiler_agent.trials import output_exchange
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading
     from profiler_agent.util.tensors import synchronize
     from profiler_agent.measure.timing import L2_FLUSH_BYTES
 
@@ -73,11 +73,11 @@ def main(argv=None) -> None:
     device = torch.device(args.device)
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
-    api = loading.reference_api(bundle / reference_name)
-    build_setup.install()  # as the judged process built it: the same build is found
-    module = loading.import_file(bundle / candidate_name, "candidate")
-    model_class = loading.attribute(module, "ModelNew", candidate_name)
-    model = loading.build_model(model_class, api.get_init_inputs, seed, device, api.backward)
+    api = module_loading.reference_api(bundle / reference_name)
+    build_tools.install()  # as the judged process built it: the same build is found
+    module = module_loading.import_file(bundle / candidate_name, "candidate")
+    model_class = module_loading.attribute(module, "ModelNew", candidate_name)
+    model = module_loading.build_model(model_class, api.get_init_inputs, seed, device, api.backward)
     loaded_s = time.perf_counter() - clock
     with torch.no_grad():
         # warm-up, outside the ranges: lazy initialization is not the candidate's cost
@@ -94,11 +94,11 @@ def main(argv=None) -> None:
             pop()
             pop()
             if args.outputs:
-                exchange.save_output(Path(args.outputs), call, output)
+                output_exchange.save_output(Path(args.outputs), call, output)
             del output, inputs
         profiled_s = time.perf_counter() - clock
         if args.reference_calls:  # last: a candidate that reaches ncu's launch cap leaves them out
-            reference = loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+            reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
             reference(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))  # lazy init, outside the ranges
             synchronize(device)
             for call in range(args.reference_calls):

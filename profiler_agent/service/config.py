@@ -113,7 +113,7 @@ def from_env() -> AgentConfig:
             f"the profiler agent is not configured: set {SITE_ENV} and {TOKEN_ENV}, "
             "or start it with `python -m profiler_agent work --site URL --token TOKEN ...`"
         )
-    from profiler_agent.bundles.build_cache import default_cache_dir
+    from profiler_agent.executors.build_cache import default_cache_dir
     from profiler_agent.devices.device_info import default_device_kind
 
     return AgentConfig(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 
 import profiler_agent
-from profiler_agent.bundles import build_cache
+from profiler_agent.executors import build_cache
 from profiler_agent import devices
 
 

@@ -75,7 +75,7 @@ def test_logs_are_capped_to_head_and_tail(tmp_path):
 
 
 def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
-    from profiler_agent.bundles.build_cache import exclusive
+    from profiler_agent.executors.build_cache import exclusive
 
     build = tmp_path / "build"
     (build / "relu").mkdir(parents=True)
@@ -96,8 +96,8 @@ def test_builders_a_killed_agent_left_running_in_the_folder_are_ended_by_the_nex
     import pty
     import subprocess
 
-    from profiler_agent.bundles import orphaned_builds
-    from profiler_agent.bundles.build_cache import exclusive
+    from profiler_agent.executors import orphaned_builds
+    from profiler_agent.executors.build_cache import exclusive
 
     build, elsewhere = tmp_path / "build", tmp_path / "elsewhere"
     (build / "relu").mkdir(parents=True)

@@ -24,7 +24,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from profiler_agent.bundles import orphaned_builds
+from profiler_agent.executors import orphaned_builds
 
 CACHE_DIR_ENV = "PROFILER_AGENT_CACHE_DIR"
 
@@ -171,7 +171,7 @@ def reachable_cache_dir(cache_dir: Path, user) -> Path:
 
 
 def pch_root(cache_dir: Path) -> Path:
-    """The agent's precompiled headers (profiler_agent.bundles.pch): beside the builds, written by the
+    """The agent's precompiled headers (profiler_agent.executors.pch): beside the builds, written by the
     agent only, read by judged processes."""
     return Path(cache_dir) / "pch"
 

@@ -30,9 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from profiler_agent.bundles.nvcc_parallel import RETRIED_ENV
+from profiler_agent.executors.nvcc_front import RETRIED_ENV
 
-SLIM_EXTENSION_H = "#pragma once\n// profiler_agent.bundles.slim_header: torch/types.h alone, for CUDA files\n#include <torch/types.h>\n"
+SLIM_EXTENSION_H = "#pragma once\n// profiler_agent.executors.slim_header: torch/types.h alone, for CUDA files\n#include <torch/types.h>\n"
 
 
 FOLDER_NAME = ".profiler-agent-slim-include"
@@ -75,7 +75,7 @@ def ops_named(sources, ops_folder: Path) -> list[str]:
 
 
 def narrow_types_h(ops: list[str]) -> str:
-    lines = ["#pragma once", "// profiler_agent.bundles.slim_header: the tensor class and the ops this build names",
+    lines = ["#pragma once", "// profiler_agent.executors.slim_header: the tensor class and the ops this build names",
              "#include <optional>", "#include <ATen/core/Tensor.h>", "#include <c10/util/Exception.h>",
              *(f"#include <ATen/ops/{op}.h>" for op in ops),
              "namespace torch {", "using namespace at;", "using Dtype = at::ScalarType;",

@@ -11,7 +11,7 @@ import signal
 
 import torch
 
-from profiler_agent.correctness import compare
+from profiler_agent.checkers import compare_outputs
 from profiler_agent.util.tensors import flatten
 
 TIME_LIMIT_S = 60.0  # a ground truth that hangs must not hold the verdict back
@@ -83,7 +83,7 @@ def check(reference_numpy, inputs: list, expected, atol: float | None, rtol: flo
             raise
         detail = f"{type(exc).__name__}: {exc}"[:MAX_DETAIL_CHARS]
         return {"outcome": "error", "max_abs_err": None, "detail": detail}
-    outcome = compare.compare_outputs(flatten(expected), actual, atol, rtol)
+    outcome = compare_outputs.compare_outputs(flatten(expected), actual, atol, rtol)
     return {
         "outcome": "agrees" if outcome.passed else "disagrees",
         "max_abs_err": outcome.max_abs_err,

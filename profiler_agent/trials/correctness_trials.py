@@ -1,6 +1,6 @@
 """Correctness trials in the judged process: fresh seeded inputs for every trial, all kept alive
 until the last call, the reference and the candidate each on their own copies, called alike
-(profiler_agent.correctness.calls). The candidate's outputs go to the exchange folder, where the trusted
+(profiler_agent.trials.call_plan). The candidate's outputs go to the exchange folder, where the trusted
 verifier (profiler_agent.correctness.verify) judges them; the comparison made here is only a preliminary one
 that spares timing a candidate that is plainly wrong. It runs beside submission code, so it is
 never trusted for the verdict."""
@@ -10,8 +10,9 @@ import sys
 
 import torch
 
-from profiler_agent.correctness import calls, compare, exchange
-from profiler_agent.correctness.calls import Call
+from profiler_agent.trials import call_plan, output_exchange
+from profiler_agent.checkers import compare_outputs
+from profiler_agent.trials.call_plan import Call
 from profiler_agent.util import tensors
 from profiler_agent.util.submission_failures import submission_code
 from profiler_agent.util.tensors import synchronize
@@ -58,12 +59,12 @@ def record_comparison(result: dict, call: Call, outcome) -> bool:
 
 
 def planned_calls(first_inputs: list, device, settings: dict) -> tuple[list[Call], str | None]:
-    """The calls to make (see profiler_agent.correctness.calls), and a note when fewer trials fit."""
+    """The calls to make (see profiler_agent.trials.call_plan), and a note when fewer trials fit."""
     requested = settings["trials"]
-    trials = calls.trials_that_fit(requested, tensors.tensor_bytes(first_inputs),
-                                   calls.capacity_bytes(device, settings.get("memory_limit_bytes")))
-    note = calls.fewer_trials_note(trials, requested) if trials < requested else None
-    return calls.call_plan(trials), note
+    trials = call_plan.trials_that_fit(requested, tensors.tensor_bytes(first_inputs),
+                                   call_plan.capacity_bytes(device, settings.get("memory_limit_bytes")))
+    note = call_plan.fewer_trials_note(trials, requested) if trials < requested else None
+    return call_plan.call_plan(trials), note
 
 
 def call_inputs(get_inputs, seed: int, device, plan: list[Call], first: list) -> list[tuple[list, list]]:
@@ -127,8 +128,8 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
         with submission_code(f"candidate ({call.label})"), torch.no_grad():
             actual = tensors.detached_copies(candidate(*candidate_inputs))
             synchronize(device)
-        exchange.save_output(outputs_dir, call.trial, actual, again=call.repeat)
-        outcome = compare.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+        output_exchange.save_output(outputs_dir, call.trial, actual, again=call.repeat)
+        outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
                                           getattr(reference, "output_names", None),
                                           getattr(reference, "scaled_outputs", frozenset()))
         if not record_comparison(result, call, outcome):

@@ -67,14 +67,14 @@ class ReferenceApi:
     Model: type
     get_inputs: object
     get_init_inputs: object
-    reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.correctness.ground_truth)
-    backward: bool = False  # judged forward and backward (profiler_agent.correctness.backward)
+    reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.checkers.ground_truth)
+    backward: bool = False  # judged forward and backward (profiler_agent.bundles.forward_backward)
 
 
 def reference_api(path: Path) -> ReferenceApi:
     module = import_file(path, "reference")
     required = (attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs"))
-    backward = getattr(module, "JUDGE_BACKWARD", False) is True  # correctness.backward.FLAG
+    backward = getattr(module, "JUDGE_BACKWARD", False) is True  # bundles.forward_backward.FLAG
     # a numpy ground truth holds the forward alone: not what a forward-and-backward call returns
     return ReferenceApi(*required, reference_numpy=None if backward else getattr(module, "reference_numpy", None),
                         backward=backward)
@@ -83,7 +83,7 @@ def reference_api(path: Path) -> ReferenceApi:
 def build_model(model_class, get_init_inputs, seed: int, device, backward: bool = False):
     """The model as every process builds it: the same seed before the init inputs and before the
     constructor, so the reference and the candidate draw the same parameters everywhere. `backward`
-    (ReferenceApi.backward): wrapped to be called forward and backward (correctness.backward)."""
+    (ReferenceApi.backward): wrapped to be called forward and backward (bundles.forward_backward)."""
     import torch
 
     from profiler_agent.util import tensors
@@ -93,7 +93,7 @@ def build_model(model_class, get_init_inputs, seed: int, device, backward: bool 
     torch.manual_seed(seed)
     model = model_class(*tensors.fresh_copies(init_inputs)).to(device)
     if backward:
-        from profiler_agent.correctness.backward import ForwardBackward
+        from profiler_agent.bundles.forward_backward import ForwardBackward
 
         return ForwardBackward(model)
     return model

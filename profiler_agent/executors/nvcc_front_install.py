@@ -1,4 +1,4 @@
-"""Putting the nvcc front (nvcc_parallel.py) into a process's load_inline / load builds: torch's
+"""Putting the nvcc front (nvcc_front.py) into a process's load_inline / load builds: torch's
 PYTORCH_NVCC names it while a build runs. On unless PROFILER_AGENT_PARALLEL_NVCC is "0"."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 
-from profiler_agent.bundles import nvcc_parallel
+from profiler_agent.executors import nvcc_front
 
 SWITCH_ENV = "PROFILER_AGENT_PARALLEL_NVCC"  # unset or "1": judged builds use the front; "0": nvcc itself
 
@@ -25,10 +25,10 @@ def torch_nvcc() -> str | None:
 
 
 def front_command(nvcc: str) -> str | None:
-    """PYTORCH_NVCC's value: the front (nvcc_parallel.py) run by this interpreter (isolated: no PYTHONPATH, no script
+    """PYTORCH_NVCC's value: the front (nvcc_front.py) run by this interpreter (isolated: no PYTHONPATH, no script
     folder on sys.path), then the real nvcc. Stable from one process to the next (ninja compiles again
     when a command changes); None where build.ninja could not hold it as is."""
-    parts = [sys.executable, "-I", os.path.abspath(nvcc_parallel.__file__), nvcc]
+    parts = [sys.executable, "-I", os.path.abspath(nvcc_front.__file__), nvcc]
     return None if any(ch in part for part in parts for ch in "$\n") else shlex.join(parts)
 
 
