@@ -21,9 +21,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
+from profiler_agent.devices.host import torch_version
 from profiler_agent.executors import orphaned_builds
 
 CACHE_DIR_ENV = "PROFILER_AGENT_CACHE_DIR"
@@ -34,14 +34,6 @@ def default_cache_dir() -> Path:
     if configured:
         return Path(configured)
     return Path.home() / ".cache" / "gpu-codeforces" / "builds"
-
-
-def torch_version() -> str:
-    """The installed torch version, read without importing torch."""
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 # What a build may read: Python that calls load_inline / load, and C, C++ and CUDA sources and headers.

@@ -1,4 +1,5 @@
-"""The result JSON (schema 1), shared with the site only as a wire format.
+"""The result JSON (schema 1): its shape, checked before a result leaves the agent. Its names
+(statuses, flags) are protocol.vocabulary's, shared with the site.
 
 `empty_result()` gives every key with null values; `validate_result()` checks keys and types so a
 malformed result never leaves the agent. Fields that were not measured stay null, never invented.
@@ -6,33 +7,7 @@ malformed result never leaves the agent. Fields that were not measured stay null
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
-
-STATUSES = (
-    "passed",
-    "wrong_answer",
-    "compile_error",
-    "runtime_error",
-    "timeout",
-    "memory_limit",
-    "internal_error",
-)
-
-FLAGS = (
-    "no_custom_kernel",
-    "timer_tampered",
-    "suspicious_speedup",
-    "faster_than_hardware",
-    "nondeterministic_output",
-    "unsynchronized_work",  # the call left work on another stream; timed with a device-wide sync
-    # the reported times are not confirmed from outside the judged process (profiler_agent.measure.confirm):
-    # the site keeps the run out of the standings until an organizer clears it
-    "timing_unconfirmed",
-    "input_memoized",  # markedly faster on a repeated input than on fresh ones; ranked on the fresh figure
-)
-
-# What a run is doing while it is judged, in the agent's progress reports (the site's RunStage).
-JUDGING_STAGES = ("compiling", "checking", "timing", "profiling", "self_test")
+from profiler_agent.protocol.vocabulary import FLAGS, REFERENCE_NUMPY_OUTCOMES, SCHEMA_VERSION, STATUSES
 
 NUMBER = (int, float)
 _OPT_NUMBER = (int, float, type(None))
@@ -62,10 +37,9 @@ _CORRECTNESS = {
 }
 # The bundle's numpy ground truth checked against its own reference model (never the verdict).
 _REFERENCE_NUMPY = {"outcome": (str,), "max_abs_err": _OPT_NUMBER, "detail": _OPT_STR}
-REFERENCE_NUMPY_OUTCOMES = ("agrees", "disagrees", "error")
 # The kernel census behind no_custom_kernel (profiler_agent.measure.kernel_census); null: not taken.
 _KERNELS = {"seen": (str,), "candidate": (list,), "reference": (list,), "custom": (list, type(None))}
-# The times checked from outside the judged process (profiler_agent.measure.confirm); null: not checked
+# The times checked from outside the judged process (profiler_agent.judge.timing_confirmation); null: not checked
 # (a variant, a run that did not pass). `confirmed` null: could not be checked (CPU, no profiler).
 _CONFIRMATION = {
     "method": _OPT_STR,  # "ncu", or null: no device profiler ran
@@ -119,7 +93,7 @@ _DEVICE = {
     "peak_gbps": _OPT_NUMBER,
     "peak_tflops": _OPT_NUMBER,
 }
-# Nsight Compute (profiler_agent.measure.ncu): per candidate call, median over the profiled calls
+# Nsight Compute (profiler_agent.judge.ncu_output): per candidate call, median over the profiled calls
 _NCU = {
     "kernels": (list,),
     "calls": (int,),

@@ -12,9 +12,9 @@ import sys
 def started_ahead() -> None:
     """A trusted process may wait for its settings while the judged process runs as the same uid:
     non-dumpable, no process of that uid can trace it or read its memory; torch imported before the
-    wait, so the wait is what it saves (profiler_agent.harness.ahead). No CUDA context before its
+    wait, so the wait is what it saves (profiler_agent.judge.started_ahead). No CUDA context before its
     turn unless CUDA_AHEAD says so (make_context_ahead): it may be started beside another judging's
-    work on the GPU (harness.slots)."""
+    work on the GPU (judge.warm_pool)."""
     from profiler_agent.sandbox.privileges import make_undumpable
 
     make_undumpable()
@@ -26,13 +26,13 @@ CUDA_AHEAD = "--cuda-ahead"
 
 def add_cuda_ahead_argument(parser) -> None:
     parser.add_argument(CUDA_AHEAD, action="store_true",
-                        help="make the CUDA context before waiting for the settings (harness.slots: only "
+                        help="make the CUDA context before waiting for the settings (judge.warm_pool: only "
                              "where no judging runs on this GPU meanwhile)")
 
 
 def make_context_ahead(args) -> None:
     """The CUDA context (0.3-1 s) made before the settings come, where the agent said nothing runs
-    on this GPU while this process starts (a pool refilled after a judging, harness.slots)."""
+    on this GPU while this process starts (a pool refilled after a judging, judge.warm_pool)."""
     if getattr(args, "cuda_ahead", False) and args.device == "cuda":
         import torch
 

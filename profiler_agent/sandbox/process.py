@@ -26,7 +26,7 @@ from profiler_agent.sandbox.capped_logs import read_capped
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
 class PendingInput:
-    """The stdin of a process started ahead of its turn (profiler_agent.harness.ahead): it waits,
+    """The stdin of a process started ahead of its turn (profiler_agent.judge.started_ahead): it waits,
     blocked reading its settings, until `send` gives them; `cancel` closes its stdin with nothing,
     and the run ends at once. Its limits count from the moment its input comes."""
 

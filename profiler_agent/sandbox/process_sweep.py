@@ -22,7 +22,7 @@ PR_SET_CHILD_SUBREAPER = 36
 MARKER_ENV = "JUDGED_RUN_MARKER"  # a random tag per run, not a secret
 
 # The processes run_sandboxed started that are still running: a run's sweep spares them, so a run
-# may start while another is under way (the next judging's processes: harness.slots).
+# may start while another is under way (the next judging's processes: judge.warm_pool).
 _live_runs: set[int] = set()
 _live_runs_lock = threading.Lock()
 

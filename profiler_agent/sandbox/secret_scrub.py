@@ -15,7 +15,7 @@ SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|AUTH|CREDENTIAL|COOKIE|URL|SIT
 SECRET_OPTIONS = (b"--token", b"--site", b"--redis")
 # The agent's settings that are no secret and that the processes it starts (another agent command, a
 # bench script's) must read as set: blanked, they would read "***" and refuse it.
-NOT_SECRET = frozenset({"PROFILER_AGENT_TIMING_BUDGET"})  # service.config.TIMING_BUDGET_ENV
+NOT_SECRET = frozenset({"PROFILER_AGENT_TIMING_BUDGET"})  # judge.options.TIMING_BUDGET_ENV
 
 
 def _bounds(stat: bytes, first_field: int) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Correctness trials in the judged process: fresh seeded inputs for every trial, all kept alive
 until the last call, the reference and the candidate each on their own copies, called alike
 (profiler_agent.trials.call_plan). The candidate's outputs go to the exchange folder, where the trusted
-verifier (profiler_agent.correctness.verify) judges them; the comparison made here is only a preliminary one
+verifier (profiler_agent.graders.verifier) judges them; the comparison made here is only a preliminary one
 that spares timing a candidate that is plainly wrong. It runs beside submission code, so it is
 never trusted for the verdict."""
 

@@ -1,9 +1,9 @@
-"""Processes started ahead of their turn (profiler_agent.harness.ahead): they wait for their input,
+"""Processes started ahead of their turn (profiler_agent.judge.started_ahead): they wait for their input,
 survive the sweep of runs that start and end after them, and end when cancelled."""
 import os
 import sys
 
-from profiler_agent.harness.ahead import StartedAhead
+from profiler_agent.judge.started_ahead import StartedAhead
 from profiler_agent.sandbox import process_sweep
 from profiler_agent.sandbox.process import run_sandboxed
 

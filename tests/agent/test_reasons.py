@@ -5,8 +5,8 @@ test_trials.py."""
 
 import signal
 
-from profiler_agent.harness.judge import unjudged_result
-from profiler_agent.harness.reasons import (
+from profiler_agent.judge.judging import unjudged_result
+from profiler_agent.judge.failure_reasons import (
     MAX_REASON_CHARS, Limits, explain, name_first_failure, one_line, verifier_note,
 )
 from profiler_agent.sandbox.process import SandboxRun

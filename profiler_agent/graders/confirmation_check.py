@@ -1,8 +1,8 @@
-"""The trusted checking process of a timing confirmation (profiler_agent.measure.confirm).
+"""The trusted checking process of a timing confirmation (profiler_agent.judge.timing_confirmation).
 
 Started after the profiled process and all its descendants are gone, like the verifier, and loads
 only the reference, from the pristine bundle: no submission code ever ran here. It verifies the
-outputs the profiled calls left in the exchange folder (profiler_agent.correctness.verify, with the
+outputs the profiled calls left in the exchange folder (profiler_agent.graders.verifier, with the
 confirmation's secret seed), takes the kernel census from ncu's record (the names the profiled
 process's build defined, read here), then times the reference itself with the judged process's timer (L2
 flushed before each call; synchronized when the judgement had to be), so the agent has a reference
@@ -23,7 +23,7 @@ from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_n
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.confirm_check")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.confirmation_check")
     parser.add_argument("--reference-dir", required=True,
                         help="the folder the reference's pristine copy is written into (its name comes with the settings)")
     parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
@@ -57,7 +57,7 @@ def time_reference(args, settings: dict) -> float:
     else:
         timer = timing.CpuTimer()
     plan = timing.TimingPlan(budget_s=options.get("budget_s", 1.0))
-    # net of the pair's own time where the judged process's figure is (measure.models)
+    # net of the pair's own time where the judged process's figure is (measure.measurements)
     control = (lambda: None) if device.type == "cuda" and not options.get("synchronized") else None
     with torch.no_grad():
         timings = timing.time_interleaved({"reference": guarded("reference", lambda: model(*inputs))}, timer, plan,
@@ -66,14 +66,14 @@ def time_reference(args, settings: dict) -> float:
 
 
 def check(args, settings: dict, report: dict) -> None:
-    from profiler_agent.correctness import verify
+    from profiler_agent.graders import verifier
 
     durations = report["durations_s"]
     started = timing.now_s()
     if settings.get("verify"):
-        verdict = verify.new_verdict()
+        verdict = verifier.new_verdict()
         # the profiled process's calls: a warm-up, then one per trial, no repeat
-        verify.verify(args, settings, verdict, repeat=False, warm_up=True)
+        verifier.verify(args, settings, verdict, repeat=False, warm_up=True)
         verdict["correctness"].pop("reference_numpy", None)
         report["verdict"] = verdict
         durations["verify"] = timing.now_s() - started

@@ -1,7 +1,7 @@
-"""Running Nsight Compute on the candidate in the sandbox (profiler_agent.measure.ncu_target under
-`ncu --csv`), started ahead of its turn where the confirmation wants it (profiler_agent.harness.ahead),
+"""Running Nsight Compute on the candidate in the sandbox (profiler_agent.graders.profiled_target under
+`ncu --csv`), started ahead of its turn where the confirmation wants it (profiler_agent.judge.started_ahead),
 and the opt-in `--ncu` figures of a passed candidate. What ncu prints is read by
-profiler_agent.measure.ncu."""
+profiler_agent.judge.ncu_output."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent.executors import build_cache
-from profiler_agent.harness import ahead
+from profiler_agent.judge import started_ahead
 from profiler_agent.sandbox.child_channel import CUDA_AHEAD
-from profiler_agent.measure.ncu_target import TIMELINE_PREFIX
-from profiler_agent.measure.ncu import (
+from profiler_agent.measure.nvtx_ranges import TIMELINE_PREFIX
+from profiler_agent.judge.ncu_output import (
     CANDIDATE_RANGE, FIGURES, MAX_OUTPUT_BYTES, METRICS, MAX_KERNELS_PER_CALL, PROFILED_CALLS, Profile,
     figures_from_output, note, version_line,
 )
@@ -69,7 +69,7 @@ def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
     outputs: Path | None = None, executable: str | None = None, limits=None, cuda_ahead: bool = False,
 ) -> "ProfilerAhead | ProfilerRun":
-    """Start ncu on profiler_agent.measure.ncu_target in the sandbox, ahead of its turn and of its job:
+    """Start ncu on profiler_agent.graders.profiled_target in the sandbox, ahead of its turn and of its job:
     `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing."""
     executable = executable or shutil.which("ncu")
     if executable is None:
@@ -83,7 +83,7 @@ def start_profiler(
     user = privileges.sandbox_user()
     log_file = scratch / "ncu-output.csv"
     target = [
-        sys.executable, "-m", "profiler_agent.measure.ncu_target",
+        sys.executable, "-m", "profiler_agent.graders.profiled_target",
         "--bundle", str(workdir),
         "--device", device,
         "--calls", str(profile.calls),
@@ -92,7 +92,7 @@ def start_profiler(
         *([CUDA_AHEAD] if cuda_ahead else []),
     ]
     privileges.hand_over(scratch, user)
-    process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+    process = started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         ncu_command(executable, log_file, target, profile.calls, profile),
         cwd=workdir,
         # the judged process's precompiled header too: the same build flags find the same build
@@ -110,7 +110,7 @@ def start_profiler(
 
 @dataclass
 class ProfilerAhead:
-    process: ahead.StartedAhead
+    process: started_ahead.StartedAhead
     executable: str
     log_file: Path
     user: object

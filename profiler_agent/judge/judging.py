@@ -10,29 +10,23 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from profiler_agent.executors import build_cache
 from profiler_agent.devices import device_info
-from profiler_agent.measure import confirm, kernel_census, metrics, ncu, ncu_run
+from profiler_agent.measure import kernel_census, metrics
+from profiler_agent.judge import timing_confirmation, ncu_output, ncu_profiling
 from profiler_agent.sandbox import privileges
 from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.capped_logs import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
-from profiler_agent.harness.memory_notes import memory_note
-from profiler_agent.harness import ahead, reasons, slots, trusted
-from profiler_agent.service import config
-from profiler_agent.harness.verdicts import classify
+from profiler_agent.judge.memory_notes import memory_note
+from profiler_agent.judge import started_ahead, failure_reasons, warm_pool, trusted_process
+from profiler_agent.judge.options import SUSPICIOUS_SPEEDUP, JudgeOptions, timing_budget_from_env
+from profiler_agent.judge.verdicts import classify
 
-DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
-DEFAULT_COMPILE_TIMEOUT_S = 600.0  # importing the candidate, where load_inline builds
-COMPILE_MEMORY_FLOOR = 4 * 1024**3  # a build needs room: its default memory limit is at least this
-DEFAULT_TRIALS = 3
-# Far beyond what tuning one kernel usually buys; an organizer takes a look, the verdict stands.
-SUSPICIOUS_SPEEDUP = 20.0
-WARM_NOTE = "[profiler_agent] judged by processes started before this job arrived (harness.slots)\n"
+WARM_NOTE = "[profiler_agent] judged by processes started before this job arrived (judge.warm_pool)\n"
 # The judged child's stages (sandbox.phase_limits.STAGE_WORDS) as the judging stages a contestant sees
 # (result_schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
 JUDGING_STAGE_OF_CHILD = {
@@ -46,56 +40,13 @@ JUDGING_STAGE_OF_CHILD = {
 
 
 @dataclass
-class JudgeOptions:
-    device: str = "cpu"
-    timeout_s: float = DEFAULT_TIMEOUT_S  # the run limit (--run-timeout, alias --timeout)
-    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
-    # after the build: cgroup memory.max where one can be made (any device), else RLIMIT_AS (CPU only)
-    memory_limit_bytes: int | None = None
-    compile_memory_limit_bytes: int | None = None  # during the build, cgroup only (see compile_memory_limit)
-    cache_dir: Path | None = None
-    seed: int | None = None  # None: a fresh secret seed per judgement
-    atol: float | None = None  # None: the per-dtype default
-    rtol: float | None = None
-    trials: int = DEFAULT_TRIALS
-    timing_budget_s: float | None = None  # None: $PROFILER_AGENT_TIMING_BUDGET, else TimingPlan's default
-    target_rse: float | None = None
-    suspicious_speedup: float = SUSPICIOUS_SPEEDUP
-    # read before the field below shadows the module's name in this class body
-    ncu_timeout_s: float = ncu.DEFAULT_TIMEOUT_S
-    ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.measure.ncu)
-    # called with each judging stage (result_schema.JUDGING_STAGES) as it begins: the service tells the site
-    progress: Callable[[str], None] | None = None
-    # after the judging, start the next one's processes (harness.slots.WarmPool): for agents that
-    # judge job after job; the next judging with the same limits skips their imports
-    keep_warm: bool = False
-
-    def tell(self, stage: str | None) -> None:
-        """Report a stage; a failing listener never stops the judging."""
-        if self.progress is None or stage is None:
-            return
-        try:
-            self.progress(stage)
-        except Exception:  # noqa: BLE001  (progress is informative only)
-            pass
-
-    def compile_memory_limit(self) -> int | None:
-        """The build's memory limit: the one given, else max(memory limit, 4 GiB) when there is one."""
-        if self.compile_memory_limit_bytes:
-            return self.compile_memory_limit_bytes
-        if self.memory_limit_bytes:
-            return max(self.memory_limit_bytes, COMPILE_MEMORY_FLOOR)
-        return None
-
-
-@dataclass
 class CandidateJudgement:
     status: str
     report: dict | None
     run: SandboxRun
     compile_log: str
     limits_note: str = ""  # how memory was limited (memory_note)
-    reason: str | None = None  # one line, for every status but passed (harness.reasons)
+    reason: str | None = None  # one line, for every status but passed (judge.failure_reasons)
 
 
 def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
@@ -115,14 +66,14 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
 
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path,
-    sources: dict[str, bytes], judged: slots.JudgedAhead, verifier: trusted.TrustedAhead, census_in_child: bool = True,
+    sources: dict[str, bytes], judged: warm_pool.JudgedAhead, verifier: trusted_process.TrustedAhead, census_in_child: bool = True,
 ) -> CandidateJudgement:
-    """Judge one candidate in the processes started for it (slots.start_pair), each used or cancelled.
-    `census_in_child` False: the kernel census is taken from ncu's record instead (measure.confirm)."""
+    """Judge one candidate in the processes started for it (warm_pool.start_pair), each used or cancelled.
+    `census_in_child` False: the kernel census is taken from ncu's record instead (judge.timing_confirmation)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
-        ahead.cancel_all(judged, verifier)
+        started_ahead.cancel_all(judged, verifier)
         return failure_from_cache(failed_before)
     shutil.copytree(bundle.root, judged.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
     user = judged.user
@@ -135,7 +86,7 @@ def judge_candidate(
         "atol": options.atol,
         "rtol": options.rtol,
         "timing": {"budget_s": options.timing_budget_s if options.timing_budget_s is not None
-                   else config.timing_budget_from_env(), "target_rse": options.target_rse},
+                   else timing_budget_from_env(), "target_rse": options.target_rse},
         "kernel_census": census_in_child,
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,
@@ -147,9 +98,9 @@ def judge_candidate(
         privileges.hand_over(extensions, user)
         run = judged.process.finish(json.dumps({**settings, **job}).encode())
     if run.ended_waiting:
-        ahead.cancel_all(verifier)
+        started_ahead.cancel_all(verifier)
         return ended_before_its_job(run)
-    report = trusted.parse_report(run.report)
+    report = trusted_process.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
     status = classify(run, report)
@@ -173,10 +124,10 @@ def judge_candidate(
         if status != "passed":
             report["timing"] = None  # a wrong answer has no time worth showing
     else:
-        ahead.cancel_all(verifier)
-    limits = reasons.Limits(options.timeout_s, options.compile_timeout_s, options.memory_limit_bytes,
+        started_ahead.cancel_all(verifier)
+    limits = failure_reasons.Limits(options.timeout_s, options.compile_timeout_s, options.memory_limit_bytes,
                             options.compile_memory_limit())
-    reason = reasons.explain(status, run, report, compile_text, limits)
+    reason = failure_reasons.explain(status, run, report, compile_text, limits)
     return CandidateJudgement(status, report, run, compile_text, memory_note(run, options, status, report), reason)
 
 
@@ -198,26 +149,26 @@ def failure_from_cache(record: dict) -> CandidateJudgement:
     error = {**record["error"], "origin": "submission"}
     report = {"error": error, "flags": [], "durations_s": {"compile": 0.0}}
     run = SandboxRun(exit_code=None, timed_out=False, report=None, stdout="", stderr="", wall_s=0.0)
-    reason = reasons.explain("compile_error", run, report, record["compile_log"], None)
+    reason = failure_reasons.explain("compile_error", run, report, record["compile_log"], None)
     return CandidateJudgement("compile_error", report, run, record["compile_log"] + note,
                               note.lstrip("\n"), f"{reason} (from the build cache)")
 
 
-def verify_outputs(verifier: trusted.TrustedAhead, bundle: Bundle, sources: dict[str, bytes], settings: dict,
+def verify_outputs(verifier: trusted_process.TrustedAhead, bundle: Bundle, sources: dict[str, bytes], settings: dict,
                    report: dict) -> str:
-    """Run the trusted verifier (slots.start_verifier) on the candidate's outputs; its verdict replaces the
+    """Run the trusted verifier (warm_pool.start_verifier) on the candidate's outputs; its verdict replaces the
     judged process's correctness and nondeterminism findings. Returns the status."""
-    run, verdict = trusted.finish_trusted(verifier, settings, bundle, sources)
+    run, verdict = trusted_process.finish_trusted(verifier, settings, bundle, sources)
     flags = [f for f in report.get("flags", []) if f != "nondeterministic_output"]
     if verdict is None or not isinstance(verdict.get("correctness"), dict):
         report["error"] = {"origin": "harness", "stage": "verify", "type": "VerifierFailed",
                            "message": f"the verifier ended (exit {run.exit_code}, timed out: {run.timed_out}) "
                                       f"without a verdict:\n{run.stderr[-4000:]}"}
         return "internal_error"
-    reasons.name_first_failure(verdict["correctness"], report.get("correctness"))
+    failure_reasons.name_first_failure(verdict["correctness"], report.get("correctness"))
     report["correctness"] = verdict["correctness"]
     report["inputs"] = verdict.get("inputs")  # the verifier's: drawn outside the judged process
-    report["verdict_note"] = reasons.verifier_note(verdict)
+    report["verdict_note"] = failure_reasons.verifier_note(verdict)
     report["flags"] = flags + [f for f in verdict.get("flags", []) if f == "nondeterministic_output"]
     error = verdict.get("error")
     if error:
@@ -282,7 +233,7 @@ def fill_judged_parts(
         speedup = reference["median_ms"] / candidate["median_ms"]
     samples = _samples(timing.get("samples"))
     target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup, "samples": samples,
-                        "confirmation": None}  # the main candidate's: profiler_agent.measure.confirm
+                        "confirmation": None}  # the main candidate's: profiler_agent.judge.timing_confirmation
     if speedup is not None and speedup > suspicious_speedup:
         flags.append("suspicious_speedup")
     timed_total_ms = report.get("timed_total_ms")
@@ -338,7 +289,7 @@ def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratc
         privileges.hand_over(extensions, user)
         run = run_sandboxed(
             # the judged process's build flags and headers: its build is found, not compiled again
-            [sys.executable, "-m", "profiler_agent.harness.self_test", bundle.self_test.name],
+            [sys.executable, "-m", "profiler_agent.graders.self_test", bundle.self_test.name],
             cwd=workdir,
             env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
             # it may build the candidate and sends no phase message: both limits, together
@@ -361,8 +312,8 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     cache_dir = Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()
     result = result_schema.empty_result()
     sources = snapshot_sources(bundle)
-    # every process of the judging, started ahead (harness.slots), taken from the pool when one waits
-    slot = slots.POOL.take(options, cache_dir) if options.keep_warm else slots.start_slot(options, cache_dir)
+    # every process of the judging, started ahead (judge.warm_pool), taken from the pool when one waits
+    slot = warm_pool.POOL.take(options, cache_dir) if options.keep_warm else warm_pool.start_slot(options, cache_dir)
     try:
         confirming = slot.confirming
         main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, sources, slot.judged,
@@ -380,17 +331,17 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         if result["status"] == "passed" and options.device == "cuda":
             options.tell("profiling")
         confirm_started = time.monotonic()
-        confirm.add_to_result(result, bundle, options, cache_dir, slot.root / "confirm", sources, confirming)
+        timing_confirmation.add_to_result(result, bundle, options, cache_dir, slot.root / "confirm", sources, confirming)
         result["durations_s"]["confirm"] = time.monotonic() - confirm_started
-        ahead.cancel_all(*slot.processes())  # whatever was not needed ends before anything else starts
+        started_ahead.cancel_all(*slot.processes())  # whatever was not needed ends before anything else starts
 
         scratch = slot.root
         if options.ncu:
             options.tell("profiling")
-            ncu_run.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
+            ncu_profiling.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
 
         if bundle.llm_variant is not None:
-            judged, verifier = slots.start_pair(options, cache_dir, scratch / "llm")
+            judged, verifier = warm_pool.start_pair(options, cache_dir, scratch / "llm")
             llm = judge_candidate(bundle, bundle.llm_variant, options, seed, cache_dir, sources, judged, verifier)
             variant = result_schema.empty_variant()
             fill_judged_parts(variant, llm, result["device"], options.timeout_s, options.suspicious_speedup)
@@ -404,7 +355,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     if options.keep_warm:
         # the next judging's, started once this one's processes are gone: started beside its
         # verification instead, their imports slowed it as much as they saved (docs/measurement.md)
-        slots.POOL.refill(options, cache_dir)
+        warm_pool.POOL.refill(options, cache_dir)
     result["durations_s"]["total"] = time.monotonic() - started
     result_schema.validate_result(result)
     return result
@@ -415,7 +366,7 @@ def unjudged_result(device_kind: str, status: str, message: str) -> dict:
     failure (the site retries those), `runtime_error` for a bundle that cannot be judged as given."""
     result = result_schema.empty_result()
     result["status"] = status
-    result["reason"] = reasons.message_line(message) or status.replace("_", " ")
+    result["reason"] = failure_reasons.message_line(message) or status.replace("_", " ")
     result["device"] = device_info.describe_device_without_torch(device_kind)
     result["logs"]["stderr"] = message
     result_schema.validate_result(result)

@@ -1,11 +1,11 @@
-"""The process Nsight Compute launches (`python -m profiler_agent.measure.ncu_target`, see
-profiler_agent.measure.ncu and profiler_agent.measure.confirm): imports the reference (for get_inputs /
+"""The process Nsight Compute launches (`python -m profiler_agent.graders.profiled_target`, see
+profiler_agent.judge.ncu_output and profiler_agent.judge.timing_confirmation): imports the reference (for get_inputs /
 get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
 `--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
 parser look for; with `--reference-calls N`, N reference calls after them, each on the inputs of the
 candidate's call of that index, inside `profiler_agent call <i>` / `profiler_agent reference` /
 `candidate`: the census names their kernels, and the confirmation takes the reference's kernel record
-from them (profiler_agent.measure.confirm), in the same profile, under the same clocks, as the candidate's.
+from them (profiler_agent.judge.timing_confirmation), in the same profile, under the same clocks, as the candidate's.
 
 Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
 loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
@@ -24,14 +24,11 @@ import time
 from pathlib import Path
 
 from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, take_job
-from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
-
-
-TIMELINE_PREFIX = "[profiler_agent] ncu_target: "
+from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, TIMELINE_PREFIX
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.measure.ncu_target")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.profiled_target")
     parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
@@ -44,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    import torch  # first: this process is started ahead of its turn (profiler_agent.harness.ahead)
+    import torch  # first: this process is started ahead of its turn (profiler_agent.judge.started_ahead)
 
     make_context_ahead(args)
 
@@ -114,7 +111,7 @@ def main(argv=None) -> None:
                 pop()
                 pop()
                 del inputs
-    # what the confirmation's cost line shows (measure.confirm): the rest of its time is ncu's own
+    # what the confirmation's cost line shows (judge.timing_confirmation): the rest of its time is ncu's own
     print(f"{TIMELINE_PREFIX}{args.calls} calls after a warm-up; loaded at {loaded_s:.2f} s, calls done at "
           f"{profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
 

@@ -3,18 +3,14 @@ exceeded in which phase."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from profiler_agent.harness.verdicts import memory_limit_message
+from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.judge.verdicts import memory_limit_message
 from profiler_agent.sandbox import memory_watchdog
 from profiler_agent.sandbox.process import SandboxRun
 from profiler_agent.util.sizes import format_size
 
-if TYPE_CHECKING:
-    from profiler_agent.harness.judge import JudgeOptions
 
-
-def memory_note(run: SandboxRun, options: "JudgeOptions", status: str, report: dict | None = None) -> str:
+def memory_note(run: SandboxRun, options: JudgeOptions, status: str, report: dict | None = None) -> str:
     """Which mechanism limited memory, when a limit was asked for or the run ran out of it; with
     memory_limit, what was exceeded in which phase."""
     if not (options.memory_limit_bytes or options.compile_memory_limit_bytes or status == "memory_limit"):

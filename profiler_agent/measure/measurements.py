@@ -7,7 +7,8 @@ import sys
 
 import torch
 
-from profiler_agent.measure import batched_runs, batched_timing, input_sets, memory_budget, metrics, telemetry, timing
+from profiler_agent.measure import input_sets, memory_budget, metrics, telemetry, timing
+from profiler_agent.measure import batched_pass, batch_timers
 from profiler_agent.devices import device_info
 from profiler_agent.util import tensors
 from profiler_agent.util.submission_failures import SubmissionFailure, guarded, is_device_fault, submission_code
@@ -29,7 +30,7 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     flush_bytes = min(timing.L2_FLUSH_BYTES, budget.bytes) if device.type == "cuda" else 0
     first = make_inputs(get_inputs, first_seed, device)
     set_bytes = tensors.tensor_bytes(first)
-    wanted_copies = batched_timing.rotation_copies(set_bytes, cache_bytes)
+    wanted_copies = batch_timers.rotation_copies(set_bytes, cache_bytes)
     per_model = input_sets.sets_per_model(set_bytes, budget.bytes - flush_bytes,
                                           max(input_sets.TIMING_SETS, wanted_copies))
     sets = input_sets.draw_sets(get_inputs, first, first_seed, device, per_model)
@@ -76,14 +77,14 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
             # work that escapes the end event would escape a batch's too: no batched figure then
             batched = {n: [] for n in calls}
             if escaped:
-                batched_runs.log("none: the calls leave work outside the event pair")
+                batched_pass.log("none: the calls leave work outside the event pair")
             elif wanted_copies > 1 and per_model < 2:
-                batched_runs.log(f"none: the memory budget allows one input set per model, the cache "
+                batched_pass.log(f"none: the memory budget allows one input set per model, the cache "
                                  f"needs {wanted_copies}")
             else:
                 copies = min(per_model, wanted_copies)
                 room = budget.bytes - flush_bytes - 2 * (per_model - 1) * set_bytes
-                batched = batched_runs.time_batches(models, sets, copies, fresh_medians, device, room,
+                batched = batched_pass.time_batches(models, sets, copies, fresh_medians, device, room,
                                                     settings, report["device"].get("peak_gbps"))
             stages.end("batched")
             if device.type == "cuda":
@@ -100,8 +101,8 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
         raise
     report["timing"] = {name: timing.summarize(values) for name, values in timings.times_ms.items()}
     for name, stats in report["timing"].items():
-        stats["batched_ms"] = batched_timing.median(batched[name])
-        stats["overhead_pct"] = batched_timing.overhead_pct(stats["median_ms"], stats["batched_ms"])
+        stats["batched_ms"] = batch_timers.median(batched[name])
+        stats["overhead_pct"] = batch_timers.overhead_pct(stats["median_ms"], stats["batched_ms"])
     report["timing"]["samples"] = {name: timing.sample(values) for name, values in timings.times_ms.items()}
     # what the parent checks against its own clock: the judged process cannot have timed more
     report["timed_total_ms"] = sum(sum(values) for values in timings.times_ms.values())

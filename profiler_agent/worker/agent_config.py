@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from profiler_agent.judge.options import seconds_from_env
+
 if TYPE_CHECKING:
-    from profiler_agent.service.gpus import HostGpu
+    from profiler_agent.worker.host_gpus import HostGpu
 
 SITE_ENV = "PROFILER_AGENT_SITE"
 TOKEN_ENV = "PROFILER_AGENT_TOKEN"
@@ -28,9 +30,6 @@ COMPILE_MEMORY_LIMIT_ENV = "PROFILER_AGENT_COMPILE_MEMORY_LIMIT"
 NCU_ENV = "PROFILER_AGENT_NCU"  # 1: profile passed candidates with Nsight Compute (as --ncu)
 NCU_TIMEOUT_ENV = "PROFILER_AGENT_NCU_TIMEOUT"
 KEEP_WARM_ENV = "PROFILER_AGENT_KEEP_WARM"  # 1: as --keep-warm
-# The default timing budget (seconds per model pair) of judgings given none: for a demo, or a test
-# suite that judges hundreds of bundles whose figures' precision it does not check (tests/conftest.py)
-TIMING_BUDGET_ENV = "PROFILER_AGENT_TIMING_BUDGET"
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class AgentConfig:
     compile_memory_limit_bytes: int | None = None
     ncu: bool = False
     ncu_timeout_s: float | None = None
-    # start the next judging's processes when one ends (harness.slots); jobs then run in the worker
+    # start the next judging's processes when one ends (judge.warm_pool); jobs then run in the worker
     # process itself, where those processes wait, not in a work-horse forked per job
     keep_warm: bool = False
     gpu: HostGpu | None = None  # the GPU this worker is pinned to; None on CPU
@@ -78,24 +77,6 @@ def ncu_timeout_from_env() -> float | None:
     return float(value) if value else None
 
 
-def _seconds_from_env(name: str) -> float | None:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise RuntimeError(f"{name} must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def timing_budget_from_env() -> float | None:
-    """PROFILER_AGENT_TIMING_BUDGET; None when unset, RuntimeError when not a positive number."""
-    return _seconds_from_env(TIMING_BUDGET_ENV)
-
-
 def _size_from_env(name: str) -> int | None:
     from profiler_agent.util.sizes import parse_size
 
@@ -122,8 +103,8 @@ def from_env() -> AgentConfig:
         name=os.environ.get(NAME_ENV) or default_name(),
         device=os.environ.get(DEVICE_ENV) or default_device_kind(),
         cache_dir=default_cache_dir(),
-        timeout_s=_seconds_from_env(RUN_TIMEOUT_ENV) or _seconds_from_env(TIMEOUT_ENV),
-        compile_timeout_s=_seconds_from_env(COMPILE_TIMEOUT_ENV),
+        timeout_s=seconds_from_env(RUN_TIMEOUT_ENV) or seconds_from_env(TIMEOUT_ENV),
+        compile_timeout_s=seconds_from_env(COMPILE_TIMEOUT_ENV),
         memory_limit_bytes=_size_from_env(MEMORY_LIMIT_ENV),
         compile_memory_limit_bytes=_size_from_env(COMPILE_MEMORY_LIMIT_ENV),
         ncu=ncu_from_env(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from profiler_agent.protocol.result_schema import JUDGING_STAGES
+from profiler_agent.protocol.vocabulary import JUDGING_STAGES
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ Here every such door is shut:
 - the worker never enqueues dependents and listens to no pub/sub commands (its Redis user needs
   no channel).
 
-It also takes no job while its gate (service.gate) is closed: the site drained this worker, or
-refused it a run and asked it to pause; nor before the site named the host's claim list (service.claims:
+It also takes no job while its gate (worker.job_gate) is closed: the site drained this worker, or
+refused it a run and asked it to pause; nor before the site named the host's claim list (worker.job_claims:
 a job is taken by moving its id into that list, the only move the host's Redis user may make on a
 queue). A blocking dequeue waits DEQUEUE_SLICE_S at most, so a gate closed meanwhile holds from the
 next job on.
@@ -42,10 +42,11 @@ from rq.worker import WorkerStatus
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
-from profiler_agent.service.queues import listen_order
-from profiler_agent.service import claims
-from profiler_agent.service import gate as job_gate
-from profiler_agent.service.liveness import LivenessMixin
+from profiler_agent.protocol.vocabulary import JOB_FUNCTION
+from profiler_agent.worker.queue_order import listen_order
+from profiler_agent.worker import job_claims
+from profiler_agent.worker import job_gate
+from profiler_agent.worker.liveness import LivenessMixin
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ DEQUEUE_SLICE_S = 5  # longest blocking dequeue: how late a closed gate can be n
 GATE_POLL_S = 0.5  # how often a closed gate is looked at again
 RQ_HEARTBEAT_S = 15.0  # refresh the worker's record in Redis this often while the gate is closed
 
-JUDGE_FUNCTION = "profiler_agent.service.jobs.judge_run"
+JUDGE_FUNCTION = JOB_FUNCTION  # the wire name (protocol.vocabulary), whatever module judges
 JUDGE_KWARGS = ("attempt", "run_id")
 REFUSED_TTL_S = 7 * 24 * 3600  # a refused job stays in the failed registry this long, for the operator
 
@@ -125,7 +126,7 @@ class GuardedJob(Job):
         reason = refusal_reason(self)
         if reason is not None:
             raise RefusedJob(f"job {self.id} refused: {reason}")
-        from profiler_agent.service.jobs import judge_run
+        from profiler_agent.worker.judge_job import judge_run
 
         return judge_run
 
@@ -148,12 +149,12 @@ class GuardedJob(Job):
 
 class JudgeWorker(LivenessMixin, Worker):
     """An RQ worker that runs judge jobs only (see the module's docstring). It forces its job class,
-    queue class and serializer, so `rq worker -w profiler_agent.service.job_guard.JudgeWorker` is as
+    queue class and serializer, so `rq worker -w profiler_agent.worker.job_guard.JudgeWorker` is as
     safe as `python -m profiler_agent work`; both read the rejudge queues after the fresh ones. What
-    keeps it recoverable: service.liveness."""
+    keeps it recoverable: worker.liveness."""
 
     job_class = GuardedJob
-    queue_class = claims.ClaimingQueue
+    queue_class = job_claims.ClaimingQueue
     max_connection_wait_time = 5.0  # Redis back after a restart: take jobs again within seconds
 
     @property
@@ -171,11 +172,11 @@ class JudgeWorker(LivenessMixin, Worker):
             kwargs["connection"] = next((q.connection for q in listed if isinstance(q, Queue)), None)
         # Each fresh queue, then its rejudge queue (queues.listen_order), whichever way it is started.
         names = listen_order([q.name if isinstance(q, Queue) else q for q in listed])
-        kwargs.update(job_class=GuardedJob, queue_class=claims.ClaimingQueue, serializer=JSONSerializer)
+        kwargs.update(job_class=GuardedJob, queue_class=job_claims.ClaimingQueue, serializer=JSONSerializer)
         super().__init__(names, *args, **kwargs)
         # Imported once here, so every work-horse forked for a job starts with the judge's modules
         # (bench/dispatch.py: about 0.1 s of each job's start on a 2-core host).
-        import profiler_agent.service.jobs  # noqa: F401
+        import profiler_agent.worker.judge_job  # noqa: F401
 
     def execute_job(self, job: Job, queue: Queue):
         reason = refusal_reason(job)
@@ -196,7 +197,7 @@ class JudgeWorker(LivenessMixin, Worker):
 
     def _execute_here(self, job: Job, queue: Queue) -> None:
         """RQ's SimpleWorker.execute_job: the job runs in this process (the processes a judging
-        started for the next one wait here: harness.slots), its time limit by SIGALRM."""
+        started for the next one wait here: judge.warm_pool), its time limit by SIGALRM."""
         execution = self.prepare_execution(job)
         self.perform_job(job, queue, execution)
         self.set_state(WorkerStatus.IDLE)
@@ -220,7 +221,7 @@ class JudgeWorker(LivenessMixin, Worker):
         return None
 
     def _taking_jobs(self) -> bool:
-        return self.gate.accepting() and claims.claim_list() is not None
+        return self.gate.accepting() and job_claims.claim_list() is not None
 
     def _why_not_taking(self) -> str:
         return self.gate.why() if not self.gate.accepting() else "the site has not named this host's claim list yet"
@@ -273,10 +274,10 @@ class JudgeWorker(LivenessMixin, Worker):
         """Started as a plain `rq worker -w ...JudgeWorker` (no heartbeat thread of ours): one heartbeat
         to learn the host's claim list from the site, and the gate's state."""
         super().bootstrap(*args, **kwargs)
-        if claims.claim_list() is None:
-            from profiler_agent.service import config as agent_config
-            from profiler_agent.service.heartbeat import send_heartbeat
-            from profiler_agent.service.site_client import SiteClient
+        if job_claims.claim_list() is None:
+            from profiler_agent.worker import agent_config
+            from profiler_agent.worker.heartbeat import send_heartbeat
+            from profiler_agent.worker.site_client import SiteClient
 
             config = agent_config.current()
             send_heartbeat(SiteClient(config.token, attempts=1, timeout_s=10.0), config, self.queue_names(), self.gate)

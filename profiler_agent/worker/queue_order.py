@@ -1,14 +1,14 @@
 """The queues an agent's worker reads, in the order it reads them.
 
 The site puts a GPU type's fresh runs on `gpu.<type>` and a rejudge's runs on `gpu.<type>.rejudge`
-(submissions.models.REJUDGE_QUEUE_SUFFIX; a test keeps both names equal). An agent is told its fresh
+(protocol.vocabulary.REJUDGE_QUEUE_SUFFIX; a test keeps the site's submissions.models.REJUDGE_QUEUE_SUFFIX equal). An agent is told its fresh
 queues (`--queue gpu.h100`); it reads all of them first, then their rejudge queues: RQ takes the
 first non-empty queue in order, so a rejudge never delays a fresh submission.
 """
 
 from __future__ import annotations
 
-REJUDGE_SUFFIX = ".rejudge"
+from profiler_agent.protocol.vocabulary import REJUDGE_QUEUE_SUFFIX as REJUDGE_SUFFIX
 
 
 def listen_order(queues: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ import torch
 
 from profiler_agent.util import tensors
 from profiler_agent.util.submission_failures import guarded
-from profiler_agent.measure import batched_timing
+from profiler_agent.measure import batch_timers
 from profiler_agent.util.sizes import format_size
 
 
@@ -26,7 +26,7 @@ def time_batches(models: dict, sets: dict[str, list[list]], copies: int, per_cal
         name: [guarded(name, lambda args=args, model=model: model(*args)) for args in sets[name][:copies]]
         for name, model in models.items()
     }
-    rotations = {name: batched_timing.Rotation(calls) for name, calls in plain.items()}
+    rotations = {name: batch_timers.Rotation(calls) for name, calls in plain.items()}
     how = "plain calls"
     if device.type == "cuda":
         graphs, why = _graph_rotations(plain, sets, copies, room_bytes, settings)
@@ -34,17 +34,17 @@ def time_batches(models: dict, sets: dict[str, list[list]], copies: int, per_cal
             rotations, how = graphs, "CUDA graphs"
         else:
             log(f"plain calls, not CUDA graphs: {why}")
-    timer = batched_timing.CudaBatchTimer() if device.type == "cuda" else batched_timing.CpuBatchTimer()
-    per_call = batched_timing.time_batched(rotations, per_call_ms, timer)
+    timer = batch_timers.CudaBatchTimer() if device.type == "cuda" else batch_timers.CpuBatchTimer()
+    per_call = batch_timers.time_batched(rotations, per_call_ms, timer)
     if how == "CUDA graphs":
         nbytes = _call_bytes(plain, sets)
         implausible = [n for n, t in per_call.items()
-                       if batched_timing.faster_than_possible(batched_timing.median(t), nbytes[n], peak_gbps)]
+                       if batch_timers.faster_than_possible(batch_timers.median(t), nbytes[n], peak_gbps)]
         if implausible:
             log(f"the graph replays of {', '.join(implausible)} ran faster than the bytes they move allow "
                 "at peak bandwidth: refused, plain calls timed instead")
-            rotations, how = {name: batched_timing.Rotation(calls) for name, calls in plain.items()}, "plain calls"
-            per_call = batched_timing.time_batched(rotations, per_call_ms, timer)
+            rotations, how = {name: batch_timers.Rotation(calls) for name, calls in plain.items()}, "plain calls"
+            per_call = batch_timers.time_batched(rotations, per_call_ms, timer)
     log(f"{how}, {copies} input set(s) per model")
     return per_call
 
@@ -67,7 +67,7 @@ def _graph_rotations(plain: dict, sets: dict, copies: int, room_bytes: int, sett
                       f"harness's memory budget left ({format_size(max(room_bytes, 0))})")
     graphs = {}
     for name, calls in plain.items():
-        rotation, why = batched_timing.graph_rotation(calls, sets[name][:copies],
+        rotation, why = batch_timers.graph_rotation(calls, sets[name][:copies],
                                                       settings.get("atol"), settings.get("rtol"))
         if rotation is None:
             return None, f"{name}: {why}"

@@ -7,7 +7,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from profiler_agent.harness.verdicts import is_memory_error, memory_limit_message
+from profiler_agent.judge.verdicts import is_memory_error, memory_limit_message
 from profiler_agent.sandbox.process import SandboxRun
 from profiler_agent.util.sizes import format_size
 

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.harness import ahead
+from profiler_agent.judge import started_ahead
 from profiler_agent.sandbox import child_channel
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
@@ -37,7 +37,7 @@ def parse_report(data: bytes | None) -> dict | None:
 class TrustedAhead:
     """A trusted process started ahead of its turn and of its job: its reference comes with
     `finish_trusted`, written into `pristine` (its cwd) just before its settings."""
-    process: ahead.StartedAhead
+    process: started_ahead.StartedAhead
     pristine: Path
     user: object
 
@@ -47,7 +47,7 @@ class TrustedAhead:
 
 def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead: bool = False) -> TrustedAhead:
     """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
-    (profiler_agent.harness.ahead): `finish_trusted` writes the reference, sends the settings and
+    (profiler_agent.judge.started_ahead): `finish_trusted` writes the reference, sends the settings and
     reads the report."""
     pristine, home, tmp = scratch / "reference", scratch / "home", scratch / "tmp"
     for folder in (pristine, home, tmp):
@@ -59,7 +59,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
                "--outputs", str(outputs),
                "--device", options.device,
                *([child_channel.CUDA_AHEAD] if cuda_ahead else [])]
-    return TrustedAhead(ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+    return TrustedAhead(started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,
         env=child_env(home, tmp, None),

@@ -14,14 +14,14 @@ import threading
 from typing import Callable
 
 import profiler_agent
-from profiler_agent.service import inventory
-from profiler_agent.service.config import AgentConfig
-from profiler_agent.service.gate import JobGate
-from profiler_agent.service.site_client import SiteUnreachable
+from profiler_agent.protocol.vocabulary import HEARTBEAT_PATH
+from profiler_agent.worker import host_inventory
+from profiler_agent.worker.agent_config import AgentConfig
+from profiler_agent.worker.job_gate import JobGate
+from profiler_agent.worker.site_client import SiteUnreachable
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_PATH = "/api/v1/agent/heartbeat"
 SITE_UNREACHABLE = "the site cannot be reached"  # the start of the gate's reason while cut off
 
 
@@ -57,8 +57,8 @@ def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict
     return {
         "name": config.name,
         "queues": list(queues),
-        "inventory": {"devices": inventory.devices_of(config.device)},
-        "versions": inventory.versions(),
+        "inventory": {"devices": host_inventory.devices_of(config.device)},
+        "versions": host_inventory.versions(),
         "worker": worker_report(config, judging[0]["run_id"] if judging else None),
         "judging": judging,
         "abandoned": list(abandoned or []),
@@ -67,10 +67,10 @@ def heartbeat_payload(config: AgentConfig, queues: list[str], judging: list[dict
 
 def apply_answer(gate: JobGate | None, answer: dict) -> None:
     """Open or close the gate as the site says; say so in the log when it changes. Keep the claim list
-    the site names (service.claims)."""
-    from profiler_agent.service import claims
+    the site names (worker.job_claims)."""
+    from profiler_agent.worker import job_claims
 
-    claims.set_claim_list(answer.get("claim_list"))
+    job_claims.set_claim_list(answer.get("claim_list"))
     accept = answer.get("accept_jobs")
     if gate is not None and not isinstance(accept, bool) and gate.why().startswith(SITE_UNREACHABLE):
         accept = True  # the site got this heartbeat, and asks nothing of the gate: the link is back

@@ -5,7 +5,7 @@ function of the harness (a bundle that wrapped `timing.time_interleaved` got its
 divided by three). So after every passed CUDA judgement the agent checks them from outside:
 
 - The candidate, from below. The agent starts Nsight Compute on a fresh process
-  (profiler_agent.measure.ncu_target) and takes the GPU's own record of the candidate's kernels:
+  (profiler_agent.graders.profiled_target) and takes the GPU's own record of the candidate's kernels:
   CONFIRM_CALLS calls on fresh inputs from a new secret seed, each call's kernel durations summed
   (`gpu__time_duration`, clocks and caches left alone), the median over calls. A per-call event time
   covers every kernel of the call plus the gaps between them, so an honest median is at least that
@@ -13,7 +13,7 @@ divided by three). So after every passed CUDA judgement the agent checks them fr
   trusted verifier: a candidate that does less work under the profiler gives wrong answers and fails.
 - The reference, from above. A kernel record is a lower bound, so it cannot catch an inflated
   reference time (which inflates the speedup). The agent times the reference itself, in the trusted
-  checking process (profiler_agent.measure.confirm_check), which never loads submission code; a
+  checking process (profiler_agent.graders.confirmation_check), which never loads submission code; a
   reported reference median above that by more than REFERENCE_TOLERANCE (+ REFERENCE_SLACK_MS) is
   not believed.
 
@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiler_agent.protocol import result_schema
-from profiler_agent.harness import ahead, trusted
-from profiler_agent.measure import kernel_census, metrics, ncu, ncu_run
+from profiler_agent.judge import started_ahead, trusted_process
+from profiler_agent.measure import kernel_census, metrics
+from profiler_agent.judge import ncu_output, ncu_profiling
 from profiler_agent.sandbox.process import Limits
 
 FLAG = "timing_unconfirmed"
@@ -53,13 +54,13 @@ REFERENCE_TOLERANCE = 0.10
 REFERENCE_SLACK_MS = 0.002
 REFERENCE_BUDGET_S = 1.0
 # the reference's calls: their kernels name the reference's side of the census, and give its record
-PROFILE = ncu.Profile((ncu.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
+PROFILE = ncu_output.Profile((ncu_output.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
                       reference_calls=CONFIRM_CALLS)
 NO_PROFILER_ON_CPU = "no device profiler on CPU"
 NOTE_PREFIX = "[profiler_agent] timing confirmation: "
 
 
-class NoKernels(ncu.NcuOutputError):
+class NoKernels(ncu_output.NcuOutputError):
     """The profiled range held no kernel launch."""
 
 
@@ -80,23 +81,23 @@ def kernel_record(text: str, calls: int, launch_cap: int, reference_calls: int =
     when it cannot be read as one (NoKernels: nothing in the range). `launch_cap`: the candidate's
     share of ncu's launch count (Profile.candidate_cap); `total_cap`: the whole count (launch_cap),
     below which the `reference_calls` reference calls were all profiled whole."""
-    launches, reference = ncu.split_reference(ncu.parse_launches(text))
+    launches, reference = ncu_output.split_reference(ncu_output.parse_launches(text))
     if not launches:
-        raise NoKernels(f"no kernel launch matched the NVTX range {ncu.CANDIDATE_RANGE!r}")
+        raise NoKernels(f"no kernel launch matched the NVTX range {ncu_output.CANDIDATE_RANGE!r}")
     capped = len(launches) >= launch_cap
     if capped and any(launch.call is None for launch in launches):
-        raise ncu.NcuOutputError(f"ncu stopped at its launch cap ({launch_cap}); the calls cannot be told apart")
+        raise ncu_output.NcuOutputError(f"ncu stopped at its launch cap ({launch_cap}); the calls cannot be told apart")
     if any(launch.duration_ms is None for launch in launches):
-        raise ncu.NcuOutputError("ncu gave no duration for a kernel")
+        raise ncu_output.NcuOutputError("ncu gave no duration for a kernel")
     # capped: the last call reached may be cut short; its partial sum is still a lower bound
-    groups = ncu.group_calls(launches, calls)
+    groups = ncu_output.group_calls(launches, calls)
     sums = [sum(launch.duration_ms for launch in group) for group in groups]
-    return KernelRecord(float(statistics.median(sums)), len(groups), capped, ncu.kernel_names(launches),
-                        ncu.kernel_names(reference),
+    return KernelRecord(float(statistics.median(sums)), len(groups), capped, ncu_output.kernel_names(launches),
+                        ncu_output.kernel_names(reference),
                         reference_record(reference, reference_calls, len(launches) + len(reference), total_cap))
 
 
-def reference_record(reference: list[ncu.KernelLaunch], calls: int, launches: int, total_cap: int | None,
+def reference_record(reference: list[ncu_output.KernelLaunch], calls: int, launches: int, total_cap: int | None,
                      ) -> float | None:
     """The median of the reference's calls' kernel sums, or None unless every one of its `calls` calls
     was profiled whole (ncu's launch count not reached, each call told apart, every duration known)."""
@@ -104,7 +105,7 @@ def reference_record(reference: list[ncu.KernelLaunch], calls: int, launches: in
         return None
     if any(launch.call is None or launch.duration_ms is None for launch in reference):
         return None
-    groups = ncu.group_calls(reference, calls)
+    groups = ncu_output.group_calls(reference, calls)
     return float(statistics.median(sum(k.duration_ms for k in group) for group in groups)) if len(groups) == calls else None
 
 
@@ -164,18 +165,18 @@ def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
 
 @dataclass
 class Started:
-    """The confirmation's two processes, started ahead of their turn (profiler_agent.harness.ahead):
+    """The confirmation's two processes, started ahead of their turn (profiler_agent.judge.started_ahead):
     the trusted check first (it ends last), then the profiler."""
-    check: trusted.TrustedAhead
-    profiler: ncu_run.ProfilerAhead | ncu_run.ProfilerRun
+    check: trusted_process.TrustedAhead
+    profiler: ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun
     outputs: Path
 
     def profiles(self) -> bool:
         """Whether ncu is there to record the candidate's kernels (and so the census)."""
-        return isinstance(self.profiler, ncu_run.ProfilerAhead)
+        return isinstance(self.profiler, ncu_profiling.ProfilerAhead)
 
     def processes(self) -> tuple:
-        profiler = (self.profiler.process,) if isinstance(self.profiler, ncu_run.ProfilerAhead) else ()
+        profiler = (self.profiler.process,) if isinstance(self.profiler, ncu_profiling.ProfilerAhead) else ()
         return (self.check, *profiler)
 
 
@@ -184,10 +185,10 @@ def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = 
     scratch.mkdir(parents=True)
     profile_scratch = scratch / "profile"
     outputs = profile_scratch / "exchange"
-    check = trusted.start_trusted("profiler_agent.measure.confirm_check", options, scratch / "check", outputs,
+    check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check", outputs,
                                   cuda_ahead)
     try:
-        profiler = ncu_run.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
+        profiler = ncu_profiling.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
                                           profile_scratch, PROFILE, outputs=outputs,
                                           # ncu itself shares the cgroup: the looser (build) limit
                                           limits=Limits(memory_bytes=options.compile_memory_limit()),
@@ -210,7 +211,7 @@ def start_ahead(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = Fals
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:
     """What the check needs to take the kernel census from ncu's record: the kernel names, and where
     the profiled process's build and JIT caches are (kernel_symbols reads the names they define)."""
-    if record is None or not isinstance(profiler, ncu_run.ProfilerAhead):
+    if record is None or not isinstance(profiler, ncu_profiling.ProfilerAhead):
         return None
     return {"candidate": record.candidate_kernels, "reference": record.reference_kernels,
             "loaded_native": loaded_native,
@@ -219,7 +220,7 @@ def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) 
             "triton_cache": str(profiler.home / ".triton" / "cache")}
 
 
-def run_check(check: trusted.TrustedAhead, bundle, sources: dict[str, bytes], options, seed: int,
+def run_check(check: trusted_process.TrustedAhead, bundle, sources: dict[str, bytes], options, seed: int,
               verify_outputs: bool, synchronized: bool, census: dict | None = None) -> dict:
     """The trusted checking process: the profiled calls' outputs verified (when `verify_outputs`),
     the kernel census taken (when `census`), the reference timed. Its report, or an error when it
@@ -227,7 +228,7 @@ def run_check(check: trusted.TrustedAhead, bundle, sources: dict[str, bytes], op
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
                 "verify": verify_outputs, "census": census,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
-    run, report = trusted.finish_trusted(check, settings, bundle, sources)
+    run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
     if not isinstance(report, dict):
         return {"error": {"message": f"the checking process ended (exit {run.exit_code}, timed out: "
                                      f"{run.timed_out}) without a report:\n{run.stderr[-2000:]}"}}
@@ -253,17 +254,17 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     started = started or start_processes(options, cache_dir, scratch)
     clock = time.monotonic()
     try:
-        profiled = ncu_run.finish_profiler(started.profiler, seed, bundle, bundle.candidate)
+        profiled = ncu_profiling.finish_profiler(started.profiler, seed, bundle, bundle.candidate)
     except BaseException:
         started.check.cancel()
         raise
     profile_s, clock = time.monotonic() - clock, time.monotonic()
-    record, record_why = None, profiled.why.removeprefix(ncu.NOTE_PREFIX).strip()
+    record, record_why = None, profiled.why.removeprefix(ncu_output.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
             record = kernel_record(profiled.output, CONFIRM_CALLS, PROFILE.candidate_cap, PROFILE.reference_calls,
                                    PROFILE.launch_cap)
-        except ncu.NcuOutputError as exc:
+        except ncu_output.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
     check = run_check(started.check, bundle, sources, options, seed, profiled.output is not None,
                       synchronized="unsynchronized_work" in result["flags"],
@@ -314,7 +315,7 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
     its times are not confirmed on CUDA; fail it when its profiled outputs were wrong. Never raises.
     `started` (start_ahead) is used or cancelled."""
     if result["status"] != "passed" or options.device != "cuda":
-        ahead.cancel_all(*(started.processes() if started else ()))
+        started_ahead.cancel_all(*(started.processes() if started else ()))
     if result["status"] != "passed":
         return
     reported = result["timing"]["candidate"]["median_ms"]

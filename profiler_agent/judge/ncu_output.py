@@ -3,7 +3,7 @@ achieved bandwidth of the candidate's own kernels.
 
 After a passed judgement on CUDA, with `ncu` on PATH, the candidate runs once more under
 `ncu --clock-control none --csv` in the same sandbox as the judged process (allowlisted environment,
-uid drop, rlimits, its build folder: no recompile). The profiled process (profiler_agent.measure.ncu_target)
+uid drop, rlimits, its build folder: no recompile). The profiled process (profiler_agent.graders.profiled_target)
 calls the candidate once outside any NVTX range (warm-up: lazy initialization is left out), then
 PROFILED_CALLS times, each call inside a range `profiler_agent call <i>` holding a range `candidate`;
 `--nvtx-include candidate/` profiles only kernels launched inside the latter, so the reference's and
@@ -13,11 +13,11 @@ calls.
 The figures are informational: they come from a process tree that also runs submission code (as the
 timing does), and they never change the verdict or the flags. The same runner (`run_profiler`, with
 another `Profile`) takes the record that bounds the candidate's reported time on every passed CUDA
-run: profiler_agent.measure.confirm. Whatever goes wrong (no ncu, a timeout,
+run: profiler_agent.judge.timing_confirmation. Whatever goes wrong (no ncu, a timeout,
 counters refused to the sandbox uid, no kernel matched) leaves `ncu` null with one line in
 logs.stderr saying why.
 
-This module reads what ncu prints (and says what to ask it for: Profile); profiler_agent.measure.ncu_run
+This module reads what ncu prints (and says what to ask it for: Profile); profiler_agent.judge.ncu_profiling
 runs it in the sandbox.
 """
 
@@ -30,16 +30,13 @@ import statistics
 import subprocess
 from dataclasses import dataclass
 
+from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
+
 DEFAULT_TIMEOUT_S = 120.0
 PROFILED_CALLS = 5
 # ncu stops profiling after this many matching launches: a candidate launching thousands of kernels
 # per call must not keep the profiler busy until its timeout.
 MAX_KERNELS_PER_CALL = 40
-# The range ncu profiles (--nvtx-include): each candidate call runs in one, inside its call's range;
-# the reference's calls (Profile.reference_calls) in one inside REFERENCE_RANGE.
-CANDIDATE_RANGE = "candidate"
-CALL_RANGE_PREFIX = "profiler_agent call "
-REFERENCE_RANGE = "profiler_agent reference"
 DURATION = "gpu__time_duration.sum"
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"

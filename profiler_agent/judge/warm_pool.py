@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Callable
 
 from profiler_agent.executors import build_cache
-from profiler_agent.harness import ahead, trusted
+from profiler_agent.judge import started_ahead, trusted_process
 from profiler_agent.sandbox import child_channel
-from profiler_agent.measure import confirm
+from profiler_agent.judge import timing_confirmation
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.process import Limits, run_sandboxed
@@ -49,9 +49,9 @@ class StageRelay:
 
 @dataclass
 class JudgedAhead:
-    """The judged process (profiler_agent.harness.child), started before its job: its scratch
+    """The judged process (profiler_agent.graders.judged_process), started before its job: its scratch
     holds bundle/ (its cwd, empty until the job comes), home/, tmp/, exchange/ and logs/."""
-    process: ahead.StartedAhead
+    process: started_ahead.StartedAhead
     scratch: Path
     user: object
     stages: StageRelay
@@ -80,14 +80,14 @@ def start_judged(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = Fal
     privileges.hand_over(scratch, user)
     stages = StageRelay()
     command = [
-        sys.executable, "-m", "profiler_agent.harness.child",
+        sys.executable, "-m", "profiler_agent.graders.judged_process",
         "--bundle", str(scratch / "bundle"),
         "--device", options.device,
         "--compile-log", str(scratch / "compile.log"),
         "--outputs", str(scratch / "exchange"),
         *([child_channel.CUDA_AHEAD] if cuda_ahead else []),
     ]
-    process = ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+    process = started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=scratch / "bundle",
         # the build folder is the candidate's, named with the settings (child_channel.take_job)
@@ -110,15 +110,15 @@ def verifier_scratch(scratch: Path) -> Path:
     return scratch.with_name(scratch.name + "-verify")
 
 
-def start_verifier(options, scratch: Path, cuda_ahead: bool = False) -> trusted.TrustedAhead:
+def start_verifier(options, scratch: Path, cuda_ahead: bool = False) -> trusted_process.TrustedAhead:
     """The verifier of the candidate judged in `scratch` (start_judged)."""
-    return trusted.start_trusted("profiler_agent.correctness.verify", options, verifier_scratch(scratch),
+    return trusted_process.start_trusted("profiler_agent.graders.verifier", options, verifier_scratch(scratch),
                                  scratch / "exchange", cuda_ahead)
 
 
 def start_pair(options, cache_dir: Path, scratch: Path,
-               cuda_ahead: bool = False) -> tuple[JudgedAhead, trusted.TrustedAhead]:
-    """A judged process and its verifier, the verifier first (it ends last: harness.ahead)."""
+               cuda_ahead: bool = False) -> tuple[JudgedAhead, trusted_process.TrustedAhead]:
+    """A judged process and its verifier, the verifier first (it ends last: judge.started_ahead)."""
     verifier = start_verifier(options, scratch, cuda_ahead)
     try:
         return start_judged(options, cache_dir, scratch, cuda_ahead), verifier
@@ -138,8 +138,8 @@ class Slot:
     root: Path
     key: tuple
     judged: JudgedAhead
-    verifier: trusted.TrustedAhead
-    confirming: confirm.Started | None
+    verifier: trusted_process.TrustedAhead
+    confirming: timing_confirmation.Started | None
     warm: bool = False  # taken from the pool: started before its job arrived
     _closed: bool = field(default=False, repr=False)
 
@@ -159,23 +159,23 @@ class Slot:
         if self._closed:
             return
         self._closed = True
-        ahead.cancel_all(*self.processes())
+        started_ahead.cancel_all(*self.processes())
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start_slot(options, cache_dir: Path, cuda_ahead: bool = False) -> Slot:
     """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
-    then the verifier, then the judged process (the one that ends last first: harness.ahead).
+    then the verifier, then the judged process (the one that ends last first: judge.started_ahead).
     `cuda_ahead`: each makes its CUDA context before it waits (only where nothing else runs on this
     GPU meanwhile: a pool refilled after a judging)."""
     root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
     privileges.traversable(root)  # the sandbox user reaches its own folders inside
     confirming = None
     try:
-        confirming = confirm.start_ahead(options, cache_dir, root / "confirm", cuda_ahead)
+        confirming = timing_confirmation.start_ahead(options, cache_dir, root / "confirm", cuda_ahead)
         judged, verifier = start_pair(options, cache_dir, root / "candidate", cuda_ahead)
     except BaseException:
-        ahead.cancel_all(*(confirming.processes() if confirming else ()))
+        started_ahead.cancel_all(*(confirming.processes() if confirming else ()))
         shutil.rmtree(root, ignore_errors=True)
         raise
     return Slot(root, slot_key(options, cache_dir), judged, verifier, confirming)

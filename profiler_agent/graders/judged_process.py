@@ -1,8 +1,8 @@
 """The judged process: loads a bundle, runs the correctness trials (the candidate's outputs go to the
-exchange folder, where profiler_agent.correctness.verify decides the verdict), times both models.
+exchange folder, where profiler_agent.graders.verifier decides the verdict), times both models.
 
-The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.harness.child` in a fresh session,
-usually before its job is known (profiler_agent.harness.slots): it imports torch, then waits. Settings that submission code must not see (the seed), and the job's file
+The parent (profiler_agent.sandbox.process) starts it as `python -m profiler_agent.graders.judged_process` in a fresh session,
+usually before its job is known (profiler_agent.judge.warm_pool): it imports torch, then waits. Settings that submission code must not see (the seed), and the job's file
 names, arrive on stdin and are read before any submission code loads; the report leaves over the
 pipe named by --result-fd, never over stdout, which belongs to the submission's own prints.
 """
@@ -71,7 +71,7 @@ def new_report(kind: str) -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.harness.child")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.judged_process")
     parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--compile-log", required=True, help="where output printed while importing the candidate goes")
@@ -88,7 +88,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     from profiler_agent.measure import kernel_census, kernel_symbols
     from profiler_agent.executors import build_tools
     from profiler_agent.bundles import module_loading
-    from profiler_agent.measure.models import measure
+    from profiler_agent.measure.measurements import measure
     from profiler_agent.trials.correctness_trials import check_correctness, make_inputs
 
     kind = args.device
@@ -168,18 +168,18 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
             own = kernel_symbols.own_kernel_names(build_dirs, kernel_symbols.default_triton_cache())
         kernel_census.record(report, reference, candidate, draw_inputs, device, loaded_native, own)
 
-    if settings.get("kernel_census", True):  # else the agent takes it from ncu's record (measure.confirm)
+    if settings.get("kernel_census", True):  # else the agent takes it from ncu's record (judge.timing_confirmation)
         phase("kernel_census", census)
 
 
 def get_ready() -> None:
     """What every judging needs and no submission code touches, done before the job is known:
-    torch and the harness imported (seconds; profiler_agent.harness.slots). No CUDA context yet: this
+    torch and the harness imported (seconds; profiler_agent.judge.warm_pool). No CUDA context yet: this
     process may be started beside another judging's work on the GPU."""
     import torch  # noqa: F401
 
     import profiler_agent.bundles.module_loading  # noqa: F401
-    import profiler_agent.measure.models  # noqa: F401
+    import profiler_agent.measure.measurements  # noqa: F401
     import profiler_agent.trials.correctness_trials  # noqa: F401
 
 

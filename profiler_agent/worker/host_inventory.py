@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 
 import profiler_agent
-from profiler_agent.executors import build_cache
+from profiler_agent.devices import host
 from profiler_agent import devices
 
 
@@ -18,7 +18,7 @@ def versions() -> dict:
     return {
         "agent": profiler_agent.__version__,
         "harness": profiler_agent.HARNESS_VERSION,
-        "torch": build_cache.torch_version(),
+        "torch": host.torch_version(),
         "python": platform.python_version(),
         "driver": devices.backend().driver_version(),
     }

@@ -20,7 +20,7 @@ from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_n
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m profiler_agent.correctness.verify")
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.verifier")
     parser.add_argument("--reference-dir", required=True,
                         help="the folder the reference's pristine copy is written into (its name comes with the settings)")
     parser.add_argument("--outputs", required=True, help="the exchange folder with the candidate's outputs")

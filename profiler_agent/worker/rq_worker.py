@@ -3,8 +3,8 @@
 The worker is a JudgeWorker (job_guard): JSON payloads only, the judge function only.
 
 The worker never initializes CUDA (it asks NVML about devices), so RQ may fork a work-horse per
-job; judging itself happens in a spawned child (profiler_agent.harness.child). With --keep-warm the
-jobs run in the worker process itself, where the next job's processes wait (harness.slots).
+job; judging itself happens in a spawned child (profiler_agent.graders.judged_process). With --keep-warm the
+jobs run in the worker process itself, where the next job's processes wait (judge.warm_pool).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import time
 
 from redis import exceptions as redis_errors
 
-from profiler_agent.service import config as agent_config
-from profiler_agent.service.heartbeat import HeartbeatThread, send_heartbeat
+from profiler_agent.worker import agent_config
+from profiler_agent.worker.heartbeat import HeartbeatThread, send_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,11 @@ def run_worker(
 ) -> bool:
     from redis import Redis
 
-    from profiler_agent.service import gate as job_gate
-    from profiler_agent.service.job_guard import JudgeWorker, judge_kwargs
-    from profiler_agent.service.liveness import reclaim_name
-    from profiler_agent.service.queues import listen_order
-    from profiler_agent.service.site_client import SiteClient
+    from profiler_agent.worker import job_gate
+    from profiler_agent.worker.job_guard import JudgeWorker, judge_kwargs
+    from profiler_agent.worker.liveness import reclaim_name
+    from profiler_agent.worker.queue_order import listen_order
+    from profiler_agent.worker.site_client import SiteClient
 
     hide_from_same_user()
     queues = listen_order(queues)  # what the heartbeats report is what the worker reads
