@@ -1,7 +1,8 @@
 """Handing runs to the RQ queues that profiler agents read (`gpu.<type>`, on REDIS_URL), and work to
 the site's own queue (on SITE_REDIS_URL, where no agent reaches).
 
-The site names the job function by string: it never imports the agent package. Jobs are JSON
+The site names the job function by its wire name (agent_protocol.JOB_FUNCTION): it never imports the
+agent package. Jobs are JSON
 (RQ's JSONSerializer), the only format an agent's worker decodes.
 """
 import re
@@ -14,7 +15,9 @@ from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
+from submissions import agent_protocol
+
+JOB_FUNCTION = agent_protocol.JOB_FUNCTION
 SERIALIZER = JSONSerializer
 
 
