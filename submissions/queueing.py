@@ -58,7 +58,7 @@ def job_id(run_id, attempt, gpu_slug):
 
 
 def claim_list_key(redis_username):
-    """The list a host's workers move the jobs they take into (profiler_agent/service/claims.py): only
+    """The list a host's workers move the jobs they take into (profiler_agent/worker/job_claims.py): only
     that host's Redis user may move ids into it, so a job there was handed to that host by its queue."""
     return f"rq:claimed:{settings.GPU_QUEUE_PREFIX}{redis_username}"
 
