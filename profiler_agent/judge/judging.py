@@ -14,7 +14,7 @@ from pathlib import Path
 from profiler_agent.executors import build_cache
 from profiler_agent.devices import device_info
 from profiler_agent.measure import kernel_census, metrics
-from profiler_agent.judge import timing_confirmation, ncu_output, ncu_profiling
+from profiler_agent.judge import timing_confirmation, ncu_profiling
 from profiler_agent.sandbox import privileges
 from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME

@@ -78,9 +78,4 @@ def seconds_from_env(name: str) -> float | None:
 
 def timing_budget_from_env() -> float | None:
     """PROFILER_AGENT_TIMING_BUDGET; None when unset, RuntimeError when not a positive number."""
-    return _seconds_from_env(TIMING_BUDGET_ENV)
-
-
-def timing_budget_from_env() -> float | None:
-    """PROFILER_AGENT_TIMING_BUDGET; None when unset, RuntimeError when not a positive number."""
     return seconds_from_env(TIMING_BUDGET_ENV)

@@ -218,7 +218,7 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise OSError("ncu vanished")
 
-    monkeypatch.setattr(ncu_run, "profile_candidate", explode)
+    monkeypatch.setattr(ncu_profiling, "profile_candidate", explode)
     result = _passed_result(None)
     ncu_profiling.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["status"] == "passed" and result["ncu"] is None
