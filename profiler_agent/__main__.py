@@ -12,8 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from profiler_agent.service.config import keep_warm_from_env, ncu_from_env, ncu_timeout_from_env
-from profiler_agent.service.sizes import parse_size
+from profiler_agent.worker.agent_config import keep_warm_from_env, ncu_from_env, ncu_timeout_from_env
+from profiler_agent.util.sizes import parse_size
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 USAGE_ERROR = 2
@@ -167,7 +167,7 @@ def _default_device() -> str:
 
 def _judge_options(args: argparse.Namespace):
     """The JudgeOptions of `judge` and `bench` (one harness, one set of options)."""
-    from profiler_agent.harness.judge import JudgeOptions
+    from profiler_agent.judge.options import JudgeOptions
 
     options = JudgeOptions(
         device=args.device or _default_device(),
@@ -196,8 +196,8 @@ def _judge_options(args: argparse.Namespace):
 
 def run_judge(args: argparse.Namespace) -> int:
     from profiler_agent.bundles.bundle import BundleError, open_bundle
-    from profiler_agent.harness.judge import judge_bundle
-    from profiler_agent.report import format_table
+    from profiler_agent.judge.judging import judge_bundle
+    from profiler_agent.judge.result_table import format_table
 
     options = _judge_options(args)
     with tempfile.TemporaryDirectory(prefix="profiler-agent-bundle-") as tmp:
@@ -215,23 +215,23 @@ def run_judge(args: argparse.Namespace) -> int:
 
 def _pin(args: argparse.Namespace, parser: argparse.ArgumentParser):
     """The GPU this worker judges on: --gpu pins it; else the one GPU it sees, if it sees one."""
-    from profiler_agent.service import gpus
+    from profiler_agent.worker import host_gpus
 
     if args.gpu is None:
-        return gpus.pinned() if args.device != "cpu" else None
+        return host_gpus.pinned() if args.device != "cpu" else None
     try:
-        gpu = gpus.find(args.gpu, gpus.host_gpus())
-        gpus.pin(gpu)
+        gpu = host_gpus.find(args.gpu, host_gpus.host_gpus())
+        host_gpus.pin(gpu)
     except ValueError as exc:
         parser.error(str(exc))
     return gpu
 
 
 def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from profiler_agent.bundles.build_cache import default_cache_dir
-    from profiler_agent.service.config import AgentConfig, default_name
+    from profiler_agent.executors.build_cache import default_cache_dir
+    from profiler_agent.worker.agent_config import AgentConfig, default_name
     from profiler_agent.devices.device_info import default_device_kind
-    from profiler_agent.service.worker import run_worker
+    from profiler_agent.worker.rq_worker import run_worker
 
     if not args.site or not args.token:
         parser.error("work needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
@@ -275,7 +275,7 @@ def _shared_worker_args(args: argparse.Namespace) -> list[str]:
 def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import logging
 
-    from profiler_agent.service import fleet, gpus
+    from profiler_agent.worker import fleet, host_gpus
 
     if not args.site or not args.token:
         parser.error("fleet needs --site and --token (or PROFILER_AGENT_SITE and PROFILER_AGENT_TOKEN)")
@@ -283,9 +283,9 @@ def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--cpu-workers must be at least 1")
     chosen = []
     if not args.cpu_workers:
-        found = gpus.host_gpus()
+        found = host_gpus.host_gpus()
         try:
-            chosen = [gpus.find(spec, found) for spec in gpus.parse_list(args.gpus)] if args.gpus else found
+            chosen = [host_gpus.find(spec, found) for spec in host_gpus.parse_list(args.gpus)] if args.gpus else found
         except ValueError as exc:
             parser.error(str(exc))
         if not chosen:
@@ -300,14 +300,14 @@ def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from profiler_agent.service import config
+    from profiler_agent.judge.options import timing_budget_from_env
 
     try:
-        config.timing_budget_from_env()  # refused at start, not at the first judging
+        timing_budget_from_env()  # refused at start, not at the first judging
     except RuntimeError as exc:
         parser.error(str(exc))
     from profiler_agent.sandbox.privileges import make_undumpable
-    from profiler_agent.sandbox.scrub import scrub_own_secrets
+    from profiler_agent.sandbox.secret_scrub import scrub_own_secrets
 
     make_undumpable()  # judged processes of our uid cannot read our environment through /proc
     scrub_own_secrets()  # nor can root ones, or any where the line above does not hold
@@ -331,9 +331,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_gpus(args) -> int:
-    from profiler_agent.service import gpus
+    from profiler_agent.worker import host_gpus
 
-    for gpu in gpus.host_gpus():
+    for gpu in host_gpus.host_gpus():
         print(gpu.index if args.indexes else f"{gpu.index}\t{gpu.uuid}\t{gpu.model}\t{gpu.memory_bytes}")
     return 0
 
@@ -342,7 +342,7 @@ def run_prepare_pch(args) -> int:
     import shlex
     import time
 
-    from profiler_agent.bundles import build_cache, pch
+    from profiler_agent.executors import build_cache, pch
 
     root = build_cache.pch_root(args.cache_dir or build_cache.default_cache_dir())
     flag_sets = [shlex.split(f) for f in args.cflags] if args.cflags else pch.COMMON_FLAG_SETS

@@ -19,7 +19,7 @@ setup_venv() {
     python3 -m venv "$VENV"
     "$PY" -m pip install -q --upgrade pip
   fi
-  local stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
+  local stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/agent/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
   if [ -f "$stamp" ]; then
     if [ -n "$beside" ]; then "$beside"; fi
     return
@@ -29,8 +29,8 @@ setup_venv() {
     "$PY" -m pip install -q torch==2.13.0 || "$PY" -m pip install -q torch
   fi
   if [ -n "$beside" ]; then "$beside" & beside_pid=$!; fi
-  log "installing the project with extras [$extras]"
-  "$PY" -m pip install -q -e "$ROOT[$extras]"
+  log "installing the project with extras [$extras], and the agent (agent/pyproject.toml)"
+  "$PY" -m pip install -q -e "$ROOT/agent" -e "$ROOT[$extras]"
   if [ -n "$beside_pid" ]; then wait "$beside_pid"; fi
   touch "$stamp"
 }

@@ -12,6 +12,10 @@ trap stop_started EXIT
 setup_venv "site,agent,dev" prepare_test_header
 ensure_redis
 export REDIS_URL
+# The import rules first (pyproject.toml's [tool.importlinter]: the agent's layers, no Django in the
+# agent, no torch in the site): a broken one fails the run before any test starts.
+log "checking the import rules (lint-imports)"
+"$VENV/bin/lint-imports" --no-cache
 # --dist loadfile: a test module runs whole, in order, on one worker, so what its tests share (a module
 # fixture's build or judging, a browser) is made once. Builds are shared by the workers besides
 # (tests/agent/conftest.py's build_cache). Not loadgroup: pytest-xdist 3.8's xdist_group marks do

@@ -77,7 +77,7 @@ class HeartbeatIn(AgentReport):
 
 
 class HeartbeatOut(OkOut):
-    # the list this host's workers move the jobs they take into (profiler_agent/service/claims.py)
+    # the list this host's workers move the jobs they take into (profiler_agent/worker/job_claims.py)
     claim_list: Optional[str] = None
     accept_jobs: bool = True
     why: str = ""

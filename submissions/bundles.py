@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils.translation import gettext as _, ngettext
 
+from submissions.agent_protocol import CANDIDATE_NAMES, REFERENCE_NAMES, SELF_TEST_NAME
 from submissions.zip_members import MemberError, MemberLies, MemberUnsupported, member_name, read_member
 
-REFERENCE_NAMES = ("torchcode.py", "example_torchcode.py")
-CANDIDATE_NAMES = ("cudacode.py", "cudacode_opt.py", "example_cudacode.py")
 # Archive clutter that macOS and editors add; dropping it loses nothing of the bundle.
 IGNORED_PARTS = {"__MACOSX", ".DS_Store", "__pycache__", ".git"}
 SAFE_PATH = re.compile(r"^[A-Za-z0-9._\-/ ]+$")
@@ -36,7 +35,6 @@ CUDA_MARKERS = (
     (re.compile(r"""\bdevice\s*=\s*["']cuda"""), 'device="cuda"'),
 )
 # The contestant's own self-test runs informatively wherever it can; it does not decide the hardware.
-SELF_TEST_NAME = "run_code.py"
 
 
 def cuda_markers(files: dict[str, str]) -> list[str]:

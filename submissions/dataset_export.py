@@ -28,7 +28,8 @@ from django.db.models import Q
 from django.utils import translation
 
 from submissions import input_specs, ranked_runs, rubrics, selectors, weights
-from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES, SAFE_PATH
+from submissions.agent_protocol import CANDIDATE_NAMES, LLM_VARIANT_NAME, REFERENCE_NAMES
+from submissions.bundles import SAFE_PATH
 from submissions.models import AuditEntry
 
 SCHEMA_VERSION = 1
@@ -149,7 +150,7 @@ def _sample(season, rule, submission, review):
         "path": folder,
         "reference_file": present(REFERENCE_NAMES),
         "candidate_file": present(CANDIDATE_NAMES),
-        "llm_candidate_file": present(("cudacode_ori.py",)),
+        "llm_candidate_file": present((LLM_VARIANT_NAME,)),
         "prompt_file": present(("prompt.txt",)),
         "files": [{"path": f"{folder}/{path}", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
                   for path, content in sorted(data.items())],

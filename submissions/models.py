@@ -33,7 +33,7 @@ def new_board_version() -> str:
 
 
 # Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
-# fresh one. The agent derives the same name (profiler_agent/service/queues.py); a test keeps both equal.
+# fresh one. The agent derives the same name (profiler_agent/worker/queue_order.py); a test keeps both equal.
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
 # The GPU type of CPU-only agents (`gpu.cpu`, `profiler_agent work --device cpu`): it judges bundles
 # that need no CUDA device only (services/hardware.py).
@@ -386,7 +386,7 @@ class Verdict(models.TextChoices):
 
 
 class RunStage(models.TextChoices):
-    """What a running run is doing, as its agent reports it (profiler_agent.schema.JUDGING_STAGES)."""
+    """What a running run is doing, as its agent reports it (profiler_agent.protocol.result_schema.JUDGING_STAGES)."""
     COMPILING = "compiling", _("Compiling")
     CHECKING = "checking", _("Checking correctness")
     TIMING = "timing", _("Timing")

@@ -1,7 +1,8 @@
 """Handing runs to the RQ queues that profiler agents read (`gpu.<type>`, on REDIS_URL), and work to
 the site's own queue (on SITE_REDIS_URL, where no agent reaches).
 
-The site names the job function by string: it never imports the agent package. Jobs are JSON
+The site names the job function by its wire name (agent_protocol.JOB_FUNCTION): it never imports the
+agent package. Jobs are JSON
 (RQ's JSONSerializer), the only format an agent's worker decodes.
 """
 import re
@@ -14,7 +15,9 @@ from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
+from submissions import agent_protocol
+
+JOB_FUNCTION = agent_protocol.JOB_FUNCTION
 SERIALIZER = JSONSerializer
 
 
@@ -55,7 +58,7 @@ def job_id(run_id, attempt, gpu_slug):
 
 
 def claim_list_key(redis_username):
-    """The list a host's workers move the jobs they take into (profiler_agent/service/claims.py): only
+    """The list a host's workers move the jobs they take into (profiler_agent/worker/job_claims.py): only
     that host's Redis user may move ids into it, so a job there was handed to that host by its queue."""
     return f"rq:claimed:{settings.GPU_QUEUE_PREFIX}{redis_username}"
 

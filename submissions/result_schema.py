@@ -1,4 +1,6 @@
 """The run result as the site accepts it (ARCHITECTURE.md, "The result"): the wire contract with agents.
+Its names (statuses) are agent_protocol's; the agent checks the same shape before sending
+(profiler_agent.protocol.result_schema; tests/site/test_protocol.py keeps the fields named alike).
 
 Known fields are type-checked; unknown extra fields are kept so newer agents can add measurements.
 A NUL character anywhere (a bundle may print one) is replaced by U+FFFD: PostgreSQL's JSON stores none,
@@ -8,9 +10,10 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from submissions import agent_protocol
 from submissions.api_fields import replace_nul
 
-Status = Literal["passed", "wrong_answer", "compile_error", "runtime_error", "timeout", "memory_limit", "internal_error"]
+Status = Literal[agent_protocol.STATUSES]  # an agent never sends `cancelled` (an organizer's verdict)
 Number = Optional[float]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext, gettext_lazy as _
 
 from submissions import ranked_runs
+from submissions.agent_protocol import LLM_VARIANT_NAME, REFERENCE_NAMES
 
 _RUBRICS = {}
 
@@ -69,7 +70,7 @@ def passed_runs(runs):
 
 def has_reference_numpy(files):
     """Whether the reference defines a module-level `reference_numpy` function (the GT item)."""
-    source = files.get("torchcode.py") or files.get("example_torchcode.py") or ""
+    source = next((files[name] for name in REFERENCE_NAMES if files.get(name)), "")
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -78,7 +79,7 @@ def has_reference_numpy(files):
 
 
 def llm_variant_passed(runs):
-    return any(((run.result or {}).get("variants") or {}).get("cudacode_ori", {}).get("status") == "passed"
+    return any(((run.result or {}).get("variants") or {}).get(LLM_VARIANT_NAME.removesuffix(".py"), {}).get("status") == "passed"
                for run in passed_runs(runs))
 
 

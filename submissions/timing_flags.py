@@ -1,7 +1,7 @@
 """Flags about a run's times.
 
 Whether a run's times may be ranked: the agent flags `timing_unconfirmed` when it could not confirm
-them from outside the judged process (profiler_agent.measure.confirm); such a run stays out of the
+them from outside the judged process (profiler_agent.judge.timing_confirmation); such a run stays out of the
 standings and of everything ranked from run times until an organizer clears it
 (submissions.services.clearing), which replaces the flag with `timing_cleared`.
 

@@ -98,12 +98,12 @@ TEST_CFLAGS = ["-O3"]
 
 @pytest.fixture(scope="session")
 def precompiled_header(shared_build_cache) -> Path:
-    """The shared build cache's precompiled headers (profiler_agent.bundles.pch), with the one for
+    """The shared build cache's precompiled headers (profiler_agent.executors.pch), with the one for
     TEST_CFLAGS made. scripts/test.sh makes it before the test workers start, so that no build of the
     run goes without it (a build whose flags change is built again); made here for a bare pytest."""
     import fcntl
 
-    from profiler_agent.bundles import build_cache, pch
+    from profiler_agent.executors import build_cache, pch
 
     root = build_cache.pch_root(Path(shared_build_cache))
     root.mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,7 @@ def header_before_any_build(request):
 
 def share_precompiled_header(cache_dir: Path, header_root: Path) -> Path:
     """A build cache of a test's own, whose builds use the run's precompiled header; returns it."""
-    from profiler_agent.bundles import build_cache
+    from profiler_agent.executors import build_cache
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     try:

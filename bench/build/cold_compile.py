@@ -8,11 +8,11 @@ time goes (ninja's own log: main.cpp's g++, the .cu's nvcc, the link).
 Each variant imports the candidate in a fresh process with an empty TORCH_EXTENSIONS_DIR (a cold
 build). Variants:
 - default: torch's own build (its arch choice: the visible GPU's), no header help.
-- slim: CUDA files with the slim torch/extension.h (profiler_agent.bundles.slim_header).
+- slim: CUDA files with the slim torch/extension.h (profiler_agent.executors.slim_header).
 - judged: as a judged process builds: the precompiled header for main.cpp, the slim one for CUDA and
   the nvcc front that runs cudafe++ and the device passes side by side (bundles.nvcc_parallel).
 - judged-plain-nvcc: judged with torch's own nvcc (PROFILER_AGENT_PARALLEL_NVCC=0; judged sets it to 1).
-- pch: with the agent's precompiled torch/extension.h (profiler_agent.bundles.pch) for main.cpp;
+- pch: with the agent's precompiled torch/extension.h (profiler_agent.executors.pch) for main.cpp;
   preparing it is a one-off per host and set of flags, shown on its own line.
 - arch-own: TORCH_CUDA_ARCH_LIST set to the GPU's compute capability alone (CUDA).
 - arch-many: TORCH_CUDA_ARCH_LIST="8.0;8.6;8.9;9.0+PTX", what building for several GPUs costs (CUDA).
@@ -46,7 +46,7 @@ IMPORT_CANDIDATE = r"""
 import os, runpy, sys, time
 import torch
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-from profiler_agent.bundles import nvcc_install, pch, slim_header
+from profiler_agent.executors import nvcc_front_install as nvcc_install, pch, slim_header
 pch.install(sys.argv[2] or None)
 if sys.argv[3] == "slim":
     slim_header.install()
@@ -87,7 +87,7 @@ def cold_build(candidate: Path, env_changes: dict[str, str], pch_root: Path | No
 
 
 def gpu_arch() -> str | None:
-    from profiler_agent.bundles.build_cache import gpu_compute_capability
+    from profiler_agent.executors.build_cache import gpu_compute_capability
 
     capability = gpu_compute_capability()
     return None if capability == "unknown" else capability
@@ -110,7 +110,7 @@ def main() -> None:
     if args.only:
         variants = [v for v in variants if v in args.only.split(",")]
 
-    from profiler_agent.bundles import pch
+    from profiler_agent.executors import pch
 
     pch_root = Path(tempfile.mkdtemp(prefix="compile-bench-pch-"))
     rows = []

@@ -1,4 +1,4 @@
-"""Plain nvcc against the parallel front (profiler_agent.bundles.nvcc_parallel) on a load_inline CUDA file.
+"""Plain nvcc against the parallel front (profiler_agent.executors.nvcc_front) on a load_inline CUDA file.
 
     python bench/build/nvcc_parallel.py [--candidate examples/001-example/example_cudacode.py] [--repeat 3]
                                         [--header narrow|slim|full] [--include DIR]
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.build.nvcc_stages import ninja_variables  # noqa: E402
-from profiler_agent.bundles import nvcc_install, nvcc_parallel, slim_header  # noqa: E402
+from profiler_agent.executors import nvcc_front as nvcc_parallel, nvcc_front_install as nvcc_install, slim_header  # noqa: E402
 
 TEMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_")  # nvcc's temporary file names carry its pid
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The build cache's next holder ends the builders a killed agent left running
-# (profiler_agent/bundles/orphaned_builds.py), on a GPU host: an agent judging examples/001-example on CUDA
+# (profiler_agent/executors/orphaned_builds.py), on a GPU host: an agent judging examples/001-example on CUDA
 # is killed with -9 mid-build (a fresh cache, the kernel's source changed by a comment, so nvcc runs); the
 # builders left are counted; the same bundle is judged again in that cache: it must pass with no builder
 # left and a valid ninja deps log. Then the sandbox's and the builds' tests.

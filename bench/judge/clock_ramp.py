@@ -31,8 +31,8 @@ def main() -> None:
     import pynvml
     import torch
 
-    from profiler_agent.correctness.trials import make_inputs
-    from profiler_agent.harness import loading
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading as loading
 
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)

@@ -89,7 +89,8 @@ def make_bundle(root: Path, name: str, reference: str, candidate: str | None = N
 
 def judge(bundle: Path, **options) -> dict:
     from profiler_agent.bundles.bundle import locate_bundle
-    from profiler_agent.harness.judge import JudgeOptions, judge_bundle
+    from profiler_agent.judge.judging import judge_bundle
+    from profiler_agent.judge.options import JudgeOptions
 
     started = time.monotonic()
     result = judge_bundle(locate_bundle(bundle), JudgeOptions(device="cuda", cache_dir=CACHE, **options))
@@ -99,7 +100,7 @@ def judge(bundle: Path, **options) -> dict:
 
 def use_harness_build(bundle: Path) -> None:
     """Point load_inline at the harness's own build folder of the shared candidate (no second compile)."""
-    from profiler_agent.bundles import build_cache
+    from profiler_agent.executors import build_cache
     from profiler_agent.sandbox import privileges
 
     builds = build_cache.reachable_cache_dir(CACHE, privileges.sandbox_user())
@@ -107,7 +108,7 @@ def use_harness_build(bundle: Path) -> None:
 
 
 def candidate_module(bundle: Path):
-    from profiler_agent.harness.loading import import_file
+    from profiler_agent.bundles.module_loading import import_file
 
     use_harness_build(bundle)
     sys.path.insert(0, str(bundle))
@@ -121,7 +122,7 @@ def do_bench_ms(bundle: Path) -> float | None:
     import torch
     import triton.testing
 
-    from profiler_agent.harness.loading import import_file
+    from profiler_agent.bundles.module_loading import import_file
 
     reference = import_file(bundle / "torchcode.py", "ref")
     model = candidate_module(bundle).ModelNew().cuda()
@@ -145,7 +146,7 @@ def ncu_profile(bundles: list[Path], out: Path) -> dict[str, dict]:
     use_harness_build(bundles[0])
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
     (out / "ncu.log").write_text(completed.stdout[-200000:] + "\n--- stderr ---\n" + completed.stderr[-50000:])
-    from profiler_agent.measure.ncu import parse_launches  # the agent's parser: thousands separators, units
+    from profiler_agent.judge.ncu_output import parse_launches  # the agent's parser: thousands separators, units
 
     def med(values):
         known = [v for v in values if v is not None]
@@ -265,7 +266,7 @@ def run_hostile(out: Path, only=()) -> None:
     # started with PROFILER_AGENT_TOKEN=SECRET in its environment (bench/README.md): the snooper
     # must not find it, here or in /proc/<this process>/environ
     assert os.environ.get("PROFILER_AGENT_TOKEN") == SECRET, "start the hostile part with the secret set"
-    from profiler_agent.sandbox.scrub import scrub_own_secrets
+    from profiler_agent.sandbox.secret_scrub import scrub_own_secrets
 
     scrub_own_secrets()
     root = Path(tempfile.mkdtemp(prefix="bench-hostile-"))

@@ -181,7 +181,7 @@ class Bench:
         if shutil.which("ncu") is None:
             print("\ntruth: skipped, no ncu on PATH")
             return
-        from profiler_agent.bundles import build_cache
+        from profiler_agent.executors import build_cache
         from profiler_agent.sandbox import privileges
 
         builds = build_cache.reachable_cache_dir(self.cache, privileges.sandbox_user())

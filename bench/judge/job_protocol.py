@@ -10,8 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from profiler_agent.service import config as agent_config  # noqa: E402
-from profiler_agent.service.jobs import ForeignUrl, judge_run  # noqa: E402
+from profiler_agent.worker import agent_config  # noqa: E402
+from profiler_agent.worker.judge_job import ForeignUrl, judge_run  # noqa: E402
 from tests.agent.fake_site import FakeSite, zipped  # noqa: E402
 
 

@@ -72,7 +72,7 @@ def cold_judging(bundle_path: Path, options, gap: float) -> None:
     """A copy of the bundle whose candidate file differs by a comment: another build key, so its
     build is compiled (same sources and flags, so the agent's precompiled header fits)."""
     from profiler_agent.bundles.bundle import open_bundle
-    from profiler_agent.harness.judge import WARM_NOTE, judge_bundle
+    from profiler_agent.judge.judging import WARM_NOTE, judge_bundle
 
     time.sleep(gap)
     with tempfile.TemporaryDirectory(prefix="judging-cost-cold-") as tmp:
@@ -114,7 +114,8 @@ def main() -> None:
                         help="seconds between judgings, not counted (an agent whose queue is not full)")
     args = parser.parse_args()
     from profiler_agent.bundles.bundle import open_bundle
-    from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle
+    from profiler_agent.judge.judging import WARM_NOTE, judge_bundle
+    from profiler_agent.judge.options import JudgeOptions
 
     bundles = args.bundle or default_bundles()
     cache = args.cache_dir or Path(tempfile.mkdtemp(prefix="judging-cost-"))

@@ -138,12 +138,12 @@ def use_prebuilt_extensions() -> None:
 def ncu_target(bundle: Path, calls: int, flush_per_call: bool = False) -> None:
     """The profiled process: both models built alike, then `calls` calls of each, alternating, every
     call on fresh inputs in the ranges `profiler_agent call <i>` / [`profiler_agent reference`] /
-    `candidate` that ncu's filter and profiler_agent.measure.ncu's parser read."""
+    `candidate` that ncu's filter and profiler_agent.judge.ncu_output's parser read."""
     import torch
 
-    from profiler_agent.correctness.trials import make_inputs
-    from profiler_agent.harness import loading
-    from profiler_agent.measure.ncu import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading as loading
+    from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
     from profiler_agent.measure.timing import L2_FLUSH_BYTES
 
     if os.environ.get(PREBUILT_ENV):
@@ -245,7 +245,7 @@ class Truth:
 
 def kernel_sums(bundle: Path, out: Path, env: dict, cache_state: str = "kernel") -> Truth:
     """Both models' kernel sums per call from one ncu profile (ncu_target)."""
-    from profiler_agent.measure import ncu
+    from profiler_agent.judge import ncu_output as ncu
 
     log = out / f"ncu-{bundle.name}-{cache_state}.csv"
     caches = ["--cache-control", "none"] if cache_state == "call" else []

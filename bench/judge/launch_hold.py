@@ -32,8 +32,8 @@ def main() -> None:
 
     import torch
 
-    from profiler_agent.correctness.trials import make_inputs
-    from profiler_agent.harness import loading
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading as loading
     from profiler_agent.measure import timing
 
     device = torch.device("cuda")

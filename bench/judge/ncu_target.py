@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from profiler_agent.harness.loading import import_file  # noqa: E402
+from profiler_agent.bundles.module_loading import import_file  # noqa: E402
 
 for folder in map(Path, sys.argv[1:]):
     reference = import_file(folder / "torchcode.py", "ref")

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from profiler_agent.correctness import compare  # noqa: E402
+from profiler_agent.checkers import compare_outputs as compare  # noqa: E402
 
 
 def whole_tensor(expected, actual, atol, rtol):

@@ -1,4 +1,4 @@
-"""The timing confirmation on a GPU (profiler_agent.measure.confirm): honest bundles and forgers judged
+"""The timing confirmation on a GPU (profiler_agent.judge.timing_confirmation): honest bundles and forgers judged
 for real, one row each: verdict, flags, reported vs the ncu kernel record, reference reported vs timed
 outside, and the confirmation's reason.
 

@@ -72,7 +72,7 @@ def capture_checks(bundle: Path) -> list[dict]:
     """graph_rotation on 4 copies of a 16M ReLU launched on each stream kind: kept or refused, why."""
     import torch
 
-    from profiler_agent.measure import batched_timing
+    from profiler_agent.measure import batch_timers as batched_timing
 
     ext = candidate_module(bundle).ext
     kinds = {

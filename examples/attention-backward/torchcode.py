@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# Judged forward and backward (profiler_agent/correctness/backward.py): the attention output, then
+# Judged forward and backward (profiler_agent/bundles/forward_backward.py): the attention output, then
 # the gradients of q, k and v are compared; forward plus backward is timed.
 JUDGE_BACKWARD = True
 

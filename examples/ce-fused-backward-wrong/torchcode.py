@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# Judged forward and backward (profiler_agent/correctness/backward.py): the loss, then the gradient
+# Judged forward and backward (profiler_agent/bundles/forward_backward.py): the loss, then the gradient
 # of the logits are compared; forward plus backward is timed.
 JUDGE_BACKWARD = True
 

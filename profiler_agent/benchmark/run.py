@@ -1,4 +1,4 @@
-"""Judging a dataset's samples one by one with the judge's harness (harness.judge.judge_bundle, the
+"""Judging a dataset's samples one by one with the judge's harness (judge.judging.judge_bundle, the
 same options as `profiler_agent judge`), keeping each row in the state file, then the table, the
 scores, the JSON and the upload (at once with `bench --upload`, or later from the JSON with
 `bench-upload`, on a machine that can reach the site)."""
@@ -18,9 +18,10 @@ from profiler_agent.benchmark import score
 from profiler_agent.benchmark.dataset import Dataset
 from profiler_agent.benchmark.progress import Progress
 from profiler_agent.benchmark.state import State
+from profiler_agent.protocol.vocabulary import BENCHMARK_RUNS_PATH
 
 RESULT_SCHEMA = 1
-UPLOAD_PATH = "/api/v1/benchmark-runs"
+UPLOAD_PATH = BENCHMARK_RUNS_PATH
 RESULT_KEYS = ("schema", "complete", "dataset", "device", "harness_version", "scores", "samples")
 
 
@@ -35,7 +36,7 @@ class IncompleteRun(ResultError):
 def judge_sample(dataset: Dataset, sample: dict, options) -> dict:
     """One sample judged: the row the state file keeps (measured values and the judge's whole result)."""
     from profiler_agent.bundles.bundle import BundleError, locate_bundle
-    from profiler_agent.harness.judge import judge_bundle, unjudged_result
+    from profiler_agent.judge.judging import judge_bundle, unjudged_result
 
     row = {"id": sample["id"], "judged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:

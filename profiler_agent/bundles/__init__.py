@@ -1,2 +1,2 @@
-"""Submission bundles: finding their files, unpacking zips safely, and the build cache of their
-extensions."""
+"""Submission bundles: finding their files, unpacking zips safely, importing their modules and
+building their models."""

@@ -6,14 +6,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_agent.bundles.zips import extract_zip
+from profiler_agent.bundles.zip_extract import extract_zip
 
-REFERENCE_NAMES = ("torchcode.py", "example_torchcode.py")
 # The first one present wins: seed 001 names the optimized version cudacode_opt.py, and its only real
 # S1 submission used example_cudacode.py.
-CANDIDATE_NAMES = ("cudacode.py", "cudacode_opt.py", "example_cudacode.py")
-LLM_VARIANT_NAME = "cudacode_ori.py"
-SELF_TEST_NAME = "run_code.py"
+from profiler_agent.protocol.vocabulary import CANDIDATE_NAMES, LLM_VARIANT_NAME, REFERENCE_NAMES, SELF_TEST_NAME
 
 
 class BundleError(ValueError):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from profiler_agent import devices
 from profiler_agent.devices import host
-from profiler_agent.measure import metrics
 from profiler_agent.devices import peaks
 
 
@@ -63,9 +62,7 @@ def describe_device(kind: str) -> dict:
 def describe_device_without_torch(kind: str) -> dict:
     """What the agent knows of the device when the judged child reported nothing (it died early).
     Uses the device backend and /proc only: the agent process never initializes CUDA."""
-    from profiler_agent.bundles.build_cache import torch_version
-
-    device = _empty_device(kind, torch_version())
+    device = _empty_device(kind, host.torch_version())
     if kind == "cpu":
         device["name"] = host.cpu_name()
         return device
@@ -82,7 +79,7 @@ def describe_device_without_torch(kind: str) -> dict:
 def peak_tflops(device_name: str | None, tensors_seen: list, allow_tf32: bool) -> float | None:
     """Dense peak TFLOP/s of the device for the dtype the reference computes in (its floating-point
     inputs and outputs; fp32 counts as tf32 when the reference lets matmuls use TF32), or None."""
-    return peaks.peak_tflops(device_name, metrics.flops_dtype(tensors_seen, allow_tf32))
+    return peaks.peak_tflops(device_name, peaks.flops_dtype(tensors_seen, allow_tf32))
 
 
 def default_device_kind() -> str:
@@ -90,9 +87,7 @@ def default_device_kind() -> str:
     NVML / MetaX's tools, not the CUDA runtime, so the calling process stays free of a CUDA context
     (the RQ worker forks)."""
     from profiler_agent.devices import nvml
-    from profiler_agent.bundles.build_cache import torch_version
-
-    if "+cpu" in torch_version():
+    if "+cpu" in host.torch_version():
         return "cpu"
     if devices.backend().vendor in ("nvidia", "metax"):
         return "cuda"

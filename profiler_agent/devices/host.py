@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from importlib import metadata
 
 
 def cpu_name() -> str | None:
@@ -25,3 +26,11 @@ def memory_total_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def torch_version() -> str:
+    """The installed torch version, read without importing torch."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -19,8 +19,8 @@ import math
 import torch
 from torch.autograd.graph import increment_version
 
-from profiler_agent.correctness.trials import make_inputs
-from profiler_agent.harness import tensors
+from profiler_agent.trials.correctness_trials import make_inputs
+from profiler_agent.util import tensors
 
 TIMING_SETS = 4  # per model, when the budget allows: the per-call timing's rotation
 DISTINCT_DRAWS = 4  # sets drawn from the seed; further sets (batched copies) are clones of them

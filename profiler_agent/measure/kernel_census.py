@@ -156,8 +156,8 @@ def profile_call(model, inputs: list, device) -> list:
     import torch
     from torch.autograd import profiler as autograd_profiler
 
-    from profiler_agent.harness import tensors
-    from profiler_agent.harness.guard import submission_code
+    from profiler_agent.util import tensors
+    from profiler_agent.util.submission_failures import submission_code
 
     copies = tensors.fresh_copies(inputs)  # copied outside the window: the copy kernels are ours
     tensors.synchronize(device)

@@ -70,7 +70,7 @@ def harness_budget(device, memory_limit: int | None) -> Budget:
 
 
 def describe(budget: Budget) -> str:
-    from profiler_agent.service.sizes import format_size
+    from profiler_agent.util.sizes import format_size
 
     return (f"{format_size(budget.bytes)} ({HARNESS_SHARE:.0%} of {format_size(budget.room_bytes)}: "
             f"{budget.source})")

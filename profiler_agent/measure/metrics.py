@@ -76,38 +76,6 @@ def _flop_counter_class():
     return FlopCount
 
 
-# torch dtype name -> the key of the peak table (profiler_agent.devices.peaks) that applies to it
-_PEAK_KEYS = {
-    "float32": "fp32",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "fp8",
-    "float8_e5m2": "fp8",
-    "float8_e4m3fnuz": "fp8",
-    "float8_e5m2fnuz": "fp8",
-}
-
-
-def flops_dtype(values, allow_tf32: bool) -> str | None:
-    """Which peak a call's FLOPs count against: the floating-point dtype of its tensors (the
-    reference's inputs and outputs). fp32 means the tf32 tensor-core peak where `allow_tf32` (torch
-    lets the units doing most of the FLOPs use TF32: tf32_allowed). None when there is no floating-point tensor, when they mix dtypes (which unit did the work
-    is then unknown), or for a dtype without a peak (float64, complex)."""
-    import torch
-
-    from profiler_agent.harness.tensors import flatten
-
-    names = {
-        str(t.dtype).removeprefix("torch.")
-        for t in flatten(list(values))
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
-    }
-    if len(names) != 1:
-        return None
-    key = _PEAK_KEYS.get(names.pop())
-    return "tf32" if key == "fp32" and allow_tf32 else key
-
-
 def tf32_allowed(matmul_allows: bool, convolution_allows: bool, convolution_share: float) -> bool:
     """Whether the reference's fp32 FLOPs may run on TF32 tensor cores: cuDNN's switch where
     convolutions did most of them, the matmul switch otherwise."""

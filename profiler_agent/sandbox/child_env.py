@@ -23,7 +23,7 @@ ALLOWED = (
     "CXX",
     "MAX_JOBS",
     "OMP_NUM_THREADS",
-    # the nvcc front of judged builds (bundles.nvcc_parallel): "0" turns it off; the largest source
+    # the nvcc front of judged builds (executors.nvcc_front): "0" turns it off; the largest source
     # (MB preprocessed) whose two front ends run at once
     "PROFILER_AGENT_PARALLEL_NVCC",
     "PROFILER_AGENT_NVCC_SIDE_BY_SIDE_MAX_MB",
@@ -53,5 +53,5 @@ def child_env(home: Path, tmpdir: Path, extensions_dir: Path | None, pch_dir: Pa
     if extensions_dir is not None:
         env["TORCH_EXTENSIONS_DIR"] = str(extensions_dir)
     if pch_dir is not None and pch_dir.is_dir():
-        env["PROFILER_AGENT_PCH_DIR"] = str(pch_dir)  # read-only precompiled headers (bundles.pch)
+        env["PROFILER_AGENT_PCH_DIR"] = str(pch_dir)  # read-only precompiled headers (executors.pch)
     return env

@@ -1,12 +1,11 @@
 """Running one untrusted command: its own session, rlimits, a cgroup where one can be made
-(profiler_agent.sandbox.cgroup) or else a watchdog over its memory (profiler_agent.sandbox.memwatch),
+(profiler_agent.sandbox.cgroup) or else a watchdog over its memory (profiler_agent.sandbox.memory_watchdog),
 an allowlisted environment, wall-clock limits (one, or a compile limit then a run limit), output to capped log files, an optional pipe that carries its report back, and a
-sweep that leaves no descendant behind (profiler_agent.sandbox.reaper)."""
+sweep that leaves no descendant behind (profiler_agent.sandbox.process_sweep)."""
 
 from __future__ import annotations
 
 import os
-import resource
 import secrets
 import select
 import signal
@@ -17,50 +16,17 @@ from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
 
-from profiler_agent.sandbox import cgroup, privileges, reaper, zygote
-from profiler_agent.sandbox.memwatch import MemoryExceeded, MemoryWatchdog
-from profiler_agent.sandbox.phases import Clock, MessageSplitter
-from profiler_agent.sandbox.logcap import read_capped
+from profiler_agent.sandbox import cgroup, privileges, zygote
+from profiler_agent.sandbox.limits import Limits, apply_limits, limit_figures
+from profiler_agent.sandbox import process_sweep
+from profiler_agent.sandbox.memory_watchdog import MemoryExceeded, MemoryWatchdog
+from profiler_agent.sandbox.phase_limits import Clock, MessageSplitter
+from profiler_agent.sandbox.capped_logs import read_capped
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
-# The processes run_sandboxed started that are still running: a run's sweep spares them, so a run
-# may start while another is under way (the next judging's processes: harness.slots).
-_live_runs: set[int] = set()
-_live_runs_lock = threading.Lock()
-
-
-_spared_always: set[int] = set()  # the agent's own helpers started as children (sandbox.zygote)
-
-
-def live_runs() -> set[int]:
-    with _live_runs_lock:
-        return set(_live_runs) | _spared_always
-
-
-def spare_always(pid: int) -> None:
-    with _live_runs_lock:
-        _spared_always.add(pid)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Limits of a judged process. RLIMIT_NPROC counts per uid (threads included) and root is
-    exempt, so extra_processes is added on top of what the uid already runs; in a cgroup with the pids
-    controller it is also pids.max, which counts the run's own tasks and binds root too. The memory
-    limits are a cgroup's memory.max where one can be made, else the parent's watchdog over the tree's
-    resident memory (profiler_agent.sandbox.memwatch); either way the compile limit applies while
-    building and the run limit after."""
-
-    extra_processes: int = 4096
-    file_size_bytes: int = 16 * 1024**3
-    cpu_s: int | None = None  # None: wall-clock limits x CPU count (a compile is parallel)
-    memory_bytes: int | None = None  # with a compile limit, once it reports "compiled" (None: unlimited)
-    compile_memory_bytes: int | None = None  # until then, and during later builds (None: unlimited)
-
-
 class PendingInput:
-    """The stdin of a process started ahead of its turn (profiler_agent.harness.ahead): it waits,
+    """The stdin of a process started ahead of its turn (profiler_agent.judge.started_ahead): it waits,
     blocked reading its settings, until `send` gives them; `cancel` closes its stdin with nothing,
     and the run ends at once. Its limits count from the moment its input comes."""
 
@@ -93,41 +59,6 @@ class PendingInput:
             if proc.poll() is not None:
                 return None
         return self._data if proc.poll() is None else None
-
-
-def _uid_tasks(uid: int) -> int:
-    """Threads and processes `uid` runs now (what RLIMIT_NPROC counts)."""
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                pass
-    return count
-
-
-def limit_figures(limits: Limits, wall_s: float, user: privileges.SandboxUser | None,
-                  cgroup_procs: str | None) -> dict:
-    """What apply_limits applies in the child, worked out in the agent (JSON: the zygote gets it too)."""
-    nproc = _uid_tasks(user.uid if user else os.getuid()) + limits.extra_processes
-    cpu = limits.cpu_s or int(wall_s * (os.cpu_count() or 1)) + 10
-    return {"cgroup_procs": cgroup_procs, "user": [user.uid, user.gid] if user else None,
-            "rlimits": {"RLIMIT_NPROC": nproc, "RLIMIT_FSIZE": limits.file_size_bytes, "RLIMIT_CPU": cpu,
-                        "RLIMIT_CORE": 0}}
-
-
-def apply_limits(figures: dict, parent: int) -> None:
-    """In the child, before the command runs (between fork and exec, or in a fork of the zygote)."""
-    if figures["cgroup_procs"] is not None:
-        cgroup.join(figures["cgroup_procs"])  # first, while still privileged enough to write there
-    if figures["user"]:
-        privileges.drop_to(privileges.SandboxUser(*figures["user"]))
-    if not reaper.die_with_parent(parent):  # a killed agent leaves no judged process behind
-        os._exit(70)
-    for name, value in figures["rlimits"].items():
-        resource.setrlimit(getattr(resource, name), (value, value))
 
 
 def _start(command: list[str], *, cwd: Path, env: dict[str, str], stdout, stderr, pass_fds: tuple[int, ...],
@@ -251,8 +182,8 @@ def run_sandboxed(
     on_stage: Callable[[str], None] | None = None,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
-    to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phases.Clock):
-    compile_timeout_s and limits.compile_memory_bytes until the child sends wire.PHASE_COMPILED on that
+    to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phase_limits.Clock):
+    compile_timeout_s and limits.compile_memory_bytes until the child sends child_channel.PHASE_COMPILED on that
     pipe (and during later builds it announces), timeout_s and limits.memory_bytes otherwise. Everything the run started is killed when it ends, on
     timeout or not. A PendingInput as stdin_data starts the process ahead of its turn: the limits
     count from when its input is sent; `on_started` is called once the process exists (runs started
@@ -266,12 +197,12 @@ def run_sandboxed(
     if result_pipe:
         read_fd, write_fd = os.pipe()
         command = [*command, "--result-fd", str(write_fd)]
-    reaper.become_subreaper()
+    process_sweep.become_subreaper()
     # started before the spared set is taken (and spared by every run: live_runs)
     forks = zygote.shared() if zygote.module_of(command) else None
-    spared = reaper.children_of(os.getpid())
+    spared = process_sweep.children_of(os.getpid())
     marker = secrets.token_hex(8)
-    env = {**env, reaper.MARKER_ENV: marker}
+    env = {**env, process_sweep.MARKER_ENV: marker}
     judged_cgroup, no_cgroup = _make_cgroup(limits, compile_timeout_s is not None)
     wall_limit_s = timeout_s + (compile_timeout_s or 0.0)
     started = time.monotonic()
@@ -296,8 +227,7 @@ def run_sandboxed(
         finally:
             if write_fd is not None:
                 os.close(write_fd)  # the child holds the only write end now, so EOF means it is done
-    with _live_runs_lock:
-        _live_runs.add(proc.pid)
+    process_sweep.add_live_run(proc.pid)
     if on_started is not None:
         on_started()
     report = None
@@ -313,7 +243,7 @@ def run_sandboxed(
                       limits.compile_memory_bytes if phased else limits.memory_bytes)
     if judged_cgroup is None and (limits.memory_bytes or limits.compile_memory_bytes):
         # no memory controller: the parent watches the tree's resident memory itself
-        watchdog = MemoryWatchdog(proc.pid, lambda: spared | live_runs(),
+        watchdog = MemoryWatchdog(proc.pid, lambda: spared | process_sweep.live_runs(),
                                   lambda: (clock.memory_limit(), clock.phase_words())).start()
     try:
         try:
@@ -339,10 +269,9 @@ def run_sandboxed(
         if judged_cgroup is not None:
             judged_cgroup.kill()  # everything in it, escaped sessions included
         exit_code = proc.wait()
-        with _live_runs_lock:
-            _live_runs.discard(proc.pid)
+        process_sweep.remove_live_run(proc.pid)
         # the net where no cgroup could be made; the agent's other runs, started before or after, are spared
-        swept = reaper.sweep(proc.pid, marker, spared | live_runs())
+        swept = process_sweep.sweep(proc.pid, marker, spared | process_sweep.live_runs())
         oom_kills, peak = 0, None
         if judged_cgroup is not None:
             oom_kills, peak = judged_cgroup.oom_kills(), judged_cgroup.memory_peak()

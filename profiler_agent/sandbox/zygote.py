@@ -39,7 +39,7 @@ MAX_REQUEST_BYTES = 1 << 20
 MAX_FDS = 16
 # Room in the zygote's argument and environment areas, which a fork overwrites with its own command
 # and environment: /proc/<pid>/cmdline and environ then read as an exec'd process's would (the
-# sweep finds a run's processes by the marker in their environment: sandbox.reaper).
+# sweep finds a run's processes by the marker in their environment: sandbox.process_sweep).
 ROOM_BYTES = 64 * 1024
 PAD_ENV = "PROFILER_AGENT_ZYGOTE_ROOM"
 STATUS = struct.Struct("=i")
@@ -114,7 +114,7 @@ class Zygote:
     def spawn(self, module: str, args: list[str], *, cwd: str, env: dict[str, str], fds: dict[int, int],
               limits: dict) -> ZygoteProcess:
         """Fork `python -m module args` with these descriptors (target number -> ours), limits
-        (sandbox.process.limit_figures). Its stdin is a new pipe, returned as `.stdin`."""
+        (sandbox.limits.limit_figures). Its stdin is a new pipe, returned as `.stdin`."""
         stdin_read, stdin_write = os.pipe()
         exit_read, exit_write = os.pipe()
         try:
@@ -161,14 +161,14 @@ def shared() -> Zygote | None:
             import tempfile
             from pathlib import Path
 
-            from profiler_agent.sandbox import child_env, process
+            from profiler_agent.sandbox import child_env, process_sweep
 
             home = Path(tempfile.mkdtemp(prefix="profiler-agent-zygote-"))
-            # the allowlist: nothing of the agent's secrets, and no run's marker (sandbox.reaper)
+            # the allowlist: nothing of the agent's secrets, and no run's marker (sandbox.process_sweep)
             _zygote = _start_from_a_lasting_thread(child_env.child_env(home, home, None))
             if _zygote is None:
                 return None
-            process.spare_always(_zygote.process.pid)  # no run's sweep may take it for one of its own
+            process_sweep.spare_always(_zygote.process.pid)  # no run's sweep may take it for one of its own
         return _zygote
 
 

@@ -42,7 +42,7 @@ def _run_fork(request: dict, received: list[int], zygote_pid: int) -> None:
     """In the fork: become the run's process, run the module, exit. Never returns."""
     code = 70
     try:
-        from profiler_agent.sandbox import privileges, process
+        from profiler_agent.sandbox import limits, privileges
 
         os.setsid()
         for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
@@ -51,7 +51,7 @@ def _run_fork(request: dict, received: list[int], zygote_pid: int) -> None:
         signal.set_wakeup_fd(-1)
         request["set_up_fd"] = _install_fds(received, request["targets"], request["set_up_fd"])
         os.chdir(request["cwd"])
-        process.apply_limits(request["limits"], zygote_pid)
+        limits.apply_limits(request["limits"], zygote_pid)
         privileges.set_dumpable()  # as exec would: the zygote's setting is its own
         _become(request)
         _show_as(request)
@@ -147,9 +147,9 @@ _STARTED_PYTHONPATH: set[str] = set()
 
 
 def serve(channel: socket.socket, agent_pid: int) -> None:
-    from profiler_agent.sandbox import privileges, reaper
+    from profiler_agent.sandbox import privileges, process_sweep
 
-    if not reaper.die_with_parent(agent_pid):
+    if not process_sweep.die_with_parent(agent_pid):
         return
     # a fork of the agent's uid (an unprivileged agent) must not ptrace it or read its memory: what
     # it changed there would be in every later fork, the trusted verifier's included

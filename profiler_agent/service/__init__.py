@@ -1,2 +1,1 @@
-"""The agent as a service of the site: the RQ worker, the job it runs, heartbeats, the site client
-and the agent's settings."""
+"""Kept for one wire name only: the job function's (service/jobs.py). The agent's worker is profiler_agent.worker."""

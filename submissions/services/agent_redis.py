@@ -3,7 +3,7 @@
 An agent host gets its own user, able to run an RQ worker on the queues of the GPU types the site
 grants it and nothing more:
 - its queues (`rq:queue:gpu.<type>` and `.rejudge`): only LMOVE/BLMOVE from them into its own claim
-  list (`rq:claimed:<prefix><user>`; profiler_agent/service/claims.py) and reads: no push, no LREM, no
+  list (`rq:claimed:<prefix><user>`; profiler_agent/worker/job_claims.py) and reads: no push, no LREM, no
   plain pop, so a job leaves a queue only into the claim list of the host that took it, where the site
   checks it at `start`;
 - the job hashes, executions and results of its GPU types' jobs (`rq:job:gpu-<type>_*`: job ids name

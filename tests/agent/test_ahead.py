@@ -1,10 +1,10 @@
-"""Processes started ahead of their turn (profiler_agent.harness.ahead): they wait for their input,
+"""Processes started ahead of their turn (profiler_agent.judge.started_ahead): they wait for their input,
 survive the sweep of runs that start and end after them, and end when cancelled."""
 import os
 import sys
 
-from profiler_agent.harness.ahead import StartedAhead
-from profiler_agent.sandbox import reaper
+from profiler_agent.judge.started_ahead import StartedAhead
+from profiler_agent.sandbox import process_sweep
 from profiler_agent.sandbox.process import run_sandboxed
 
 ECHO = "import sys; data = sys.stdin.read(); print('got', data)"
@@ -28,10 +28,10 @@ def test_a_process_started_ahead_outlives_a_later_run_and_gets_its_input(tmp_pat
 
 def test_a_cancelled_process_ends_without_input(tmp_path):
     # the children this test starts: a test process that ran other tests before may have others
-    before = reaper.children_of(os.getpid())
+    before = process_sweep.children_of(os.getpid())
     waiting = start_echo(tmp_path, "ahead")
-    children = reaper.children_of(os.getpid()) - before
+    children = process_sweep.children_of(os.getpid()) - before
     assert children, "the process started ahead exists before its input comes"
     waiting.cancel()
     waiting.cancel()  # twice is harmless
-    assert not (reaper.children_of(os.getpid()) & children)
+    assert not (process_sweep.children_of(os.getpid()) & children)

@@ -1,4 +1,4 @@
-"""Problems judged forward and backward (profiler_agent.correctness.backward): a reference that sets
+"""Problems judged forward and backward (profiler_agent.bundles.forward_backward): a reference that sets
 JUDGE_BACKWARD gets its gradients compared too, in the judged process and in the verifier, and the
 forward plus backward timed. CPU path, torch-only candidates (a fused cross-entropy as a
 torch.autograd.Function), judged end to end by the CLI."""
@@ -101,7 +101,7 @@ def test_a_gradient_is_compared_at_its_own_scale():
     value it does not, while the same error in an output at that scale keeps the absolute tolerance."""
     import torch
 
-    from profiler_agent.correctness.compare import compare_outputs
+    from profiler_agent.checkers.compare_outputs import compare_outputs
 
     grad = torch.linspace(1e-7, 5e-4, 1000)
     assert not compare_outputs((torch.tensor(2.0), grad), (torch.tensor(2.0), grad * 1.02), scaled={1}).passed
@@ -111,13 +111,13 @@ def test_a_gradient_is_compared_at_its_own_scale():
 
 @pytest.mark.parametrize("flag, expected", [("JUDGE_BACKWARD = True", True), ("JUDGE_BACKWARD = 1", False), ("", False)])
 def test_only_a_reference_that_declares_it_is_judged_backward(tmp_path, flag, expected):
-    from profiler_agent.harness import loading
+    from profiler_agent.bundles import module_loading
 
     path = tmp_path / "torchcode.py"
     path.write_text(REFERENCE.replace("JUDGE_BACKWARD = True", flag))
-    api = loading.reference_api(path)
+    api = module_loading.reference_api(path)
     assert api.backward is expected
-    model = loading.build_model(api.Model, api.get_init_inputs, 3, "cpu", api.backward)
+    model = module_loading.build_model(api.Model, api.get_init_inputs, 3, "cpu", api.backward)
     outputs = model(*api.get_inputs())
     if expected:  # forward and backward: the loss, the gradient of x, then of the head's weight and bias
         assert [tuple(o.shape) for o in outputs] == [(), (64, 32), (10, 32), (10,)]

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from profiler_agent.measure import batched_timing, timing
-from profiler_agent.measure.batched_timing import BatchPlan, CpuBatchTimer, Rotation, rotation_copies, time_batched
+from profiler_agent.measure import timing
+from profiler_agent.measure import batch_timers
+from profiler_agent.measure.batch_timers import BatchPlan, CpuBatchTimer, Rotation, rotation_copies, time_batched
 
 MB = 1 << 20
 
@@ -42,7 +43,7 @@ def test_batched_times_track_per_call_work_and_rotate_through_every_copy():
     plan = BatchPlan(batch_ms=10.0, min_rounds=5, max_rounds=20, budget_s=2.0)
     result = time_batched(rotation, per_call, CpuBatchTimer(), plan)
     assert 5 <= len(result["small"]) == len(result["large"]) <= 20
-    small, large = batched_timing.median(result["small"]), batched_timing.median(result["large"])
+    small, large = batch_timers.median(result["small"]), batch_timers.median(result["large"])
     assert 3 < large / small < 30  # ten times the work takes about ten times as long
     assert set(used) == {0, 1, 2}  # each batch cycles through every input copy
 
@@ -50,13 +51,13 @@ def test_batched_times_track_per_call_work_and_rotate_through_every_copy():
 def test_a_batch_is_at_least_one_rotation_and_at_most_the_plans_cap():
     rotation = Rotation([lambda: None] * 4)
     plan = BatchPlan(batch_ms=2.0, max_calls=100)
-    assert len(batched_timing.batch_of(rotation, 1.0, plan)) == 4  # 2 calls wanted, one rotation given
-    assert len(batched_timing.batch_of(rotation, 0.001, plan)) == 100
-    assert len(batched_timing.batch_of(rotation, 0.1, plan)) == 20
+    assert len(batch_timers.batch_of(rotation, 1.0, plan)) == 4  # 2 calls wanted, one rotation given
+    assert len(batch_timers.batch_of(rotation, 0.001, plan)) == 100
+    assert len(batch_timers.batch_of(rotation, 0.1, plan)) == 20
     # a graph replay runs 10 calls: the cap and the batch length count calls, not replays
     graphs = Rotation([lambda: None], calls_per_unit=10)
-    assert len(batched_timing.batch_of(graphs, 0.001, plan)) == 10
-    assert len(batched_timing.batch_of(graphs, 0.1, plan)) == 2
+    assert len(batch_timers.batch_of(graphs, 0.001, plan)) == 10
+    assert len(batch_timers.batch_of(graphs, 0.1, plan)) == 2
 
 
 def test_a_per_call_figure_of_no_time_sizes_the_batch_by_a_calls_wall_time():
@@ -69,7 +70,7 @@ def test_a_per_call_figure_of_no_time_sizes_the_batch_by_a_calls_wall_time():
 
     plan = BatchPlan(batch_ms=4.0, max_calls=2000, min_rounds=5, max_rounds=5)
     result = time_batched({"frozen": Rotation([sleepy])}, {"frozen": 0.0}, CpuBatchTimer(), plan)
-    assert len(result["frozen"]) == 5 and 2.0 <= batched_timing.median(result["frozen"]) < 6.0
+    assert len(result["frozen"]) == 5 and 2.0 <= batch_timers.median(result["frozen"]) < 6.0
     assert len(calls) <= 1 + 1 + 5 * 3  # the probe, the warm-up and five batches of about two calls
 
 
@@ -85,16 +86,16 @@ def test_per_call_time_divides_by_the_calls_a_unit_runs():
     plan = BatchPlan(batch_ms=20.0, min_rounds=5, max_rounds=5)
     result = time_batched({"single": Rotation([one_call]), "tenfold": Rotation([ten_calls], calls_per_unit=10)},
                           {"single": 1.0, "tenfold": 1.0}, CpuBatchTimer(), plan)
-    single, tenfold = batched_timing.median(result["single"]), batched_timing.median(result["tenfold"])
+    single, tenfold = batch_timers.median(result["single"]), batch_timers.median(result["tenfold"])
     assert 1.0 <= single < 3.0 and 1.0 <= tenfold < 3.0  # per call, however the calls are packed
     assert 0.5 < tenfold / single < 2.0
 
 
 def test_overhead_share_is_what_the_batch_does_not_pay():
-    assert batched_timing.overhead_pct(10.0, 7.5) == pytest.approx(25.0)
-    assert batched_timing.overhead_pct(10.0, 12.0) == 0.0  # a slower batch is not negative overhead
-    assert batched_timing.overhead_pct(None, 1.0) is None
-    assert batched_timing.overhead_pct(1.0, None) is None
+    assert batch_timers.overhead_pct(10.0, 7.5) == pytest.approx(25.0)
+    assert batch_timers.overhead_pct(10.0, 12.0) == 0.0  # a slower batch is not negative overhead
+    assert batch_timers.overhead_pct(None, 1.0) is None
+    assert batch_timers.overhead_pct(1.0, None) is None
 
 
 def test_work_left_behind_needs_a_real_share_of_the_call():

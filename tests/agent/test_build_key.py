@@ -1,12 +1,12 @@
-"""The build key (profiler_agent.bundles.build_cache): every source a build can read and the toolchain."""
+"""The build key (profiler_agent.executors.build_cache): every source a build can read and the toolchain."""
 
 import shutil
 import stat
 
 import torch
 
-from profiler_agent.bundles import build_cache
-from profiler_agent.bundles.build_cache import build_key, extensions_dir
+from profiler_agent.executors import build_cache
+from profiler_agent.executors.build_cache import build_key, extensions_dir
 
 CANDIDATE = "from torch.utils.cpp_extension import load_inline\nrelu = load_inline(name='relu', ...)\n"
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from profiler_agent.bundles import build_cache
+from profiler_agent.executors import build_cache
 from tests.agent.conftest import SMALL_RELU_ROWS
 
 FAST = ("--timing-budget", "0.2")

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.bundles.build_cache import extensions_dir
+from profiler_agent.executors.build_cache import extensions_dir
 from profiler_agent.bundles.bundle import BundleError, locate_bundle, open_bundle
-from profiler_agent.service.sizes import parse_size
+from profiler_agent.util.sizes import parse_size
 from tests.crafted_zips import legacy_named_zip, lying_zip
 
 

@@ -251,7 +251,7 @@ def test_mechanics_vacate_enable_join_kill_remove_on_a_real_cgroup(tmp_path):
 
 HOLD_AND_REPORT = r"""
 import os, sys, time
-from profiler_agent.harness.wire import PHASE_COMPILED
+from profiler_agent.sandbox.child_channel import PHASE_COMPILED
 fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
 held = b"x" * (int(sys.argv[1]) << 20)  # written, so resident: counted by memory.max
 os.write(fd, PHASE_COMPILED)  # the "build" is done: the run limit applies from here

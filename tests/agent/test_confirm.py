@@ -1,4 +1,4 @@
-"""The timing confirmation (profiler_agent.measure.confirm): the kernel record read from ncu output
+"""The timing confirmation (profiler_agent.judge.timing_confirmation): the kernel record read from ncu output
 recorded on an H100, the decision at its edges, and the whole chain (a stand-in `ncu` running the real
 profiled process in the sandbox, the trusted check verifying its outputs and timing the reference)
 on CPU, where no GPU and no Nsight Compute exist. The GPU check is bench/judge/timing_confirmation.py."""
@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent import schema
+from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import locate_bundle
-from profiler_agent.harness.judge import JudgeOptions, snapshot_sources
-from profiler_agent.measure import confirm, metrics, ncu
+from profiler_agent.judge.judging import snapshot_sources
+from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.measure import metrics
+from profiler_agent.judge import timing_confirmation, ncu_output
 from tests.agent.conftest import EXAMPLES
 from tests.agent.processes import wait_gone
 from tests.agent.test_trials import STATEFUL_PORT, STATEFUL_REFERENCE
@@ -38,10 +40,10 @@ RECORDED_3_CALLS_MS = statistics.median(RECORDED_NS[:3]) * 1e-6
 # --- the record ----------------------------------------------------------------------------------------
 
 def test_the_record_is_the_median_of_each_calls_summed_kernels():
-    record = confirm.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=400)
+    record = timing_confirmation.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=400)
     assert record.kernel_ms == pytest.approx(statistics.median(RECORDED_NS) * 1e-6, rel=1e-12)
     assert (record.calls, record.capped) == (4, False)
-    record = confirm.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=200)
+    record = timing_confirmation.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=200)
     # 2 + 3 kernels: the NVTX stack column tells the calls apart
     assert record.kernel_ms == pytest.approx(statistics.median([0.01225 + 0.0015, 0.01275 + 0.0015 + 0.002048]))
     assert record.calls == 2
@@ -49,56 +51,56 @@ def test_the_record_is_the_median_of_each_calls_summed_kernels():
 
 def test_a_capped_record_keeps_the_cut_call_as_a_lower_bound():
     # the cap (5 launches) may have cut the second call: its sum so far is still below its whole
-    record = confirm.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=5)
+    record = timing_confirmation.kernel_record(CONSTRUCTED.read_text(), calls=2, launch_cap=5)
     assert record.capped is True and record.calls == 2
     assert record.kernel_ms == pytest.approx(statistics.median([0.01375, 0.01275 + 0.0015 + 0.002048]))
 
 
 def test_a_capped_record_without_call_ranges_is_not_guessed():
-    with pytest.raises(ncu.NcuOutputError, match=r"launch cap \(4\)"):
-        confirm.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=4)
+    with pytest.raises(ncu_output.NcuOutputError, match=r"launch cap \(4\)"):
+        timing_confirmation.kernel_record(RECORDED_H100.read_text(), calls=4, launch_cap=4)
 
 
 @pytest.mark.parametrize("text", ["", "==WARNING== No kernels were profiled.\n"])
 def test_no_kernel_in_the_range_is_no_record(text):
-    with pytest.raises(confirm.NoKernels):
-        confirm.kernel_record(text, calls=3, launch_cap=300)
+    with pytest.raises(timing_confirmation.NoKernels):
+        timing_confirmation.kernel_record(text, calls=3, launch_cap=300)
 
 
 def test_a_kernel_without_a_duration_is_no_record():
     text = RECORDED_3_CALLS.replace('"ns","6,144"', '"ns","n/a"', 1)
-    with pytest.raises(ncu.NcuOutputError, match="no duration"):
-        confirm.kernel_record(text, calls=3, launch_cap=300)
+    with pytest.raises(ncu_output.NcuOutputError, match="no duration"):
+        timing_confirmation.kernel_record(text, calls=3, launch_cap=300)
 
 
 # --- the decision ----------------------------------------------------------------------------------------
 
-RECORD = confirm.KernelRecord(kernel_ms=1.0, calls=3, capped=False)
+RECORD = timing_confirmation.KernelRecord(kernel_ms=1.0, calls=3, capped=False)
 
 
 def _decide(reported, reference_reported=1.0, record=RECORD, outside=1.0, record_why="", reference_why=""):
-    confirmation = confirm.decide(reported, reference_reported, record, record_why, outside, reference_why)
-    result = schema.empty_result()
+    confirmation = timing_confirmation.decide(reported, reference_reported, record, record_why, outside, reference_why)
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"]["kind"] = "cuda"
     result["timing"]["confirmation"] = confirmation
-    schema.validate_result(result)  # every decision fits the schema
+    result_schema.validate_result(result)  # every decision fits the schema
     return confirmation
 
 
 def test_the_candidate_bound_at_the_tolerance_edge():
-    edge = 1.0 - confirm.TOLERANCE
+    edge = 1.0 - timing_confirmation.TOLERANCE
     assert _decide(edge)["confirmed"] is True
     assert _decide(edge * 1.001)["confirmed"] is True
     below = _decide(edge * 0.999)
     assert below["confirmed"] is False and "below the GPU's own record" in below["reason"]
-    assert below["ratio"] == pytest.approx(edge * 0.999) and below["tolerance"] == confirm.TOLERANCE
+    assert below["ratio"] == pytest.approx(edge * 0.999) and below["tolerance"] == timing_confirmation.TOLERANCE
     # an honest time is at least the record: launch gaps only add to it
     assert _decide(1.4)["confirmed"] is True and _decide(1.4)["ratio"] == pytest.approx(1.4)
 
 
 def _passed_result(reference_ms, candidate_ms, flops=None, nbytes=4_000_000):
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"].update(kind="cuda", peak_gbps=3352.0, peak_tflops=66.9)
     result["timing"]["reference"]["median_ms"], result["timing"]["candidate"]["median_ms"] = reference_ms, candidate_ms
@@ -109,10 +111,10 @@ def _passed_result(reference_ms, candidate_ms, flops=None, nbytes=4_000_000):
 
 def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
     # lb-add-layernorm on the H100: 0.0055 ms net for a 0.00586 ms kernel, the reference at 0.0113 ms
-    record = confirm.KernelRecord(kernel_ms=0.00586, calls=3, capped=False)
+    record = timing_confirmation.KernelRecord(kernel_ms=0.00586, calls=3, capped=False)
     result = _passed_result(0.0113, 0.0055)
-    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(0.0055, 0.0113, record, "", 0.0113, "")))
-    schema.validate_result(result)
+    timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(0.0055, 0.0113, record, "", 0.0113, "")))
+    result_schema.validate_result(result)
     timing, confirmation = result["timing"], result["timing"]["confirmation"]
     assert confirmation["confirmed"] is True and confirmation["ranked_at_kernel_ms"] is True
     assert confirmation["reported_ms"] == 0.0055  # the judged process's own figure stays on record
@@ -123,13 +125,13 @@ def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
     # at or above the record: nothing changes
     for reported in (0.00586, 0.0070):
         result = _passed_result(0.0113, reported)
-        confirm.apply_outcome(result, confirm.Outcome(confirm.decide(reported, 0.0113, record, "", 0.0113, "")))
+        timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(reported, 0.0113, record, "", 0.0113, "")))
         assert result["timing"]["candidate"]["median_ms"] == reported
         assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
     # past the tolerance: not believed, flagged, and its figures left as reported (out of the standings)
     forged = 0.00586 / 3
     result = _passed_result(0.0113, forged)
-    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(forged, 0.0113, record, "", 0.0113, "")))
+    timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(forged, 0.0113, record, "", 0.0113, "")))
     assert result["timing"]["candidate"]["median_ms"] == forged and "timing_unconfirmed" in result["flags"]
     assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
 
@@ -140,7 +142,7 @@ def test_a_forger_dividing_by_three_is_caught():
 
 
 def test_the_reference_bound_at_its_edge():
-    edge = 1.0 * (1 + confirm.REFERENCE_TOLERANCE) + confirm.REFERENCE_SLACK_MS
+    edge = 1.0 * (1 + timing_confirmation.REFERENCE_TOLERANCE) + timing_confirmation.REFERENCE_SLACK_MS
     assert _decide(1.0, reference_reported=edge * 0.9999)["confirmed"] is True
     inflated = _decide(1.0, reference_reported=edge * 1.0001)
     assert inflated["confirmed"] is False and "reference's reported median" in inflated["reason"]
@@ -161,15 +163,15 @@ def test_what_could_not_be_checked_is_unconfirmed_with_the_reason():
 
 
 def test_the_schema_refuses_a_malformed_confirmation():
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed")
     result["device"]["kind"] = "cuda"
     result["timing"]["confirmation"] = {**_decide(1.0), "confirmed": "yes"}
     with pytest.raises(ValueError, match="timing.confirmation.confirmed: expected bool or null, got str"):
-        schema.validate_result(result)
+        result_schema.validate_result(result)
     result["timing"]["confirmation"] = {**_decide(1.0), "extra": 1}
     with pytest.raises(ValueError, match=r"unknown keys \['extra'\]"):
-        schema.validate_result(result)
+        result_schema.validate_result(result)
 
 
 # --- the chain, with a stand-in ncu ------------------------------------------------------------------------
@@ -232,7 +234,7 @@ def stand_in_ncu(tmp_path, monkeypatch):
 
 
 def _judged(candidate_ms: float, reference_ms: float, flags=()) -> dict:
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result.update(status="passed", flags=list(flags))
     result["device"]["kind"] = "cuda"
     result["timing"]["candidate"]["median_ms"] = candidate_ms
@@ -242,11 +244,11 @@ def _judged(candidate_ms: float, reference_ms: float, flags=()) -> dict:
     return result
 
 
-def _confirm(bundle: Path, result: dict, tmp_path, cache, device="cpu", timeout_s=120.0) -> confirm.Outcome:
+def _confirm(bundle: Path, result: dict, tmp_path, cache, device="cpu", timeout_s=120.0) -> timing_confirmation.Outcome:
     # device "cpu": the profiled process runs without NVTX ranges, the check times with the CPU clock
     options = JudgeOptions(device=device, ncu_timeout_s=timeout_s, timeout_s=120.0)
     located = locate_bundle(bundle)
-    return confirm.confirm_on_device(result, located, options, Path(cache), tmp_path / "confirm",
+    return timing_confirmation.confirm_on_device(result, located, options, Path(cache), tmp_path / "confirm",
                                      snapshot_sources(located))
 
 
@@ -316,8 +318,8 @@ def test_a_candidate_that_does_less_under_the_profiler_fails(make_bundle, stand_
     outcome = _confirm(make_bundle(LAZY_UNDER_NCU), result, tmp_path, shared_build_cache)
     assert outcome.confirmation["confirmed"] is False
     assert outcome.wrong_answer.startswith("the profiled calls gave wrong outputs: trial 0")
-    confirm.apply_outcome(result, outcome)
-    schema.validate_result(result)
+    timing_confirmation.apply_outcome(result, outcome)
+    result_schema.validate_result(result)
     assert result["status"] == "wrong_answer" and result["correctness"]["passed"] is False
     assert result["reason"].startswith("under the profiler: the profiled calls gave wrong outputs: trial 0")
     assert "timing_unconfirmed" in result["flags"]
@@ -331,9 +333,9 @@ def test_a_profiler_timeout_flags_the_run_and_leaves_nothing_running(make_bundle
     result = _judged(1.0, 1.0)
     options = JudgeOptions(device="cuda", ncu_timeout_s=3.0, timeout_s=60.0)
     bundle = locate_bundle(make_bundle(ATEN_RELU))
-    confirm.add_to_result(result, bundle, options, Path(shared_build_cache), tmp_path / "confirm",
+    timing_confirmation.add_to_result(result, bundle, options, Path(shared_build_cache), tmp_path / "confirm",
                           snapshot_sources(bundle))
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     confirmation = result["timing"]["confirmation"]
     assert result["status"] == "passed" and "timing_unconfirmed" in result["flags"]
     assert confirmation["confirmed"] is None and confirmation["reason"].startswith("timed out after 3 s")
@@ -345,7 +347,7 @@ def test_no_profiler_on_a_cuda_host_flags_the_run(make_bundle, tmp_path, monkeyp
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ncu anywhere
     result = _judged(1.0, 1.0)
     bundle = locate_bundle(make_bundle(ATEN_RELU))
-    confirm.add_to_result(result, bundle, JudgeOptions(device="cuda", timeout_s=60.0), Path(shared_build_cache),
+    timing_confirmation.add_to_result(result, bundle, JudgeOptions(device="cuda", timeout_s=60.0), Path(shared_build_cache),
                           tmp_path / "confirm", snapshot_sources(bundle))
     assert "timing_unconfirmed" in result["flags"]
     assert result["timing"]["confirmation"]["reason"].startswith("not found on PATH")
@@ -354,7 +356,7 @@ def test_no_profiler_on_a_cuda_host_flags_the_run(make_bundle, tmp_path, monkeyp
 def test_a_run_that_did_not_pass_has_no_confirmation(tmp_path):
     result = _judged(1.0, 1.0)
     result["status"] = "wrong_answer"
-    confirm.add_to_result(result, None, JudgeOptions(device="cuda"), tmp_path, tmp_path / "confirm", {})
+    timing_confirmation.add_to_result(result, None, JudgeOptions(device="cuda"), tmp_path, tmp_path / "confirm", {})
     assert result["timing"]["confirmation"] is None and result["flags"] == []
     assert not (tmp_path / "confirm").exists()
 
@@ -399,7 +401,7 @@ def test_the_timing_forger_on_cpu_is_marked_unconfirmed_but_not_flagged(make_bun
 def test_an_honest_cpu_judgement_says_its_time_is_not_confirmed(make_bundle, judge):
     result = judge(make_bundle(ATEN_RELU), "--timing-budget", "0.3").result
     assert result["status"] == "passed"
-    assert result["timing"]["confirmation"]["reason"] == confirm.NO_PROFILER_ON_CPU
+    assert result["timing"]["confirmation"]["reason"] == timing_confirmation.NO_PROFILER_ON_CPU
     assert "timing_unconfirmed" not in result["flags"]
 
 
@@ -427,7 +429,7 @@ ATEN_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::rel
 
 def test_the_reference_census_call_is_left_out_of_the_record_and_named_apart():
     text = _table([(_call(i), OWN_STYLE_KERNEL, 5000 + i) for i in range(3)] + [(REFERENCE_STACK, ATEN_KERNEL, 9000)])
-    record = confirm.kernel_record(text, calls=3, launch_cap=confirm.PROFILE.candidate_cap)
+    record = timing_confirmation.kernel_record(text, calls=3, launch_cap=timing_confirmation.PROFILE.candidate_cap)
     assert record.kernel_ms == pytest.approx(5001e-6) and record.calls == 3
     assert record.candidate_kernels == [OWN_STYLE_KERNEL] and record.reference_kernels == [ATEN_KERNEL]
 
@@ -444,33 +446,33 @@ def test_the_reference_record_is_taken_from_its_calls_in_the_same_profile():
     reference = [(_reference_call(i), kernel, ns) for i, first in enumerate((9000, 9400, 9100))
                  for kernel, ns in ((ATEN_KERNEL, first), (LAYER_NORM_KERNEL, 2000))]
     whole = _table(candidate + reference)
-    record = confirm.kernel_record(whole, calls=3, launch_cap=300, reference_calls=3, total_cap=400)
+    record = timing_confirmation.kernel_record(whole, calls=3, launch_cap=300, reference_calls=3, total_cap=400)
     assert record.kernel_ms == pytest.approx(5601e-6)  # the candidate's record leaves the reference out
     assert record.reference_kernel_ms == pytest.approx(11100e-6)  # median of 11000, 11400, 11100 ns
     assert record.reference_kernels == [ATEN_KERNEL, LAYER_NORM_KERNEL]
     # a reference call cut short or missing, the launch count reached, or no call ranges: no record
     cut = _table(candidate + reference[:-1])
-    assert confirm.kernel_record(cut, calls=3, launch_cap=300, reference_calls=3, total_cap=8).reference_kernel_ms is None
+    assert timing_confirmation.kernel_record(cut, calls=3, launch_cap=300, reference_calls=3, total_cap=8).reference_kernel_ms is None
     missing = _table(candidate + reference[:-2])
-    assert confirm.kernel_record(missing, 3, 300, reference_calls=3, total_cap=400).reference_kernel_ms is None
-    assert confirm.kernel_record(whole, 3, 300, reference_calls=3, total_cap=9).reference_kernel_ms is None
+    assert timing_confirmation.kernel_record(missing, 3, 300, reference_calls=3, total_cap=400).reference_kernel_ms is None
+    assert timing_confirmation.kernel_record(whole, 3, 300, reference_calls=3, total_cap=9).reference_kernel_ms is None
     census_only = _table(candidate + [(REFERENCE_STACK, ATEN_KERNEL, 9000)])
-    assert confirm.kernel_record(census_only, 3, 300, reference_calls=1, total_cap=400).reference_kernel_ms is None
-    assert confirm.kernel_record(whole, 3, 300).reference_kernel_ms is None  # not asked for
+    assert timing_confirmation.kernel_record(census_only, 3, 300, reference_calls=1, total_cap=400).reference_kernel_ms is None
+    assert timing_confirmation.kernel_record(whole, 3, 300).reference_kernel_ms is None  # not asked for
 
 
 def _ranked(record, reference_ms, candidate_ms, outside=None):
     outside = reference_ms if outside is None else outside
     result = _passed_result(reference_ms, candidate_ms)
-    confirm.apply_outcome(result, confirm.Outcome(confirm.decide(candidate_ms, reference_ms, record, "", outside, "")))
-    schema.validate_result(result)
+    timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(candidate_ms, reference_ms, record, "", outside, "")))
+    result_schema.validate_result(result)
     return result
 
 
 def test_no_speedup_is_ranked_above_the_kernel_record_of_both_models():
     # lb-add-layernorm on the H100 (session 10): the candidate read 5.50 us for 5.57 us of kernels, the
     # reference 11.14 us for 11.1; timed speedup 2.025 against the profile's 11.1 / 5.57
-    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    record = timing_confirmation.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
     result = _ranked(record, 0.01114, 0.0055)
     timing, confirmation = result["timing"], result["timing"]["confirmation"]
     assert confirmation["confirmed"] is True and confirmation["ranked_at_kernel_ms"] is True
@@ -486,16 +488,16 @@ def test_the_kernel_ratio_is_clock_free_where_an_absolute_floor_was_not():
     # lb-mlp-gelu on the H100 (session 10): timed 45.18 / 39.46 us (1.145) for a true 1.133, but its
     # profile ran slower: records of 42.1 (candidate) and, at the same clock, 47.7 (reference). The
     # floor at the candidate's record alone ranked it 1.072; the ratio of the records, 1.133.
-    record = confirm.KernelRecord(kernel_ms=0.0421, calls=3, capped=False, reference_kernel_ms=0.0477)
+    record = timing_confirmation.KernelRecord(kernel_ms=0.0421, calls=3, capped=False, reference_kernel_ms=0.0477)
     result = _ranked(record, 0.04518, 0.03946)
     assert result["timing"]["speedup"] == pytest.approx(0.0477 / 0.0421)
-    without_reference = confirm.KernelRecord(kernel_ms=0.0421, calls=3, capped=False)
+    without_reference = timing_confirmation.KernelRecord(kernel_ms=0.0421, calls=3, capped=False)
     assert _ranked(without_reference, 0.04518, 0.03946)["timing"]["speedup"] == pytest.approx(0.04518 / 0.0421)
 
 
 def test_a_speedup_under_the_kernel_record_is_left_as_timed():
     # lb-add-layernorm judged right after its compile: 1.961 timed, under the profile's 1.99
-    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    record = timing_confirmation.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
     for reference_ms, candidate_ms in ((0.01059, 0.0054), (0.0111, 0.00557), (0.0199, 0.0100)):
         result = _ranked(record, reference_ms, candidate_ms)
         assert result["timing"]["candidate"]["median_ms"] == candidate_ms
@@ -507,13 +509,13 @@ def test_forged_records_can_only_lower_a_speedup():
     # the records come from a process that runs submission code: a candidate that hides its kernels
     # from the profiled range (a tiny record) or slows the reference there (a big one) raises the
     # ratio, which only caps the timed speedup: it is left as timed
-    for forged in (confirm.KernelRecord(kernel_ms=1e-6, calls=3, capped=False, reference_kernel_ms=0.0111),
-                   confirm.KernelRecord(kernel_ms=0.0050, calls=3, capped=False, reference_kernel_ms=1.0)):
+    for forged in (timing_confirmation.KernelRecord(kernel_ms=1e-6, calls=3, capped=False, reference_kernel_ms=0.0111),
+                   timing_confirmation.KernelRecord(kernel_ms=0.0050, calls=3, capped=False, reference_kernel_ms=1.0)):
         result = _ranked(forged, 0.0111, 0.0055)
         assert result["timing"]["speedup"] == pytest.approx(0.0111 / 0.0055)
     # a timed speedup far past the ratio, with the candidate under its record by more than the
     # tolerance, is not believed: flagged, figures left as reported (out of the standings)
-    record = confirm.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
+    record = timing_confirmation.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
     result = _ranked(record, 0.0111, 0.00557 / 3)
     assert "timing_unconfirmed" in result["flags"] and result["timing"]["candidate"]["median_ms"] == 0.00557 / 3
 
@@ -529,7 +531,7 @@ def test_the_census_is_taken_outside_from_ncus_record(make_bundle, stand_in_ncu,
     outcome = _confirm(make_bundle(ATEN_RELU), result, tmp_path, shared_build_cache)
     assert outcome.census["candidate"] == [kernel] and outcome.census["reference"] == [ATEN_KERNEL]
     assert outcome.custom_kernel is custom
-    confirm.apply_outcome(result, outcome)
-    schema.validate_result(result)
+    timing_confirmation.apply_outcome(result, outcome)
+    result_schema.validate_result(result)
     assert ("no_custom_kernel" in result["flags"]) is (not custom)
     assert result["kernels"]["seen"] == "cuda_kernels"

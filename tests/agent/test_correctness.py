@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from profiler_agent.correctness.compare import bitwise_equal, compare_outputs
+from profiler_agent.checkers.compare_outputs import bitwise_equal, compare_outputs
 
 
 def test_equal_outputs_pass_with_zero_error():

@@ -11,7 +11,7 @@ import torch
 
 from profiler_agent.devices import device_info
 from profiler_agent import devices
-from profiler_agent.service import inventory
+from profiler_agent.worker import host_inventory
 from profiler_agent.measure import metrics
 from profiler_agent.devices import metax, mxsmi, nvidia, peaks
 from profiler_agent.devices.base import pci_key
@@ -223,7 +223,7 @@ def test_cpu_backend_describes_this_host_and_nothing_else():
     (row,) = backend.inventory()
     assert row["kind"] == "cpu" and row["name"] and row["uuid"] is None and row["memory_bytes"] > 0
     assert backend.visible_gpus() == [] and backend.gpu_for("GPU-x", "0000:01:00.0") is None
-    assert inventory.devices_of("cpu") == [row]
+    assert host_inventory.devices_of("cpu") == [row]
     described = device_info.describe_device("cpu")
     assert described["name"] == row["name"] and described["peak_tflops"] is None and described["peak_gbps"] is None
 
@@ -296,7 +296,7 @@ def test_the_reference_dtype_picks_the_peak():
     assert device_info.peak_tflops(h100, single, True) == 494.7  # the reference allowed TF32
     assert device_info.peak_tflops(h100, [torch.ones(2), torch.ones(2, dtype=torch.bfloat16)], False) is None  # mixed
     assert device_info.peak_tflops(h100, [torch.arange(3)], False) is None
-    assert metrics.flops_dtype([(torch.ones(1, dtype=torch.float8_e4m3fn),)], False) == "fp8"
+    assert peaks.flops_dtype([(torch.ones(1, dtype=torch.float8_e4m3fn),)], False) == "fp8"
 
 
 def test_pct_peak_flops_follows_from_the_peak():

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from profiler_agent.measure.metrics import count_flops, count_flops_and_convolution_share, flops_dtype, tf32_allowed
+from profiler_agent.devices.peaks import flops_dtype
+from profiler_agent.measure.metrics import count_flops, count_flops_and_convolution_share, tf32_allowed
 
 CASES = {
     "linear": (lambda: torch.nn.Linear(512, 256), lambda: [torch.randn(64, 512)]),

@@ -110,7 +110,7 @@ def test_truth_targets_load_the_judges_build_even_when_their_flags_differ(tmp_pa
     cache = Path(os.environ.get("PROFILER_AGENT_CACHE_DIR") or tmp_path) / "bench-prebuilt-probe"
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(cache)}
     # built as a judged process builds, with the harness's header flags (the run's header: tests/conftest.py)
-    judged = f"from profiler_agent.bundles import pch; pch.install({str(precompiled_header)!r})\nFLAGS = ['-O3']"
+    judged = f"from profiler_agent.executors import pch; pch.install({str(precompiled_header)!r})\nFLAGS = ['-O3']"
     subprocess.run([sys.executable, "-c", judged + EXTENSION], cwd=REPO, env=env, check=True, capture_output=True)
     built = cache / "bench_prebuilt_probe" / "bench_prebuilt_probe.so"
     before = built.stat().st_mtime_ns

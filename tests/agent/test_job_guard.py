@@ -17,7 +17,7 @@ from rq.callbacks import Callback
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from profiler_agent.service.job_guard import JUDGE_FUNCTION, GuardedJob, refusal_reason
+from profiler_agent.worker.job_guard import JUDGE_FUNCTION, GuardedJob, refusal_reason
 from tests.agent.conftest import REPO
 from tests.agent.fake_site import FakeSite, zipped
 

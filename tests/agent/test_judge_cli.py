@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from profiler_agent.sandbox.child_env import ALLOWED
-from profiler_agent.schema import validate_result
+from profiler_agent.protocol.result_schema import validate_result
 from tests.agent.conftest import EXAMPLES, REPO, SMALL_RELU_ROWS
 from tests.conftest import share_precompiled_header
 

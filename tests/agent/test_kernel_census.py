@@ -9,7 +9,7 @@ import torch
 
 from profiler_agent.measure import kernel_census
 from profiler_agent.measure.kernel_census import Census, custom_kernels, is_library_kernel, qualified_name
-from profiler_agent.schema import validate_result
+from profiler_agent.protocol.result_schema import validate_result
 from tests.agent.conftest import EXAMPLES
 
 

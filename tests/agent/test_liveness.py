@@ -137,8 +137,8 @@ def test_a_killed_worker_leaves_no_orphan_and_its_name_comes_back_at_once(site, 
 
 def test_a_live_worker_of_the_same_name_is_not_taken_over(queue):
     """Only a dead worker of this host gives its name back: one alive keeps it (RQ refuses the newcomer)."""
-    from profiler_agent.service.job_guard import JudgeWorker
-    from profiler_agent.service.liveness import reclaim_name
+    from profiler_agent.worker.job_guard import JudgeWorker
+    from profiler_agent.worker.liveness import reclaim_name
 
     name = f"liveness-{uuid.uuid4().hex[:6]}"
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "profiler_agent"])

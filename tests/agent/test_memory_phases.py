@@ -1,6 +1,6 @@
 """Adversarial bundles that hoard memory in each phase, judged end to end under a 1 GiB limit (build
 and run alike). This host has no cgroup memory controller, so the agent's watchdog over the process
-tree's resident memory holds the limit (profiler_agent.sandbox.memwatch); each is `memory_limit`
+tree's resident memory holds the limit (profiler_agent.sandbox.memory_watchdog); each is `memory_limit`
 with a message that names the phase."""
 
 import pytest

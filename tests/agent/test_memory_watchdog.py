@@ -1,5 +1,5 @@
-"""The memory limit without a cgroup (profiler_agent.sandbox.memwatch) and the phases it follows
-(profiler_agent.sandbox.phases), with small Python programs instead of bundles (no torch needed).
+"""The memory limit without a cgroup (profiler_agent.sandbox.memory_watchdog) and the phases it follows
+(profiler_agent.sandbox.phase_limits), with small Python programs instead of bundles (no torch needed).
 PROFILER_AGENT_CGROUP=off makes each test take the watchdog's path wherever it runs."""
 
 import json
@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from profiler_agent.harness.wire import PHASE_COMPILED, send_phase
+from profiler_agent.sandbox.child_channel import PHASE_COMPILED, send_phase
 from profiler_agent.sandbox.child_env import package_root
-from profiler_agent.sandbox.phases import Clock, MessageSplitter
+from profiler_agent.sandbox.phase_limits import Clock, MessageSplitter
 from profiler_agent.sandbox.process import Limits, run_sandboxed
 
 MiB = 1024**2
@@ -19,7 +19,7 @@ MiB = 1024**2
 # MiB" in a grandchild that setsid()s away, "sleep S"), then reports.
 STEPPING_CHILD = r"""
 import json, os, subprocess, sys, time
-from profiler_agent.harness.wire import send_phase
+from profiler_agent.sandbox.child_channel import send_phase
 fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
 held, helpers = [], []
 for step in json.loads(sys.argv[1]):

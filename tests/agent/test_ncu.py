@@ -1,4 +1,4 @@
-"""Nsight Compute in the result (profiler_agent.measure.ncu): the parser on ncu output recorded on an H100, the
+"""Nsight Compute in the result (profiler_agent.judge.ncu_output): the parser on ncu output recorded on an H100, the
 opt-in switches, the notes that say why `ncu` is null, and the process handling around a stand-in
 `ncu` (this machine has no GPU and no Nsight Compute)."""
 
@@ -13,12 +13,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler_agent.measure import ncu, ncu_run
-from profiler_agent import schema
+from profiler_agent.judge import ncu_output, ncu_profiling
+from profiler_agent.protocol import result_schema
 from profiler_agent.__main__ import build_parser, main
 from profiler_agent.bundles.bundle import locate_bundle
-from profiler_agent.service.config import AgentConfig
-from profiler_agent.service.jobs import judge_options
+from profiler_agent.worker.agent_config import AgentConfig
+from profiler_agent.worker.judge_job import judge_options
 from tests.agent.conftest import EXAMPLES, REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -35,7 +35,7 @@ H100_PEAK_GBPS = 3352.0
 # --- the parser -------------------------------------------------------------------------------------
 
 def test_recorded_h100_launches_parse_exactly_with_thousands_separators():
-    launches = ncu.parse_launches(RECORDED_H100.read_text())
+    launches = ncu_output.parse_launches(RECORDED_H100.read_text())
     assert [k.launch_id for k in launches] == [0, 1, 2, 3]
     assert {k.kernel for k in launches} == {RELU}
     assert [k.dram_read_bytes for k in launches] == RECORDED_READ  # "4,200,448" and friends
@@ -45,7 +45,7 @@ def test_recorded_h100_launches_parse_exactly_with_thousands_separators():
 
 
 def test_recorded_h100_output_summarizes_per_call_medians():
-    figures, why = ncu.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, "Version 2025.3")
+    figures, why = ncu_output.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, "Version 2025.3")
     assert why == ""
     per_call_gbs = [r / ns for r, ns in zip(RECORDED_READ, RECORDED_NS)]  # bytes per ns = GB/s
     assert figures == {
@@ -62,7 +62,7 @@ def test_recorded_h100_output_summarizes_per_call_medians():
 
 
 def test_the_whole_bench_recording_parses_and_ignores_what_is_not_the_table():
-    launches = ncu.parse_launches((REPO / "bench" / "results" / "precision" / "ncu.log").read_text())
+    launches = ncu_output.parse_launches((REPO / "bench" / "results" / "precision" / "ncu.log").read_text())
     assert len(launches) == 20  # 5 bundles x 4 launches; the "--- stderr ---" trailer is not a row
     assert [k.kernel.split("(")[0] for k in launches[::4]] == ["relu_kernel"] * 3 + ["gemm_naive_kernel", "softmax_kernel"]
     assert launches[8].dram_read_bytes == 268_454_400 and launches[8].dram_write_bytes == 248_032_512
@@ -70,7 +70,7 @@ def test_the_whole_bench_recording_parses_and_ignores_what_is_not_the_table():
 
 
 def test_nvtx_call_ranges_group_kernels_and_units_are_scaled():
-    launches = ncu.parse_launches(CONSTRUCTED.read_text())
+    launches = ncu_output.parse_launches(CONSTRUCTED.read_text())
     assert [k.call for k in launches] == [0, 0, 1, 1, 1]
     assert launches[0].dram_read_bytes == pytest.approx(1_024_500)  # "1,024.50" Kbyte
     assert launches[0].dram_write_bytes == pytest.approx(2_500_000)  # "2.50" Mbyte
@@ -78,7 +78,7 @@ def test_nvtx_call_ranges_group_kernels_and_units_are_scaled():
     assert launches[1].duration_ms == pytest.approx(0.0015)  # "1,500" nsecond
     assert launches[4].duration_ms == pytest.approx(0.002048)  # "2,048" ns
     # 5 launches in 2 calls: only the NVTX stack tells which kernel belongs to which call
-    figures, why = ncu.figures_from_output(CONSTRUCTED.read_text(), 2, 1000.0, None)
+    figures, why = ncu_output.figures_from_output(CONSTRUCTED.read_text(), 2, 1000.0, None)
     assert why == ""
     call_bytes = [1_024_500 + 2_500_000 + 512_000, 1_000_000 + 2_500_000 + 512_000 + 4_096 + 4]
     call_ms = [0.01225 + 0.0015, 0.01275 + 0.0015 + 0.002048]
@@ -98,7 +98,7 @@ def test_nvtx_call_ranges_group_kernels_and_units_are_scaled():
 
 @pytest.mark.parametrize("text", ["", "garbage\nmore garbage\n", "==WARNING== No kernels were profiled.\n"])
 def test_no_table_means_null_and_a_note(text):
-    figures, why = ncu.figures_from_output(text, 5, H100_PEAK_GBPS, None)
+    figures, why = ncu_output.figures_from_output(text, 5, H100_PEAK_GBPS, None)
     assert figures is None
     assert why == "[profiler_agent] ncu: no kernel launch matched the NVTX range 'candidate' (nothing profiled)\n"
 
@@ -117,59 +117,59 @@ def _recorded_with(old: str, new: str) -> str:
     (_recorded_with('"Metric Value"', '"Value"'), "no column 'Metric Value'"),
 ])
 def test_malformed_tables_are_null_with_the_reason(text, message):
-    figures, why = ncu.figures_from_output(text, 4, H100_PEAK_GBPS, None)
+    figures, why = ncu_output.figures_from_output(text, 4, H100_PEAK_GBPS, None)
     assert figures is None
     assert why.startswith("[profiler_agent] ncu: could not read ncu's output: ") and message in why
 
 
 def test_a_metric_ncu_could_not_collect_stays_null():
     text = _recorded_with('"byte","0"', '"byte","n/a"')  # the first launch's write bytes
-    figures, _ = ncu.figures_from_output(text, 4, H100_PEAK_GBPS, None)
+    figures, _ = ncu_output.figures_from_output(text, 4, H100_PEAK_GBPS, None)
     assert figures["dram_write_bytes"] is None and figures["dram_bandwidth_gbs"] is None
     assert figures["pct_peak_bandwidth"] is None
     assert figures["dram_read_bytes"] == 4200192  # the others are still known
 
 
 def test_launches_that_do_not_split_into_calls_are_not_guessed():
-    figures, why = ncu.figures_from_output(RECORDED_H100.read_text(), 3, H100_PEAK_GBPS, None)
+    figures, why = ncu_output.figures_from_output(RECORDED_H100.read_text(), 3, H100_PEAK_GBPS, None)
     assert figures is None and "4 kernel launches do not split evenly into 3 calls" in why
 
 
 def test_the_launch_cap_drops_the_call_it_may_have_cut_short():
-    figures, _ = ncu.figures_from_output(CONSTRUCTED.read_text(), 2, None, None, launch_cap=5)
+    figures, _ = ncu_output.figures_from_output(CONSTRUCTED.read_text(), 2, None, None, launch_cap=5)
     assert figures["calls"] == 1 and figures["duration_ms"] == pytest.approx(0.01375)
     assert figures["pct_peak_bandwidth"] is None  # no known peak: null, not invented
-    figures, why = ncu.figures_from_output(RECORDED_H100.read_text(), 4, None, None, launch_cap=4)
+    figures, why = ncu_output.figures_from_output(RECORDED_H100.read_text(), 4, None, None, launch_cap=4)
     assert figures is None and "launch cap (4)" in why
 
 
 def test_the_command_profiles_only_the_candidate_range_with_the_clocks_left_alone(tmp_path):
-    command = ncu_run.ncu_command("/opt/ncu", tmp_path / "out.csv", ["python", "-m", "target"], 5)
+    command = ncu_profiling.ncu_command("/opt/ncu", tmp_path / "out.csv", ["python", "-m", "target"], 5)
     text = " ".join(command)
     assert command[0] == "/opt/ncu" and command[-3:] == ["python", "-m", "target"]
     assert "--clock-control none" in text and "--csv" in command
     assert "--nvtx --nvtx-include candidate/" in text
     assert f"--log-file {tmp_path / 'out.csv'}" in text
     assert "--metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum" in text
-    assert f"--launch-count {5 * ncu.MAX_KERNELS_PER_CALL}" in text
+    assert f"--launch-count {5 * ncu_output.MAX_KERNELS_PER_CALL}" in text
 
 
 # --- the schema ---------------------------------------------------------------------------------------
 
 def _passed_result(figures):
-    result = schema.empty_result()
+    result = result_schema.empty_result()
     result["status"], result["device"]["kind"], result["ncu"] = "passed", "cuda", figures
     return result
 
 
 def test_the_schema_takes_ncu_figures_or_null_and_nothing_else():
-    figures, _ = ncu.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, None)
-    schema.validate_result(_passed_result(figures))
-    schema.validate_result(_passed_result(None))
+    figures, _ = ncu_output.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, None)
+    result_schema.validate_result(_passed_result(figures))
+    result_schema.validate_result(_passed_result(None))
     with pytest.raises(ValueError, match="ncu.calls: expected int, got str"):
-        schema.validate_result(_passed_result({**figures, "calls": "4"}))
+        result_schema.validate_result(_passed_result({**figures, "calls": "4"}))
     with pytest.raises(ValueError, match=r"ncu: missing keys \[\], unknown keys \['sm_pct'\]"):
-        schema.validate_result(_passed_result({**figures, "sm_pct": 1.0}))
+        result_schema.validate_result(_passed_result({**figures, "sm_pct": 1.0}))
 
 
 # --- switches and the reasons ncu stays null ---------------------------------------------------------
@@ -190,7 +190,7 @@ def test_a_job_inherits_the_agents_ncu_settings():
     options = judge_options(config, {"timeout_s": 60})
     assert options.ncu is True and options.ncu_timeout_s == 45.0
     default = judge_options(AgentConfig(site="http://s", token="t", name="n", device="cuda"), {})
-    assert default.ncu is False and default.ncu_timeout_s == ncu.DEFAULT_TIMEOUT_S
+    assert default.ncu is False and default.ncu_timeout_s == ncu_output.DEFAULT_TIMEOUT_S
 
 
 def _options(device="cuda"):
@@ -200,7 +200,7 @@ def _options(device="cuda"):
 def test_without_ncu_on_path_the_result_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ncu anywhere
     result = _passed_result({"stale": True})
-    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_profiling.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: not found on PATH; nothing profiled\n"
     assert not (tmp_path / "ncu").exists()  # nothing was started
@@ -209,7 +209,7 @@ def test_without_ncu_on_path_the_result_says_so(monkeypatch, tmp_path):
 def test_a_candidate_that_did_not_pass_is_not_profiled(tmp_path):
     result = _passed_result(None)
     result["status"] = "wrong_answer"
-    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_profiling.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: skipped: the candidate did not pass (wrong_answer)\n"
 
@@ -218,9 +218,9 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise OSError("ncu vanished")
 
-    monkeypatch.setattr(ncu_run, "profile_candidate", explode)
+    monkeypatch.setattr(ncu_profiling, "profile_candidate", explode)
     result = _passed_result(None)
-    ncu_run.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
+    ncu_profiling.add_to_result(result, locate_bundle(EXAMPLES / "relu-cpu"), _options(), tmp_path, tmp_path / "ncu")
     assert result["status"] == "passed" and result["ncu"] is None
     assert result["logs"]["stderr"] == "[profiler_agent] ncu: failed: OSError: ncu vanished\n"
 
@@ -229,7 +229,7 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
 
 FAKE_NCU = '''#!{python}
 """A stand-in for Nsight Compute's CLI, for tests only: real ncu cannot run without a GPU. It takes
-the options profiler_agent.measure.ncu passes, runs the target command as ncu does, and writes `table` (output
+the options profiler_agent.judge.ncu_output passes, runs the target command as ncu does, and writes `table` (output
 ncu recorded on an H100) to --log-file. MODE: replay, fail-permission, hang, no-kernels."""
 import os, subprocess, sys, time
 
@@ -312,7 +312,7 @@ def relu_cpu_judged_with_ncu(tmp_path_factory, shared_build_cache):
 
 def test_ncu_on_a_cpu_judgement_is_null_with_a_note_and_the_verdict_stands(relu_cpu_judged_with_ncu):
     result = relu_cpu_judged_with_ncu
-    schema.validate_result(result)
+    result_schema.validate_result(result)
     assert result["status"] == "passed" and result["timing"]["candidate"]["median_ms"] > 0
     assert result["ncu"] is None
     assert result["logs"]["stderr"].endswith(
@@ -322,7 +322,7 @@ def test_ncu_on_a_cpu_judgement_is_null_with_a_note_and_the_verdict_stands(relu_
 
 def _profile(tmp_path, shared_build_cache, bundle=EXAMPLES / "relu-cpu", timeout_s=120.0):
     # device "cpu": the profiled process runs the candidate without NVTX ranges (no CUDA here)
-    return ncu_run.profile_candidate(
+    return ncu_profiling.profile_candidate(
         locate_bundle(bundle), locate_bundle(bundle).candidate, "cpu", timeout_s, Path(shared_build_cache),
         tmp_path / "ncu", H100_PEAK_GBPS, calls=4,
     )
@@ -334,7 +334,7 @@ def test_the_profiled_process_runs_in_the_sandbox_from_the_build_cache(
     figures, why = _profile(tmp_path, shared_build_cache)
     assert why == ""
     # the stand-in writes the recorded table only when the profiled process exited 0
-    expected, _ = ncu.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, None)
+    expected, _ = ncu_output.figures_from_output(RECORDED_H100.read_text(), 4, H100_PEAK_GBPS, None)
     assert figures == {**expected, "version": "Version 2025.3.0.0 (stand-in for tests)"}
     logs = tmp_path / "ncu" / "logs"
     assert "ncu_target: 4 calls after a warm-up" in (logs / "stderr.log").read_text()

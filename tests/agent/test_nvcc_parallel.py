@@ -1,4 +1,4 @@
-"""The nvcc front of judged builds (profiler_agent.bundles.nvcc_parallel), with the real nvcc: the same
+"""The nvcc front of judged builds (profiler_agent.executors.nvcc_front), with the real nvcc: the same
 object and dependency file as nvcc's own, nvcc's own errors, nvcc itself for what it does not handle,
 and torch's build.ninja naming it."""
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.bundles import nvcc_install, nvcc_parallel
+from profiler_agent.executors import nvcc_front_install, nvcc_front
 
 TEMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_")  # nvcc's temporary file name (its pid) in the object's file symbol
 
@@ -37,10 +37,10 @@ def nvcc():
 
 
 def front(nvcc, *args, cwd, trace=True, retried=False, side_by_side_max_mb=None):
-    env = {**os.environ, nvcc_parallel.TRACE_ENV: "1" if trace else "0", nvcc_parallel.RETRIED_ENV: "1" if retried else "0"}
+    env = {**os.environ, nvcc_front.TRACE_ENV: "1" if trace else "0", nvcc_front.RETRIED_ENV: "1" if retried else "0"}
     if side_by_side_max_mb is not None:
-        env[nvcc_parallel.SIDE_BY_SIDE_MAX_MB_ENV] = str(side_by_side_max_mb)
-    return subprocess.run([sys.executable, nvcc_parallel.__file__, nvcc, *args], cwd=cwd, env=env,
+        env[nvcc_front.SIDE_BY_SIDE_MAX_MB_ENV] = str(side_by_side_max_mb)
+    return subprocess.run([sys.executable, nvcc_front.__file__, nvcc, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -118,7 +118,7 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
         monkeypatch.setattr(cpp_extension, "CUDA_HOME", "/usr/local/cuda")
         monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
     monkeypatch.delenv("PYTORCH_NVCC", raising=False)
-    monkeypatch.setenv(nvcc_parallel.TRACE_ENV, "1")
+    monkeypatch.setenv(nvcc_front.TRACE_ENV, "1")
     (tmp_path / "k.cu").write_text(SOURCE)
     ninja = tmp_path / "build.ninja"
 
@@ -127,9 +127,9 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
                                                          True, False, False)
         return os.environ.get("PYTORCH_NVCC")
 
-    command = nvcc_install.with_parallel_nvcc(write_ninja_file)()
+    command = nvcc_front_install.with_parallel_nvcc(write_ninja_file)()
     assert "PYTORCH_NVCC" not in os.environ  # only while torch writes the build
-    assert command == shlex.join([sys.executable, "-I", nvcc_parallel.__file__, cpp_extension._join_cuda_home("bin", "nvcc")])
+    assert command == shlex.join([sys.executable, "-I", nvcc_front.__file__, cpp_extension._join_cuda_home("bin", "nvcc")])
     assert f"nvcc = {command}" in ninja.read_text().splitlines()
     done = subprocess.run(["ninja", "-C", str(tmp_path), "k.cuda.o"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -137,7 +137,7 @@ def test_torch_build_ninja_names_the_front_and_compiles_through_it(tmp_path, nvc
     assert "scale" in subprocess.run(["nm", "-C", str(tmp_path / "k.cuda.o")], capture_output=True, text=True).stdout
 
     monkeypatch.setenv("PYTORCH_NVCC", "ccache nvcc")  # an operator's or a bundle's own choice stays
-    assert nvcc_install.with_parallel_nvcc(write_ninja_file)() == "ccache nvcc"
+    assert nvcc_front_install.with_parallel_nvcc(write_ninja_file)() == "ccache nvcc"
 
 
 def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch):
@@ -145,10 +145,10 @@ def test_install_wraps_torchs_builder_once_and_not_when_switched_off(monkeypatch
 
     monkeypatch.setattr(cpp_extension, "_jit_compile", cpp_extension._jit_compile)  # put back after the test
     original = cpp_extension._jit_compile
-    monkeypatch.setenv(nvcc_install.SWITCH_ENV, "0")
-    nvcc_install.install()
+    monkeypatch.setenv(nvcc_front_install.SWITCH_ENV, "0")
+    nvcc_front_install.install()
     assert cpp_extension._jit_compile is original
-    monkeypatch.delenv(nvcc_install.SWITCH_ENV, raising=False)  # on unless switched off
-    nvcc_install.install()
-    nvcc_install.install()
+    monkeypatch.delenv(nvcc_front_install.SWITCH_ENV, raising=False)  # on unless switched off
+    nvcc_front_install.install()
+    nvcc_front_install.install()
     assert cpp_extension._jit_compile is not original and cpp_extension._jit_compile.__wrapped__ is original

@@ -1,4 +1,4 @@
-"""The agent's precompiled torch/extension.h (profiler_agent.bundles.pch), with real g++ builds: prepared
+"""The agent's precompiled torch/extension.h (profiler_agent.executors.pch), with real g++ builds: prepared
 once for a set of flags, then used by a judged build with exactly those flags, and by no other. The header
 is the run's (tests/conftest.py's precompiled_header, made by pch.prepare as `prepare-pch` makes it)."""
 
@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from profiler_agent.bundles import build_cache, pch
+from profiler_agent.executors import build_cache, pch
 from tests.agent.conftest import EXAMPLES
 from tests.conftest import share_precompiled_header
 

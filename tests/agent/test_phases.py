@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.service import config as agent_config
-from profiler_agent.service.jobs import judge_options
+from profiler_agent.judge import options as judge_options_module
+from profiler_agent.worker import agent_config
+from profiler_agent.worker.judge_job import judge_options
 from tests.agent.conftest import RELU_REFERENCE
 
 FAST = ("--timing-budget", "0.2")
@@ -94,16 +95,16 @@ def test_limits_come_from_the_environment_and_bad_values_are_named(monkeypatch):
 
 
 def test_the_operators_timing_budget_comes_from_the_environment_and_a_bad_one_stops_the_agent(monkeypatch, tmp_path):
-    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "0.25")
-    assert agent_config.timing_budget_from_env() == 0.25
-    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "")
-    assert agent_config.timing_budget_from_env() is None
+    monkeypatch.setenv(judge_options_module.TIMING_BUDGET_ENV, "0.25")
+    assert judge_options_module.timing_budget_from_env() == 0.25
+    monkeypatch.setenv(judge_options_module.TIMING_BUDGET_ENV, "")
+    assert judge_options_module.timing_budget_from_env() is None
     for bad in ("fast", "0", "-1", "nan"):
-        monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, bad)
+        monkeypatch.setenv(judge_options_module.TIMING_BUDGET_ENV, bad)
         with pytest.raises(RuntimeError, match="PROFILER_AGENT_TIMING_BUDGET must be a positive number"):
-            agent_config.timing_budget_from_env()
+            judge_options_module.timing_budget_from_env()
     # the agent refuses it at start, before any judging
-    monkeypatch.setenv(agent_config.TIMING_BUDGET_ENV, "fast")
+    monkeypatch.setenv(judge_options_module.TIMING_BUDGET_ENV, "fast")
     done = subprocess.run([sys.executable, "-m", "profiler_agent", "judge", str(tmp_path)], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and "PROFILER_AGENT_TIMING_BUDGET must be a positive number" in done.stderr

@@ -5,12 +5,12 @@ test_trials.py."""
 
 import signal
 
-from profiler_agent.harness.judge import unjudged_result
-from profiler_agent.harness.reasons import (
+from profiler_agent.judge.judging import unjudged_result
+from profiler_agent.judge.failure_reasons import (
     MAX_REASON_CHARS, Limits, explain, name_first_failure, one_line, verifier_note,
 )
 from profiler_agent.sandbox.process import SandboxRun
-from profiler_agent.schema import validate_result
+from profiler_agent.protocol.result_schema import validate_result
 
 LIMITS = Limits(run_timeout_s=600, compile_timeout_s=300, memory_bytes=2 << 30, compile_memory_bytes=4 << 30)
 

@@ -4,8 +4,8 @@ against the reference model: recorded in correctness.reference_numpy, never part
 import pytest
 import torch
 
-from profiler_agent.correctness import ground_truth
-from profiler_agent.schema import validate_result
+from profiler_agent.checkers import ground_truth
+from profiler_agent.protocol.result_schema import validate_result
 from tests.agent.conftest import SMALL_RELU_ROWS, relu_reference
 
 numpy = pytest.importorskip("numpy")

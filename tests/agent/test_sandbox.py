@@ -75,7 +75,7 @@ def test_logs_are_capped_to_head_and_tail(tmp_path):
 
 
 def test_a_stale_torch_lock_left_by_a_killed_build_is_removed(tmp_path):
-    from profiler_agent.bundles.build_cache import exclusive
+    from profiler_agent.executors.build_cache import exclusive
 
     build = tmp_path / "build"
     (build / "relu").mkdir(parents=True)
@@ -96,8 +96,8 @@ def test_builders_a_killed_agent_left_running_in_the_folder_are_ended_by_the_nex
     import pty
     import subprocess
 
-    from profiler_agent.bundles import orphaned_builds
-    from profiler_agent.bundles.build_cache import exclusive
+    from profiler_agent.executors import orphaned_builds
+    from profiler_agent.executors.build_cache import exclusive
 
     build, elsewhere = tmp_path / "build", tmp_path / "elsewhere"
     (build / "relu").mkdir(parents=True)
@@ -128,7 +128,7 @@ def test_builders_a_killed_agent_left_running_in_the_folder_are_ended_by_the_nex
 
 SCRUBBING_CHILD = r"""
 import os
-from profiler_agent.sandbox.scrub import scrub_own_secrets
+from profiler_agent.sandbox.secret_scrub import scrub_own_secrets
 assert scrub_own_secrets()
 print(os.environ["PROFILER_AGENT_TOKEN"])  # the agent itself still has it
 # the needles are built here: this very code is part of the command line
@@ -155,7 +155,7 @@ def test_secrets_are_blanked_in_proc_environ_and_cmdline_but_kept_in_os_environ(
 # and reports. Submission code can write to the pipe too, hence the repeated and early messages.
 PHASED_CHILD = r"""
 import json, os, sys, time
-from profiler_agent.harness.wire import PHASE_COMPILED
+from profiler_agent.sandbox.child_channel import PHASE_COMPILED
 fd = int(sys.argv[sys.argv.index("--result-fd") + 1])
 compile_s, run_s, send_at = float(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
 started = time.monotonic()

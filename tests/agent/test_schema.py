@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from profiler_agent.schema import empty_result, empty_variant, validate_result
+from profiler_agent.protocol.result_schema import empty_result, empty_variant, validate_result
 
 
 def minimal_result():
@@ -60,7 +60,7 @@ def test_a_well_formed_variant_and_self_test_validate():
 
 
 def test_conform_keeps_only_well_typed_fields_of_an_untrusted_report():
-    from profiler_agent.schema import CORRECTNESS_SHAPE, TIMING_STATS_SHAPE, conform
+    from profiler_agent.protocol.result_schema import CORRECTNESS_SHAPE, TIMING_STATS_SHAPE, conform
 
     reported = {"passed": True, "trials": "x", "max_abs_err": True, "atol": 1e-4, "unknown": 5}
     kept = conform(reported, CORRECTNESS_SHAPE)
@@ -73,7 +73,7 @@ def test_conform_keeps_only_well_typed_fields_of_an_untrusted_report():
 
 
 def test_inputs_are_kept_as_dtype_and_shape_and_anything_else_is_dropped():
-    from profiler_agent.schema import conform_inputs
+    from profiler_agent.protocol.result_schema import conform_inputs
 
     result = minimal_result()
     result["inputs"] = [{"dtype": "float16", "shape": [8, 16]}, {"dtype": "int", "shape": []}]

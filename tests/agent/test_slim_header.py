@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from profiler_agent.bundles import nvcc_parallel, slim_header
+from profiler_agent.executors import nvcc_front, slim_header
 
 
 def recording_compile(fail_with_slim, fail_with_narrow=None, retried=None):
@@ -19,7 +19,7 @@ def recording_compile(fail_with_slim, fail_with_narrow=None, retried=None):
         prepended = os.environ.get(slim_header.PREPEND_ENV, "")
         calls.append((list(extra_cuda_cflags or []), prepended))
         if retried is not None:
-            retried.append(os.environ.get(nvcc_parallel.RETRIED_ENV))
+            retried.append(os.environ.get(nvcc_front.RETRIED_ENV))
         narrow = slim_header.NARROW_FOLDER_NAME in prepended
         if "-I" in prepended and (fail_with_narrow if narrow else fail_with_slim):
             raise RuntimeError("Error building extension 'x'")
@@ -67,7 +67,7 @@ def test_a_narrow_failure_builds_with_the_slim_header_then_the_full_one(tmp_path
     assert "building again with the full ones" in capsys.readouterr().err
     assert slim_header.PREPEND_ENV not in os.environ
     # the nvcc front skips nvcc's rerun of a failed step where the build is done again, not at the last try
-    assert retried == ["1", "1", None] and nvcc_parallel.RETRIED_ENV not in os.environ
+    assert retried == ["1", "1", None] and nvcc_front.RETRIED_ENV not in os.environ
 
 
 def test_the_narrow_header_declares_the_ops_the_cuda_sources_name(tmp_path):

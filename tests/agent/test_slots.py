@@ -1,4 +1,4 @@
-"""The processes of a judging started before its job (harness.slots): real sandboxed processes on CPU."""
+"""The processes of a judging started before its job (judge.warm_pool): real sandboxed processes on CPU."""
 
 import os
 import signal
@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from profiler_agent.bundles.bundle import open_bundle
-from profiler_agent.harness import slots, wire
-from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions, judge_bundle, judge_candidate, snapshot_sources
-from profiler_agent.harness.wire import file_name
+from profiler_agent.judge import warm_pool
+from profiler_agent.sandbox import child_channel
+from profiler_agent.judge.judging import WARM_NOTE, judge_bundle, judge_candidate, snapshot_sources
+from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.sandbox.child_channel import file_name
 from profiler_agent.sandbox import zygote
 from tests.agent.conftest import EXAMPLES
 
@@ -22,8 +24,8 @@ def build_cache(examples_build_cache) -> Path:
 
 @pytest.fixture
 def pool():
-    yield slots.POOL
-    slots.POOL.drop()
+    yield warm_pool.POOL
+    warm_pool.POOL.drop()
 
 
 def judged_at(bundle: Path, tmp_path: Path, options: JudgeOptions) -> dict:
@@ -66,7 +68,7 @@ def test_job_after_job_each_judging_finds_its_processes_waiting(pool, build_cach
     assert waiting is not None and waiting.waiting()
     assert list(waiting.judged.workdir.iterdir()) == []
     assert list(waiting.verifier.pristine.iterdir()) == []
-    assert len(waiting_children("profiler_agent.harness.child")) == 1
+    assert len(waiting_children("profiler_agent.graders.judged_process")) == 1
 
     wrong = judged("relu-cpu-wrong", tmp_path, options)
     assert wrong["status"] == "wrong_answer" and WARM_NOTE in wrong["logs"]["stderr"]
@@ -86,8 +88,8 @@ def test_a_slot_started_with_other_limits_is_not_used(pool, build_cache, tmp_pat
     assert not stale.root.exists() and not stale.waiting()
 
 
-def kill_waiting_judged_process(slot: slots.Slot) -> None:
-    (child,) = waiting_children("profiler_agent.harness.child")
+def kill_waiting_judged_process(slot: warm_pool.Slot) -> None:
+    (child,) = waiting_children("profiler_agent.graders.judged_process")
     os.kill(child, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while slot.judged.process.waiting() and time.monotonic() < deadline:
@@ -106,7 +108,7 @@ def test_a_slot_whose_process_died_while_waiting_is_replaced(pool, build_cache, 
 def test_a_judged_process_that_ended_before_its_job_came_is_the_agents_fault(build_cache, tmp_path):
     """Ended after the pool looked and before its settings were sent: no verdict on the submission."""
     options = JudgeOptions(device="cpu", cache_dir=build_cache)
-    slot = slots.start_slot(options, build_cache)
+    slot = warm_pool.start_slot(options, build_cache)
     try:
         kill_waiting_judged_process(slot)
         bundle = open_bundle(EXAMPLES / "relu-cpu", tmp_path / "opened")
@@ -121,7 +123,7 @@ def test_a_judged_process_that_ended_before_its_job_came_is_the_agents_fault(bui
 def test_without_keep_warm_nothing_is_left_waiting(pool, build_cache, tmp_path):
     result = judged("relu-cpu", tmp_path, JudgeOptions(device="cpu", cache_dir=build_cache))
     assert result["status"] == "passed"
-    assert pool._slot is None and waiting_children("profiler_agent.harness.child") == []
+    assert pool._slot is None and waiting_children("profiler_agent.graders.judged_process") == []
 
 
 def flagged_cuda_ahead(modules: tuple[str, ...]) -> dict[str, bool]:
@@ -130,7 +132,7 @@ def flagged_cuda_ahead(modules: tuple[str, ...]) -> dict[str, bool]:
     for module in modules:
         for pid in waiting_children(module):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                found[module] = wire.CUDA_AHEAD.encode() in f.read().split(b"\0")
+                found[module] = child_channel.CUDA_AHEAD.encode() in f.read().split(b"\0")
     return found
 
 
@@ -138,9 +140,9 @@ def test_only_the_pool_refilled_after_a_judging_makes_cuda_contexts_ahead(pool, 
     """Started for a job at once, a slot's processes may import beside the judged process's timing:
     no CUDA context before their turn. Refilled after a judging, the agent's GPU is idle until the
     next job: they make their contexts while they wait."""
-    modules = ("profiler_agent.harness.child", "profiler_agent.correctness.verify")
+    modules = ("profiler_agent.graders.judged_process", "profiler_agent.graders.verifier")
     options = JudgeOptions(device="cpu", cache_dir=build_cache, keep_warm=True)
-    slot = slots.start_slot(options, build_cache)
+    slot = warm_pool.start_slot(options, build_cache)
     try:
         assert flagged_cuda_ahead(modules) == {module: False for module in modules}
     finally:

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from profiler_agent.harness import slots
-from profiler_agent.harness.judge import WARM_NOTE, JudgeOptions
+from profiler_agent.judge import warm_pool
+from profiler_agent.judge.judging import WARM_NOTE
+from profiler_agent.judge.options import JudgeOptions
 from tests.agent.conftest import REPO
 from tests.agent.test_slots import judged_at
 
@@ -16,7 +17,7 @@ def test_warm_cuda_judgings_pass_and_are_confirmed(build_cache, tmp_path):
     try:
         results = [judged_at(REPO / "bench" / "fixtures" / "bundles" / "lb-matmul-relu", tmp_path, options) for _ in range(3)]
     finally:
-        slots.POOL.drop()
+        warm_pool.POOL.drop()
     assert [r["status"] for r in results] == ["passed"] * 3
     assert [WARM_NOTE in r["logs"]["stderr"] for r in results] == [False, True, True]
     for result in results[1:]:

@@ -9,7 +9,7 @@ import pytest
 
 from profiler_agent import devices
 from profiler_agent.measure import telemetry
-from profiler_agent.schema import empty_result, empty_variant, validate_result
+from profiler_agent.protocol.result_schema import empty_result, empty_variant, validate_result
 
 
 class HostLoad:

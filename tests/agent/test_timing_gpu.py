@@ -42,11 +42,11 @@ def stream_relu():
 @pytest.mark.parametrize("which, kept", [(2, True), (1, False), (0, False)],
                          ids=["current-stream", "per-thread-stream", "legacy-stream"])
 def test_a_graph_is_kept_only_when_its_replay_does_the_work(stream_relu, which, kept):
-    from profiler_agent.measure import batched_timing
+    from profiler_agent.measure import batch_timers
 
     sets = [[torch.randn(1 << 20, device="cuda")] for _ in range(3)]
     calls = [lambda args=args: stream_relu.relu_on(*args, which) for args in sets]
-    rotation, why = batched_timing.graph_rotation(calls, sets)
+    rotation, why = batch_timers.graph_rotation(calls, sets)
     assert (rotation is not None) == kept, why
     if kept:  # the kept graph's replay gives what plain calls give
         rotation.units[0]()

@@ -10,8 +10,8 @@ output, an alias of its hidden state, was compared after that call had overwritt
 import pytest
 import torch
 
-from profiler_agent.correctness.calls import Call, call_plan, trials_that_fit
-from profiler_agent.correctness.trials import refill
+from profiler_agent.trials.call_plan import Call, call_plan, trials_that_fit
+from profiler_agent.trials.correctness_trials import refill
 
 FAST = ("--timing-budget", "0.2")
 

@@ -12,9 +12,9 @@ from rq import Queue
 from rq.job import Job
 
 import profiler_agent
-from profiler_agent.schema import validate_result
-from profiler_agent.service.jobs import ForeignUrl, site_url
-from profiler_agent.service.site_client import SiteClient, SiteError
+from profiler_agent.protocol.result_schema import validate_result
+from profiler_agent.worker.judge_job import ForeignUrl, site_url
+from profiler_agent.worker.site_client import SiteClient, SiteError
 from rq.serializers import JSONSerializer
 from tests.agent.conftest import REPO
 from tests.agent.fake_site import FakeSite, zipped
@@ -89,7 +89,7 @@ def test_a_burst_worker_judges_queued_runs_and_reports_them(site, queue, build_c
                                                     "/bundles/relu-cpu.zip"]
     assert all(r["headers"]["X-Job-Secret"].startswith("secret-") for r in downloads)
 
-    # the stages of each judged run, as they began, with its attempt and secret (service.progress)
+    # the stages of each judged run, as they began, with its attempt and secret (worker.stage_reporter)
     progress = [r for r in site.requests if r["path"] == "/runs/1/progress"]
     assert all(r["headers"]["X-Job-Secret"] == "secret-1" and r["json"]["attempt"] == 3 for r in progress)
     stages = [r["json"]["stage"] for r in progress]
@@ -144,7 +144,7 @@ def test_the_site_client_retries_server_errors_but_not_client_errors(site):
 
 
 def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue, build_cache, tmp_path):
-    """`rq worker -w profiler_agent.service.job_guard.JudgeWorker` (not our CLI) works too, configured by
+    """`rq worker -w profiler_agent.worker.job_guard.JudgeWorker` (not our CLI) works too, configured by
     the environment; the class forces its JSON serializer and guarded job class over the CLI's."""
     site.bundles = {"wrong.zip": zipped("relu-cpu-wrong")}
     enqueue(queue, site, "21", "wrong.zip")
@@ -159,7 +159,7 @@ def test_a_plain_rq_worker_with_the_judge_worker_class_judges_a_run(site, queue,
     }
     completed = subprocess.run(
         [str(Path(sys.executable).parent / "rq"), "worker", "--burst", "--url", REDIS_URL,
-         "-w", "profiler_agent.service.job_guard.JudgeWorker", queue.name],
+         "-w", "profiler_agent.worker.job_guard.JudgeWorker", queue.name],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
@@ -193,7 +193,7 @@ def test_an_absolute_url_off_the_agents_own_site_is_refused(url):
 
 def test_a_warm_worker_judges_job_after_job_with_processes_started_before_each(site, queue, build_cache):
     """--keep-warm: jobs run in the worker process, where the next judging's processes wait."""
-    from profiler_agent.harness.judge import WARM_NOTE
+    from profiler_agent.judge.judging import WARM_NOTE
 
     site.bundles = {"relu-cpu.zip": zipped("relu-cpu"), "relu-cpu-wrong.zip": zipped("relu-cpu-wrong")}
     for run_id, bundle in (("1", "relu-cpu.zip"), ("2", "relu-cpu-wrong.zip"), ("3", "relu-cpu.zip")):

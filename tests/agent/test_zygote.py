@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.sandbox import child_env, process, reaper, zygote
+from profiler_agent.sandbox import child_env, process, zygote
+from profiler_agent.sandbox import limits as limits_module
+from profiler_agent.sandbox import process_sweep
 
 PROBE = textwrap.dedent('''
     import json, os, resource, sys
@@ -32,7 +34,7 @@ PROBE = textwrap.dedent('''
     os.write(int(sys.argv[sys.argv.index("--result-fd") + 1]), json.dumps(report).encode())
     print("done", flush=True)
     sys.exit(7)
-'''.replace("MARKER_ENV", reaper.MARKER_ENV))
+'''.replace("MARKER_ENV", process_sweep.MARKER_ENV))
 
 
 def _run(tmp_path: Path, name: str, **kwargs) -> process.SandboxRun:
@@ -64,7 +66,7 @@ def test_a_python_command_is_a_fork_of_the_zygote_and_the_runs_own_process(tmp_p
     assert report["cmdline"] == [sys.executable, "-m", "probe", *report["argv"]]
     assert report["environ_has_marker"] is True
     shared = zygote.shared()
-    assert shared is not None and shared.alive() and shared.process.pid in process.live_runs()
+    assert shared is not None and shared.alive() and shared.process.pid in process_sweep.live_runs()
     # the zygote makes itself undumpable (a fork of its uid must not ptrace it); its forks get back
     # the default an exec gives
     assert report["dumpable"] == 1
@@ -119,7 +121,7 @@ def test_a_fork_of_a_zygote_whose_torch_started_openmp_threads_runs_parallel_wor
     try:
         out = open(folder / "out.txt", "wb")
         env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
-        limits = process.limit_figures(process.Limits(), 60, None, None)
+        limits = limits_module.limit_figures(process.Limits(), 60, None, None)
         fork = own.spawn("parallel", [], cwd=str(folder), env=env, fds={1: out.fileno(), 2: out.fileno()}, limits=limits)
         fork.stdin.close()
         assert fork.wait(timeout=60) == 0

@@ -67,7 +67,7 @@ def contest(queue_prefix, agent_redis_users):
 
 
 def take(connection, agent, queue_name):
-    """What a host's worker does to take the job at the head of a queue (profiler_agent/service/claims.py)."""
+    """What a host's worker does to take the job at the head of a queue (profiler_agent/worker/job_claims.py)."""
     return connection.lmove(f"rq:queue:{queue_name}", agent_redis.claim_list(agent.name), "LEFT", "RIGHT")
 
 
@@ -361,20 +361,20 @@ def test_a_worker_passes_over_a_job_its_host_may_not_read_and_takes_the_next(liv
     under a new id) and takes the next job, instead of stopping."""
     from rq.serializers import JSONSerializer as Json
 
-    from profiler_agent.service import claims
-    from profiler_agent.service.job_guard import GuardedJob
+    from profiler_agent.worker import job_claims
+    from profiler_agent.worker.job_guard import GuardedJob
 
     run = submit_relu(live_server.url, contest)
     admin, queue_key = queueing.connection(), f"rq:queue:{run.queue_name}"
     unreadable = f"{queueing.job_id_prefix('')[:-1]}run-{run.pk}-0"
     admin.lpush(queue_key, unreadable)
     a = contest["a_redis"]
-    claims.set_claim_list(agent_redis.claim_list(contest["a"].name))
+    job_claims.set_claim_list(agent_redis.claim_list(contest["a"].name))
     try:
-        queue = claims.ClaimingQueue(run.queue_name, connection=a, serializer=Json)
-        job, _ = claims.ClaimingQueue.dequeue_any([queue], None, connection=a, job_class=GuardedJob, serializer=Json)
+        queue = job_claims.ClaimingQueue(run.queue_name, connection=a, serializer=Json)
+        job, _ = job_claims.ClaimingQueue.dequeue_any([queue], None, connection=a, job_class=GuardedJob, serializer=Json)
     finally:
-        claims._claim_list.clear()
+        job_claims._claim_list.clear()
     assert job.id == run.rq_job_id
     assert a.lrange(agent_redis.claim_list(contest["a"].name), 0, -1) == [unreadable.encode(), run.rq_job_id.encode()]
 

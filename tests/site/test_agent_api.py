@@ -325,7 +325,7 @@ def test_a_new_attempt_starts_without_a_stage(client, queued_run, agent_and_toke
 
 
 def test_the_agents_judging_stages_are_the_sites():
-    from profiler_agent.schema import JUDGING_STAGES
+    from profiler_agent.protocol.vocabulary import JUDGING_STAGES
     from submissions.models import RunStage
 
     assert list(JUDGING_STAGES) == list(RunStage.values)

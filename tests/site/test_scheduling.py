@@ -2,13 +2,13 @@
 queued runs so a burst cannot starve others, the sweeper releasing what waits, and cancelling.
 
 Jobs are taken off the real Redis the way an agent's worker takes them: RQ's `Queue.dequeue_any` over
-the agent's own queue list (profiler_agent.service.queues.listen_order), then started and reported
+the agent's own queue list (profiler_agent.worker.queue_order.listen_order), then started and reported
 through the site's services. tests/e2e/test_scheduling_end_to_end.py does the same with a real agent.
 """
 import pytest
 from rq import Queue
 
-from profiler_agent.service.queues import listen_order
+from profiler_agent.worker.queue_order import listen_order
 from submissions import queueing
 from submissions.bundles import build_bundle
 from submissions.models import AuditEntry, GpuType, Rejudge, RejudgeScope, Run, RunStatus, Season, Standing, Verdict

@@ -1,4 +1,4 @@
-"""A run whose times the agent could not confirm (`timing_unconfirmed`, profiler_agent.measure.confirm)
+"""A run whose times the agent could not confirm (`timing_unconfirmed`, profiler_agent.judge.timing_confirmation)
 stays out of everything ranked from run times until an organizer clears it (audited); its page says
 what the flag means, in both languages."""
 import copy

@@ -1,2 +1,0 @@
-"""Correctness: trials in the judged process, and the trusted verifier that compares their outputs
-with the reference outside it."""

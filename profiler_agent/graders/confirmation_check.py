@@ -1,0 +1,129 @@
+"""The trusted checking process of a timing confirmation (profiler_agent.judge.timing_confirmation).
+
+Started after the profiled process and all its descendants are gone, like the verifier, and loads
+only the reference, from the pristine bundle: no submission code ever ran here. It verifies the
+outputs the profiled calls left in the exchange folder (profiler_agent.graders.verifier, with the
+confirmation's secret seed), takes the kernel census from ncu's record (the names the profiled
+process's build defined, read here), then times the reference itself with the judged process's timer (L2
+flushed before each call; synchronized when the judgement had to be), so the agent has a reference
+median that no submission code could inflate.
+"""
+
+from profiler_agent.measure import timing  # first: binds the clock before anything else loads
+
+import argparse
+import os
+import statistics
+import sys
+import traceback
+from pathlib import Path
+
+from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, guarded, submission_code
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.confirmation_check")
+    parser.add_argument("--reference-dir", required=True,
+                        help="the folder the reference's pristine copy is written into (its name comes with the settings)")
+    parser.add_argument("--outputs", required=True, help="the exchange folder with the profiled calls' outputs")
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    add_cuda_ahead_argument(parser)
+    return parser.parse_args(argv)
+
+
+def time_reference(args, settings: dict) -> float:
+    """The reference's median per-call time, timed as the judged process times it."""
+    import torch
+
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading
+
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(0)
+    reference_file = Path(args.reference_dir).resolve() / file_name(settings, "reference")
+    if str(reference_file.parent) not in sys.path:
+        sys.path.insert(0, str(reference_file.parent))
+    seed = settings["seed"]
+    with submission_code("load_reference"):
+        api = module_loading.reference_api(reference_file)
+        model = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+    inputs = make_inputs(api.get_inputs, seed + 2 + settings["trials"], device)
+    options = settings.get("reference_timing") or {}
+    if device.type == "cuda":
+        timer = timing.SynchronizedCudaTimer(device) if options.get("synchronized") else timing.CudaTimer(device)
+    else:
+        timer = timing.CpuTimer()
+    plan = timing.TimingPlan(budget_s=options.get("budget_s", 1.0))
+    # net of the pair's own time where the judged process's figure is (measure.measurements)
+    control = (lambda: None) if device.type == "cuda" and not options.get("synchronized") else None
+    with torch.no_grad():
+        timings = timing.time_interleaved({"reference": guarded("reference", lambda: model(*inputs))}, timer, plan,
+                                          control=control)
+    return statistics.median(timings.without_floor().times_ms["reference"])
+
+
+def check(args, settings: dict, report: dict) -> None:
+    from profiler_agent.graders import verifier
+
+    durations = report["durations_s"]
+    started = timing.now_s()
+    if settings.get("verify"):
+        verdict = verifier.new_verdict()
+        # the profiled process's calls: a warm-up, then one per trial, no repeat
+        verifier.verify(args, settings, verdict, repeat=False, warm_up=True)
+        verdict["correctness"].pop("reference_numpy", None)
+        report["verdict"] = verdict
+        durations["verify"] = timing.now_s() - started
+        if verdict["correctness"].get("passed") is not True:
+            return  # a wrong answer: its time does not matter
+    if settings.get("census"):
+        started = timing.now_s()
+        take_census(settings["census"], report)
+        durations["census"] = timing.now_s() - started
+    started = timing.now_s()
+    report["reference_ms"] = time_reference(args, settings)
+    durations["reference_timing"] = timing.now_s() - started
+
+
+def take_census(census: dict, report: dict) -> None:
+    """The kernel census from the kernel names ncu recorded and the names the profiled process's
+    build defined (read here, outside any process that ran submission code)."""
+    from profiler_agent.measure import kernel_census, kernel_symbols
+
+    try:
+        own = kernel_symbols.own_kernel_names([Path(d) for d in census["build_dirs"]], Path(census["triton_cache"]))
+        loaded_native = bool(census.get("loaded_native"))
+        taken = kernel_census.Census("cuda_kernels", list(census["candidate"]), list(census["reference"]),
+                                     kernel_census.own_names_or_none(own, loaded_native))
+        report["census"] = taken.as_report()
+        report["custom_kernel"] = taken.has_custom_kernel(loaded_native)
+    except Exception as exc:  # noqa: BLE001  (no census is an undecided flag, never a failed check)
+        print(f"[profiler_agent] confirm_check: no kernel census: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    started_ahead()
+    make_context_ahead(args)
+    settings = read_settings()  # may come much later: this process may be started ahead of its turn
+    take_job(settings)
+    report = {"verdict": None, "reference_ms": None, "error": None, "durations_s": {}}
+    try:
+        check(args, settings, report)
+    except SubmissionFailure as failure:  # the reference itself failed: the bundle's fault
+        report["error"] = describe_error("submission", failure.stage, failure.exc)
+        traceback.print_exception(failure.exc)
+    except BaseException as exc:
+        report["error"] = describe_error("harness", "confirm_check", exc)
+        traceback.print_exc()
+    send_report(args.result_fd, report)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""The process Nsight Compute launches (`python -m profiler_agent.graders.profiled_target`, see
+profiler_agent.judge.ncu_output and profiler_agent.judge.timing_confirmation): imports the reference (for get_inputs /
+get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
+`--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
+parser look for; with `--reference-calls N`, N reference calls after them, each on the inputs of the
+candidate's call of that index, inside `profiler_agent call <i>` / `profiler_agent reference` /
+`candidate`: the census names their kernels, and the confirmation takes the reference's kernel record
+from them (profiler_agent.judge.timing_confirmation), in the same profile, under the same clocks, as the candidate's.
+
+Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
+loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
+With `--outputs` each call's output goes to that exchange folder, where the trusted verifier checks
+it: a candidate that computes less under the profiler gives wrong answers there. On CUDA, L2 is
+flushed (by reading) before each call, as the timing does, so the profiled calls start as cold.
+
+It runs submission code, in the sandbox, after the verdict: nothing it does is trusted, and nothing
+it reports is read but ncu's own output and the outputs the verifier checks. On `--device cpu` (tests:
+no GPU, no ncu) the same calls run without NVTX ranges, which CPU builds of torch do not have.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, take_job
+from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, TIMELINE_PREFIX
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.profiled_target")
+    parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
+    parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
+    parser.add_argument("--reference-calls", type=int, default=0,
+                        help="then this many reference calls (REFERENCE_RANGE): the census, the reference's record")
+    add_cuda_ahead_argument(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    import torch  # first: this process is started ahead of its turn (profiler_agent.judge.started_ahead)
+
+    make_context_ahead(args)
+
+    settings = read_settings()  # before any submission code loads; stdin is closed after
+    clock = time.perf_counter()
+    seed = settings.get("seed")
+    if not isinstance(seed, int):
+        sys.exit("[profiler_agent] ncu_target: no seed on stdin")
+    take_job(settings)
+    reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
+
+    from profiler_agent.executors import build_tools
+    from profiler_agent.trials import output_exchange
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.bundles import module_loading
+    from profiler_agent.util.tensors import synchronize
+    from profiler_agent.measure.timing import L2_FLUSH_BYTES
+
+    if args.device == "cuda":
+        torch.cuda.set_device(0)
+        push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+        flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        flush = flush_buffer.max  # reads every line, leaves clean ones (see timing.CudaTimer)
+    else:
+        push, pop, flush = (lambda _name: None), (lambda: None), (lambda: None)
+    device = torch.device(args.device)
+    bundle = Path(args.bundle).resolve()
+    sys.path.insert(0, str(bundle))  # bundles import their sibling files
+    api = module_loading.reference_api(bundle / reference_name)
+    build_tools.install()  # as the judged process built it: the same build is found
+    module = module_loading.import_file(bundle / candidate_name, "candidate")
+    model_class = module_loading.attribute(module, "ModelNew", candidate_name)
+    model = module_loading.build_model(model_class, api.get_init_inputs, seed, device, api.backward)
+    loaded_s = time.perf_counter() - clock
+    with torch.no_grad():
+        # warm-up, outside the ranges: lazy initialization is not the candidate's cost
+        model(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))
+        synchronize(device)
+        for call in range(args.calls):
+            inputs = make_inputs(api.get_inputs, seed + 1 + call, device)  # drawn only now
+            flush()
+            synchronize(device)
+            push(f"{CALL_RANGE_PREFIX}{call}")
+            push(CANDIDATE_RANGE)
+            output = model(*inputs)
+            synchronize(device)
+            pop()
+            pop()
+            if args.outputs:
+                output_exchange.save_output(Path(args.outputs), call, output)
+            del output, inputs
+        profiled_s = time.perf_counter() - clock
+        if args.reference_calls:  # last: a candidate that reaches ncu's launch cap leaves them out
+            reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+            reference(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))  # lazy init, outside the ranges
+            synchronize(device)
+            for call in range(args.reference_calls):
+                inputs = make_inputs(api.get_inputs, seed + 1 + call, device)
+                flush()
+                synchronize(device)
+                push(f"{CALL_RANGE_PREFIX}{call}")
+                push(REFERENCE_RANGE)
+                push(CANDIDATE_RANGE)
+                reference(*inputs)
+                synchronize(device)
+                pop()
+                pop()
+                pop()
+                del inputs
+    # what the confirmation's cost line shows (judge.timing_confirmation): the rest of its time is ncu's own
+    print(f"{TIMELINE_PREFIX}{args.calls} calls after a warm-up; loaded at {loaded_s:.2f} s, calls done at "
+          f"{profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Running a trusted process of the harness (the verifier, the timing confirmation's check) on the
+bundle's reference as it was before any submission code ran: its sources written fresh, sandboxed
+all the same (it holds outputs submission code wrote), its JSON report read from the pipe."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiler_agent.judge import started_ahead
+from profiler_agent.sandbox import child_channel
+from profiler_agent.sandbox import privileges
+from profiler_agent.sandbox.child_env import child_env
+from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
+
+
+def write_sources(directory: Path, sources: dict[str, bytes]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in sources.items():
+        (directory / name).write_bytes(data)
+
+
+def parse_report(data: bytes | None) -> dict | None:
+    if not data:
+        return None
+    try:
+        # a NaN that slipped through becomes null: JSON has no NaN
+        report = json.loads(data, parse_constant=lambda _: None)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+@dataclass
+class TrustedAhead:
+    """A trusted process started ahead of its turn and of its job: its reference comes with
+    `finish_trusted`, written into `pristine` (its cwd) just before its settings."""
+    process: started_ahead.StartedAhead
+    pristine: Path
+    user: object
+
+    def cancel(self) -> None:
+        self.process.cancel()
+
+
+def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead: bool = False) -> TrustedAhead:
+    """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
+    (profiler_agent.judge.started_ahead): `finish_trusted` writes the reference, sends the settings and
+    reads the report."""
+    pristine, home, tmp = scratch / "reference", scratch / "home", scratch / "tmp"
+    for folder in (pristine, home, tmp):
+        folder.mkdir(parents=True)
+    user = privileges.sandbox_user()
+    privileges.hand_over(scratch, user)
+    command = [sys.executable, "-m", module,
+               "--reference-dir", str(pristine),
+               "--outputs", str(outputs),
+               "--device", options.device,
+               *([child_channel.CUDA_AHEAD] if cuda_ahead else [])]
+    return TrustedAhead(started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
+        command,
+        cwd=pristine,
+        env=child_env(home, tmp, None),
+        timeout_s=options.timeout_s,
+        logs_dir=scratch / "logs",
+        stdin_data=pending,
+        result_pipe=True,
+        user=user,
+        # trusted code, but it holds the reference's and the candidate's outputs: the looser limit
+        limits=Limits(memory_bytes=options.compile_memory_limit()),
+        on_started=on_started,
+    )), pristine, user)
+
+
+def finish_trusted(trusted: TrustedAhead, settings: dict, bundle, sources: dict[str, bytes]) -> tuple[SandboxRun, dict | None]:
+    """The bundle's reference as it was before any submission code ran (`sources`) written fresh,
+    then the settings sent; the run and its report (None when it gave none)."""
+    write_sources(trusted.pristine, sources)
+    privileges.hand_over(trusted.pristine, trusted.user)
+    run = trusted.process.finish(json.dumps({**settings, "reference": bundle.reference.name}).encode())
+    return run, parse_report(run.report)
