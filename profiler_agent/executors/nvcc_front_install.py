@@ -60,7 +60,7 @@ def with_parallel_nvcc(compile_function):
 def install() -> None:
     """Make every load_inline / load build of this process compile its CUDA files through this front
     unless SWITCH_ENV is "0". On the H100 host the objects, symbols, SASS and dependency files are
-    nvcc's own, and the example's .cu takes 16.1 s against 23.9 s (bench/results/2026-11-24-s9/).
+    nvcc's own, and the example's .cu takes 16.1 s against 23.9 s (bench/results/nvcc-parallel/h100.log).
     The judged process, its self-test and the profiled process all do, so that they write the same
     build.ninja and find each other's builds."""
     if os.environ.get(SWITCH_ENV, "1") == "0":

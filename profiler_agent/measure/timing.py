@@ -260,10 +260,10 @@ def wall_without_hold(wall_ms: float, held_ms: float) -> float:
     """The wall time a call's tamper check sees: from before the hold was queued, on an idle device,
     to the end of the call, less the hold as the device timed it (`held_ms`, from the event before
     the flush reads to the start event). Every honest call then reads at least its event pair.
-    Session 8 started the wall clock after queueing the reads and left out all but one at their
-    length: the host queues 16 reads in about 0.25 ms while the device is already running them, so
-    that took more than the hold off, the wall time of a forward+backward call read 0 on the H100
-    and honest bundles got `timer_tampered` (bench/results/2026-11-24-s9/)."""
+    Starting the wall clock after queueing the reads, and leaving out all but one at their length,
+    would take more than the hold off (the host queues 16 reads in about 0.25 ms while the device is
+    already running them): the wall time of a forward+backward call would read 0 on the H100 and
+    honest bundles would get `timer_tampered` (bench/results/backward/)."""
     return max(wall_ms - held_ms, 0.0)
 
 

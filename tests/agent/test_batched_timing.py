@@ -193,14 +193,14 @@ def test_a_pair_that_reads_no_more_than_an_empty_call_held_no_work():
 
 
 def test_the_wall_clock_leaves_out_the_hold_as_the_device_timed_it():
-    # forward+backward calls on an H100 (bench/results/2026-11-24-s8/tamper-attention-backward.log):
+    # forward+backward calls on an H100 (bench/results/backward/timer-probe-attention-backward.log):
     # 16 reads of 0.098 ms held, the host 1.81 ms from the first read queued to the device idle
     held, host, timed = 16 * 0.0984, 1.8096, 0.1148
     wall = timing.wall_without_hold(host, held_ms=held)
     assert abs(wall - (host - held)) < 1e-9
     assert not timing.timer_disagrees([timed] * 5, [wall] * 5)
-    # session 8's wall clock (started after the reads were queued, then all but one read left out)
-    # read 0.0000 on every call of that log: the honest call was flagged
+    # a wall clock started after the reads were queued, with all but one read left out, reads 0.0000 on
+    # every call of that log: the honest call would be flagged
     assert timing.timer_disagrees([timed] * 5, [0.0] * 5)
     # 8 reads held and a slower launch (the reference's calls in the same log)
     assert not timing.timer_disagrees([0.1289] * 5, [timing.wall_without_hold(0.9969, 8 * 0.0987)] * 5)

@@ -470,7 +470,7 @@ def _ranked(record, reference_ms, candidate_ms, outside=None):
 
 
 def test_no_speedup_is_ranked_above_the_kernel_record_of_both_models():
-    # lb-add-layernorm on the H100 (session 10): the candidate read 5.50 us for 5.57 us of kernels, the
+    # lb-add-layernorm on the H100: the candidate read 5.50 us for 5.57 us of kernels, the
     # reference 11.14 us for 11.1; timed speedup 2.025 against the profile's 11.1 / 5.57
     record = timing_confirmation.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
     result = _ranked(record, 0.01114, 0.0055)
@@ -485,7 +485,7 @@ def test_no_speedup_is_ranked_above_the_kernel_record_of_both_models():
 
 
 def test_the_kernel_ratio_is_clock_free_where_an_absolute_floor_was_not():
-    # lb-mlp-gelu on the H100 (session 10): timed 45.18 / 39.46 us (1.145) for a true 1.133, but its
+    # lb-mlp-gelu on the H100: timed 45.18 / 39.46 us (1.145) for a true 1.133, but its
     # profile ran slower: records of 42.1 (candidate) and, at the same clock, 47.7 (reference). The
     # floor at the candidate's record alone ranked it 1.072; the ratio of the records, 1.133.
     record = timing_confirmation.KernelRecord(kernel_ms=0.0421, calls=3, capped=False, reference_kernel_ms=0.0477)
