@@ -193,7 +193,7 @@ def judged_runs(submission):
     return [run for run in runs if run.result and not timing_flags.is_provisional(run)]
 
 
-# ---- Comparing two GPUs on the season's samples (issue 11 item 4) -------------------------------
+# ---- Comparing two GPUs on the season's samples --------------------------------------------------
 
 @dataclass
 class GpuSeries:

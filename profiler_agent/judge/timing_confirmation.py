@@ -343,7 +343,7 @@ def rank_within_kernel_records(result: dict) -> None:
     taken 5% slower ranked lb-mlp-gelu 5% under its truth. Both records come from a process that runs
     submission code, so they may only lower a speedup, never raise one.
 
-    What it costs: the true speedup here is the kernels' (issue 9's definition), so a candidate is not
+    What it costs: the true speedup here is the kernels' (docs/measurement.md's definition), so a candidate is not
     credited for gaps the reference leaves between its kernels on the GPU, nor for kernels that overlap
     on several streams (they sum to more than the call lasts). Without a whole reference record (a
     reference of more kernels than the profile's cap), the candidate's median is floored at its own

@@ -1,4 +1,4 @@
-"""A benchmark season seeded from bundle folders (issue 11 item 2): the season with its GPU types and
+"""A benchmark season seeded from bundle folders (docs/dataset.md): the season with its GPU types and
 weight rule, its contestants, one issue and submission per bundle, each accepted by an organizer, then
 its dataset exported (services/datasets.py) for `profiler_agent bench` on each GPU.
 

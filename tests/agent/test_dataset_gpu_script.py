@@ -1,4 +1,4 @@
-"""bench/dataset/score_gpu.sh, the script run on each GPU machine of issue 11 item 2, run here on CPU
+"""bench/dataset/score_gpu.sh, the script run on each GPU machine to benchmark it offline, run here on CPU
 (DEVICE=cpu) over a two-sample dataset made as in test_benchmark.py: the builds first, all at once, into
 the cache `bench` then judges from; the table and the whole result in $OUT; past its DEADLINE, bench
 is interrupted and an incomplete result is still written from the state file, which a second call

@@ -1,4 +1,4 @@
-"""Issue 11 item 2's screenshot: a season whose GPU figures come only from two benchmark runs, each a
+"""The offline benchmark's screenshot: a season whose GPU figures come only from two benchmark runs, each a
 `profiler_agent bench --json` result uploaded by `profiler_agent bench-upload` (its own process, real
 HTTP), compared on the hardware page in Chromium.
 

@@ -1,4 +1,4 @@
-"""Issue 11 acceptance 1 in one line: a season's accepted samples exported to disk, the manifest loaded by
+"""The dataset in one line: a season's accepted samples exported to disk, the manifest loaded by
 pyarrow in a fresh process, `python -m profiler_agent bench` run on the export (CPU, its own process),
 its `--upload` sent over real HTTP, and the season's hardware page showing the benchmark run."""
 import json

@@ -1,4 +1,4 @@
-"""What the API fuzzer found answering 500 (issue 12, item 8), each refused at the edge with a clear 4xx or,
+"""What the API fuzzer found answering 500, each refused at the edge with a clear 4xx or,
 for what agents report, stored with its NUL characters replaced. Run on SQLite and on PostgreSQL."""
 import json
 import re

@@ -1,5 +1,5 @@
 """Seed a benchmark season from bundle folders, accept every sample (organizer override, audited) and
-export its dataset: the site half of issue 11 item 2 (docs/dataset.md, "Benchmarking GPUs offline").
+export its dataset: the site's half of benchmarking GPUs offline (docs/dataset.md, "Benchmarking GPUs offline").
 
     python manage.py seed_gpu_dataset_season --bundles-file bench/fixtures/dataset_season.json --export-to DIR
 
