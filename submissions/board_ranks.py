@@ -42,28 +42,22 @@ def in_order(rows, board_of):
         yield row
 
 
-class RankOnBoard:
-    """A model's `rank`: what attach or in_order set, else asked of the database for this row alone."""
-
-    def __set_name__(self, owner, name):
-        self.attribute = f"_{name}"
-
-    def __get__(self, row, owner=None):
-        if row is None:
-            return self
-        if getattr(row, self.attribute, None) is None:
-            attach(row.board(), [row])
-        return getattr(row, self.attribute)
-
-    def __set__(self, row, value):
-        setattr(row, self.attribute, value)
-
-
 class RankedRow:
-    """Mixin of a board's model (which defines `board()`): `rank` as read from the keys."""
+    """Mixin of a board's model (which defines `board()`): `rank` is what attach or in_order set, else
+    asked of the database for this row alone."""
 
-    rank = RankOnBoard()
+    _rank = None
+
+    @property
+    def rank(self):
+        if self._rank is None:
+            attach(self.board(), [self])
+        return self._rank
+
+    @rank.setter
+    def rank(self, value):
+        self._rank = value
 
     def refresh_from_db(self, *args, **kwargs):
         super().refresh_from_db(*args, **kwargs)
-        self.rank = None  # read again when next asked: the row may have moved
+        self._rank = None  # read again when next asked: the row may have moved

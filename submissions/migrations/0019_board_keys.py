@@ -15,9 +15,9 @@ def key_every_standing(apps, schema_editor):
         for row in rows:
             row.board_key = rule.board_key(row)
         Standing.objects.bulk_update(rows, ["board_key"], batch_size=1000)
-    rows = list(GpuStanding.objects.all())
+    rows, gpu_rule = list(GpuStanding.objects.all()), GpuSpeedupRule()
     for row in rows:
-        row.board_key = GpuSpeedupRule().board_key(row)
+        row.board_key = gpu_rule.board_key(row)
     GpuStanding.objects.bulk_update(rows, ["board_key"], batch_size=1000)
 
 

@@ -4,7 +4,7 @@ from django.db.models import Min
 
 import math
 
-from submissions import board_versions, ranked_runs
+from submissions import board_ranks, board_versions, ranked_runs
 from submissions.models import GpuStanding, ReviewDecision, Run, Season, Standing, Submission
 from submissions.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
@@ -135,7 +135,7 @@ def rerank(season):
     board_versions.bump(season.pk)
     rule = _current_rule(season)
     moved = [(key, standing.pk) for standing in Standing.objects.filter(season=season).select_for_update()
-             if bytes(standing.board_key) != (key := rule.board_key(standing))]
+             if board_ranks.key_of(standing) != (key := rule.board_key(standing))]
     # one prepared UPDATE by primary key per row: bulk_update's CASE over 1,000 ids a statement took
     # seconds for a season of 10,000 (bench/site/leaderboard.py)
     table = connection.ops.quote_name(Standing._meta.db_table)
