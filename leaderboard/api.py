@@ -9,7 +9,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from pydantic import Field, RootModel
 
-from leaderboard import board_cache, selectors
+from leaderboard import board_cache, season_reads, selectors
 from submissions import ranked_runs, timing_flags
 from submissions.api import answers
 from submissions.api_agent import agent_router
@@ -97,7 +97,7 @@ LIMIT = Query(50, ge=1, le=500, description="Rows to return")
 @public_router.get("/seasons/{code}/leaderboard", response=answers({200: LeaderboardOut}, 404, 422),
                    url_name="season_leaderboard")
 def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LIMIT):
-    season = board_cache.read(lambda: selectors.with_freeze(Season.objects.filter(code=code)).first())
+    season = season_reads.season_with_freeze(code)
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
     freeze = selectors.active_freeze(season, request.user)

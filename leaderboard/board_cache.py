@@ -12,12 +12,15 @@ the live one, under a notice of their own), the language and the page; never the
 parts (the menu, the CSRF token, messages) stay outside the cached parts. The code's own version is
 in the key too, so a deployment's new templates or translations are never mixed with the old ones'.
 
-After a change every page is stale at once, and every client asks for it again. One request renders
-each page at the new version (single flight: per process, and between processes through `add`, Redis's
+After a change every page is stale at once, and every client asks for it again. Each page is rendered
+once at the new version (single flight: per process, and between processes through `add`, Redis's
 SET NX, when the cache is shared); the requests that come while it renders are served the rendering
 before it, when that is at most BOARD_STALE_SECONDS behind a committed change (below), else they wait
-for the one rendering. A visitor alone never sees an older board than the database holds: a request
-that finds no rendering under way renders itself.
+for the one rendering. Under load (other requests in flight in this process) the request that finds a
+page stale is served the previous rendering too, within the same bound, and the page is rendered by
+the process's board renderer thread: a request that rendered 11 pages' worth of a burst itself was the
+tail of the board's latency (docs/performance.md). A visitor alone never sees an older board than the
+database holds: a request that is the only one in its process renders the page itself.
 
 The bound: an entry rendered at version V shows every change committed before V was replaced (each
 change replaces it). If this process read V as the current version at time s (stamped before the
@@ -31,12 +34,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import redis
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
+from django.db import close_old_connections
 from django.utils import translation
 
 logger = logging.getLogger(__name__)
@@ -51,6 +56,8 @@ KEPT_VERSIONS = 8  # per season, the versions whose last reading this process re
 _lock = threading.Lock()
 _read_at = {}  # season pk -> OrderedDict(version -> latest time.monotonic() it was read as current)
 _flights = {}  # (key, version) -> _Flight: the renderings under way in this process
+_in_flight = [0]  # requests this process is answering (counted by RequestsInFlightMiddleware)
+_renderer = []  # the process's board renderer: one thread, made when first needed (after a fork)
 
 
 class _Flight:
@@ -208,10 +215,11 @@ def _entry(cache, name):
         return False, None
 
 
-def cached(season, parts, compute, *, per_language=False):
+def cached(season, parts, compute, *, per_language=False, fresh=False):
     """`compute()`, or what it returned for the same season version and `parts` (and language, when
     the value is text in it), or while another request computes that: what it returned for a version
-    at most BOARD_STALE_SECONDS behind (the module's docstring)."""
+    at most BOARD_STALE_SECONDS behind (the module's docstring). `fresh`: never an earlier version's
+    (what a rendering kept as this version's is made of)."""
     if per_language:
         parts = (*parts, translation.get_language())
     name = key(season, *parts)
@@ -225,7 +233,46 @@ def cached(season, parts, compute, *, per_language=False):
         return entry[1]
     flight = _claim(cache, name, version)
     if flight is not None:
+        if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
+            _render_later(cache, name, version, compute, flight)
+            return entry[1]
         return _render(cache, name, version, compute, flight)
-    if entry is not None and _recently_current(season, entry[0]):
+    if not fresh and entry is not None and _recently_current(season, entry[0]):
         return entry[1]
     return _wait_for(cache, name, version, compute)
+
+
+def request_began():
+    with _lock:
+        _in_flight[0] += 1
+
+
+def request_ended():
+    with _lock:
+        _in_flight[0] -= 1
+
+
+def _others_in_flight():
+    with _lock:
+        return _in_flight[0] > 1
+
+
+def _render_later(cache, name, version, compute, flight):
+    """`compute()` rendered by the board renderer thread, in this request's language; the flight lands
+    when it is done, and until then the requests of this version wait for it or are served the
+    previous rendering as they would be for a request rendering it."""
+    with _lock:
+        if not _renderer:
+            _renderer.append(ThreadPoolExecutor(1, thread_name_prefix="board-renderer"))
+    _renderer[0].submit(_render_in_background, translation.get_language(), cache, name, version, compute, flight)
+
+
+def _render_in_background(language, cache, name, version, compute, flight):
+    close_old_connections()  # as a request does: the thread's connection is kept (CONN_MAX_AGE) or renewed
+    try:
+        with translation.override(language):
+            _render(cache, name, version, compute, flight)
+    except Exception:  # _render has landed the flight: its waiters render for themselves
+        logger.exception("rendering a board in the background failed")
+    finally:
+        close_old_connections()

@@ -18,6 +18,7 @@ from django.utils import translation
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext as _
 
+from leaderboard import board_cache
 from submissions.bundles import human_size
 
 FILE_NAME = re.compile(rb'filename="([^"]*)"|filename=([^;\s]*)')
@@ -188,3 +189,18 @@ class ErrorAnswersMiddleware:
         if status >= 500:
             return _("server error; the organizers can find it in the site's log")
         return response.reason_phrase
+
+
+class RequestsInFlightMiddleware:
+    """Counts the requests this process is answering: under load the board cache serves a page's
+    previous rendering and renders the new one in the background; a visitor alone waits for it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        board_cache.request_began()
+        try:
+            return self.get_response(request)
+        finally:
+            board_cache.request_ended()

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "leaderboard.middleware.RequestsInFlightMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything that queries (the session's lookup included): a NUL in the address is refused.
     "leaderboard.middleware.RefuseNulMiddleware",

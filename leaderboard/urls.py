@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.i18n import set_language
 
 from leaderboard import views as public
 from leaderboard.api import api
@@ -14,7 +16,9 @@ urlpatterns = [
     path("seasons/<str:code>/gpus/<slug:slug>/", public.gpu_leaderboard, name="gpu_leaderboard"),
     path("contestants/<int:contestant_id>/", public.contestant_detail, name="contestant_detail"),
     path("submissions/<int:submission_id>/charts/", public.submission_charts, name="submission_charts"),
-    path("i18n/", include("django.conf.urls.i18n")),
+    # The language is a display preference: another site that switches it changes nothing the visitor
+    # owns, and without a token in the header the public pages set no CSRF cookie and draw no secret.
+    path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,6 +1,7 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
 import time
 
+from django.contrib import messages
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -8,7 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views import defaults
 
-from leaderboard import board_cache, charts, selectors, standing_cells
+from leaderboard import board_cache, charts, season_reads, selectors, standing_cells
 from submissions.models import Season, Submission
 from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
 
@@ -33,13 +34,14 @@ def home(request):
     return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
 
 
-def cached_board_page(season, parts, query, search, asked, render_part):
+def cached_board_page(season, parts, query, search, asked, render_part, *, fresh=False):
     """The pager of `query`'s page `asked` (read as Paginator.get_page reads it: page 1 when it is no
     number, the last when it is past the end) and `render_part(page)`, the part of the answer that
     shows the page (its rows in `page.object_list`), both from the board cache: a cached page reads
-    no standings at all. `parts` name what is rendered, for whom (never who: no personal part)."""
+    no standings at all. `parts` name what is rendered, for whom (never who: no personal part).
+    `fresh`: both at the season's version as read, never a rendering before it (board_cache.cached)."""
     paginator = selectors.BoardPaginator(query, PAGE_SIZE)
-    paginator.count = board_cache.cached(season, (parts[0], search, "count"), query.count)
+    paginator.count = board_cache.cached(season, (parts[0], search, "count"), query.count, fresh=fresh)
     try:
         number = paginator.validate_number(asked)
     except PageNotAnInteger:
@@ -47,7 +49,7 @@ def cached_board_page(season, parts, query, search, asked, render_part):
     except EmptyPage:
         number = paginator.num_pages
     html = board_cache.cached(season, (*parts, search, "page", number),
-                              lambda: render_part(paginator.page(number)), per_language=True)
+                              lambda: render_part(paginator.page(number)), per_language=True, fresh=fresh)
     return Page((), number, paginator), mark_safe(html)
 
 
@@ -65,7 +67,9 @@ def season_detail(request, code):
 
 
 def season_leaderboard(request, code):
-    season = board_cache.read(lambda: get_object_or_404(selectors.with_freeze(Season.objects), code=code))
+    season = season_reads.season_with_freeze(code)
+    if season is None:
+        raise Http404("no such season")
     search, cut = bounded_search(request.GET.get("q"))
     freeze = selectors.active_freeze(season, request.user)
     staff = request.user.is_staff
@@ -84,14 +88,36 @@ def season_leaderboard(request, code):
         return render_to_string(
             "leaderboard/_leaderboard_table.html" if fragment else "leaderboard/_leaderboard_content.html", context)
 
-    # The board names whose rendering this is: during a freeze only organizers see the live one (with
-    # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
-    _, part = cached_board_page(
-        season, (board_cache.board_of(freeze), "table" if fragment else "page"),
-        selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part)
+    def content(fresh):
+        # The board names whose rendering this is: during a freeze only organizers see the live one (with
+        # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
+        _, part = cached_board_page(
+            season, (board_cache.board_of(freeze), "table" if fragment else "page"),
+            selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part, fresh=fresh)
+        return part
+
     if fragment:
-        return HttpResponse(part)
-    return render(request, "leaderboard/leaderboard.html", {"season": season, "content": part})
+        return HttpResponse(content(fresh=False))
+    return whole_page(request, season, (board_cache.board_of(freeze), "whole"), lambda fresh: render(
+        request, "leaderboard/leaderboard.html", {"season": season, "content": content(fresh)}))
+
+
+# What a board page's address may carry for its whole page to be kept: anything else (a tracking tag,
+# a typo) would make an entry per address for the same page.
+WHOLE_PAGE_PARAMETERS = {"page", "q"}
+
+
+def whole_page(request, season, parts, render_page):
+    """`render_page(fresh)`'s response. For a visitor who is not logged in and has no message waiting,
+    the page's content is kept in the board cache under its address: such a visitor's page has nothing
+    personal (no menu of their own, no CSRF token, no message), and rendering the page around its
+    cached table cost as much as the rest of the request. A kept page is rendered from parts at the
+    season's version (`fresh`), never around an older part: it is kept as that version's."""
+    if (request.user.is_authenticated or len(messages.get_messages(request))
+            or not set(request.GET) <= WHOLE_PAGE_PARAMETERS):
+        return render_page(False)
+    return HttpResponse(board_cache.cached(season, (*parts, request.get_full_path()),
+                                           lambda: render_page(True).content, per_language=True))
 
 
 def hardware_comparison(request, code):
@@ -121,7 +147,9 @@ def contestant_detail(request, contestant_id):
 
 
 def gpu_leaderboard(request, code, slug):
-    season = board_cache.read(lambda: get_object_or_404(Season, code=code))
+    season = season_reads.season_with_freeze(code)
+    if season is None:
+        raise Http404("no such season")
     gpu_type = selectors.season_gpu_type(season, slug)
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")

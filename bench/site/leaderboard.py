@@ -8,7 +8,9 @@ Fills a separate database (default: SQLite at var/bench.sqlite3; --database-url 
 is flushed first), materializes standings the way the site does (the season's ranking rule), then
 runs the site as scripts/platform.sh does (gunicorn with deploy/gunicorn.conf.py, ALLOWED_HOSTS as it
 sets it) and times leaderboard pages from the first to the last, the table fragment the page polls,
-the JSON API at its first and last offset and the home page, with --clients concurrent clients;
+the JSON API at its first and last offset and the home page, with --clients concurrent clients,
+each a process of its own with one keep-alive connection, as browsers are (threads of this process
+would queue on its interpreter behind each other and behind the reviewer, and time that queue);
 prints p50, p99 and the worst per page. Pages are served from the board cache once rendered
 (leaderboard/board_cache.py); --review-every changes a standing and re-ranks the season that often
 while the pages are timed, as reviews and agents' reports do in a contest: each makes every cached
@@ -25,7 +27,6 @@ import statistics
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,36 +182,41 @@ def pages_to_time(n_contestants):
     return paths
 
 
-def time_over_http(site_url, paths, requests_per_path, clients):
-    """`clients` threads, each with its own keep-alive connection, send the paths' requests in a
-    shuffled order; returns {label: [ms, ...]}. Every answer must be 200."""
+def _client(site_url, share):
+    """One client: its own process and keep-alive connection (a browser's process, not a thread sharing
+    the bench's interpreter with the reviewer); returns [(label, ms), ...]. Every answer must be 200."""
     import http.client
     from urllib.parse import urlsplit
 
     host = urlsplit(site_url)
+    connection = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
+    timed = []
+    for label, path in share:
+        started = time.perf_counter()
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status != 200:
+            raise AssertionError(f"{path}: HTTP {response.status}")
+        timed.append((label, elapsed))
+    connection.close()
+    return timed
+
+
+def time_over_http(site_url, paths, requests_per_path, clients):
+    """`clients` processes, each with its own keep-alive connection, send the paths' requests in a
+    shuffled order; returns {label: [ms, ...]}."""
+    import multiprocessing
+
     work = [(label, path) for label, path in paths for _ in range(requests_per_path)]
     random.Random(11).shuffle(work)
     shares = [work[i::clients] for i in range(clients)]
     samples = {label: [] for label, _ in paths}
-    lock = threading.Lock()
-
-    def client(share):
-        connection = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
-        for label, path in share:
-            started = time.perf_counter()
-            connection.request("GET", path)
-            response = connection.getresponse()
-            response.read()
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.status != 200:
-                raise AssertionError(f"{path}: HTTP {response.status}")
-            with lock:
+    with multiprocessing.get_context("spawn").Pool(clients) as pool:
+        for timed in pool.starmap(_client, [(site_url, share) for share in shares]):
+            for label, elapsed in timed:
                 samples[label].append(elapsed)
-        connection.close()
-
-    with ThreadPoolExecutor(clients) as pool:
-        for future in [pool.submit(client, share) for share in shares]:
-            future.result()
     return samples
 
 

@@ -196,7 +196,8 @@ def test_each_language_gets_its_own_rendering(client, season, alice, organizer, 
 
 
 def csrf_token_of(page):
-    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    return found and found.group(1)
 
 
 def test_personal_parts_are_never_served_to_another_visitor(season, alice, bob, organizer, board_cache):
@@ -222,9 +223,18 @@ def test_personal_parts_are_never_served_to_another_visitor(season, alice, bob, 
                     assert (">organizer</a>" in page) == (name == "organizer"), (name, path)
                     assert (">alice</a>" in page) == (name == "alice"), (name, path)
                     assert ("Log in" in page) == (name == "anonymous"), (name, path)
-                    # the language form's token is this visitor's own: the switch is accepted
-                    switched = client.post("/i18n/setlang/", {"language": "en", "next": "/",
-                                                              "csrfmiddlewaretoken": csrf_token_of(page)})
+                    # a page's CSRF token (the log-out form's) is its visitor's own: a form posted with
+                    # it is accepted; a visitor who is not logged in is given none (and no CSRF cookie)
+                    token = csrf_token_of(page)
+                    assert (token is None) == (name == "anonymous"), (name, path)
+                    if token is not None:
+                        tried = client.post("/accounts/login/", {"username": "nobody", "password": "wrong",
+                                                                 "csrfmiddlewaretoken": token})
+                        assert tried.status_code == 200, (name, path)  # refused by the form, not by CSRF (403)
+                    else:
+                        assert "csrftoken" not in client.cookies, path
+                    # the language switch is a display preference: it takes no token
+                    switched = client.post("/i18n/setlang/", {"language": "en", "next": "/"})
                     assert switched.status_code == 302, (name, path)
             board = client.get(APIS["JSON"]).json()
             assert [r["contestant"] for r in board["rows"]] == (
@@ -302,6 +312,86 @@ def test_a_visitor_alone_sees_every_committed_change_at_once(season, board_cache
         rendering = Rendering(f"board after review {review}")
         rendering.go.set()
         assert board_cache_module.cached(read_season(season), PARTS, rendering) == f"board after review {review}"
+
+
+class OtherRequestsInFlight:
+    """Another request being answered by this process meanwhile (what RequestsInFlightMiddleware
+    counts): the process is under load."""
+
+    def __enter__(self):
+        board_cache_module.request_began()  # the asking request's own
+        board_cache_module.request_began()  # another one's
+
+    def __exit__(self, *exc):
+        board_cache_module.request_ended()
+        board_cache_module.request_ended()
+
+
+def test_under_load_the_request_that_finds_a_page_stale_is_served_the_previous_one_and_it_is_rendered_in_the_background(
+        season, board_cache):
+    first = Rendering("board before the review")
+    first.go.set()
+    board_cache_module.cached(read_season(season), PARTS, first)
+    board_versions.bump(season.pk)
+    second = Rendering("board after the review")
+    with OtherRequestsInFlight():
+        # answered at once, though the new rendering has not even been let go
+        assert board_cache_module.cached(read_season(season), PARTS, second) == "board before the review"
+        assert second.started.wait(30)  # the renderer thread took it up
+        answers, renderings = ask_at_once(read_season(season), PARTS, 4)
+        assert answers == ["board before the review"] * 4 and renderings == 0
+        second.go.set()
+        deadline = time.monotonic() + 30
+        while board_cache_module.cached(read_season(season), PARTS, second) != "board after the review":
+            assert time.monotonic() < deadline, "the background rendering never landed"
+            time.sleep(0.01)
+    assert second.calls == 1
+
+
+def test_a_part_asked_fresh_is_never_an_earlier_versions(season, board_cache):
+    """What a page kept as a version's is made of (leaderboard.views.whole_page): even under load and
+    while the part is being rendered, it is that version's part, never the one before."""
+    first = Rendering("part before the review")
+    first.go.set()
+    board_cache_module.cached(read_season(season), PARTS, first)
+    board_versions.bump(season.pk)
+    second = Rendering("part after the review")
+    with OtherRequestsInFlight(), ThreadPoolExecutor(1) as asker:
+        # the request that found it stale is served the previous part; the new one renders behind it
+        assert board_cache_module.cached(read_season(season), PARTS, second) == "part before the review"
+        assert second.started.wait(30)
+        fresh = asker.submit(board_cache_module.cached, read_season(season), PARTS,
+                             lambda: "rendered again", fresh=True)
+        time.sleep(0.2)
+        assert not fresh.done()  # it waits for the rendering of its version
+        second.go.set()
+        assert fresh.result(30) == "part after the review"
+
+
+def test_whole_pages_kept_for_visitors_show_every_change_at_once(client, season, alice, bob, organizer, board_cache):
+    """The page a visitor who is not logged in is served whole from the cache follows each change, in
+    each language, at each address; a tracking tag in the address is not kept."""
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    for headers in (EN, ZH):
+        for path in ("/seasons/S1/leaderboard/", "/seasons/S1/leaderboard/?page=1"):
+            assert "Bob" not in text(client.get(path, headers=headers))
+    accepted_sample(season, bob, organizer, {"cpu": (3.0, 1.0)})
+    for headers in (EN, ZH):
+        for path in ("/seasons/S1/leaderboard/", "/seasons/S1/leaderboard/?page=1"):
+            page = text(client.get(path, headers=headers))
+            assert "Bob" in page and "Alice" in page, (path, headers)
+            assert ("排名" in page) == (headers is ZH) and ("Rank" in page) == (headers is EN), path
+        searched = text(client.get("/seasons/S1/leaderboard/?q=Bob", headers=headers))  # another address
+        assert "Bob" in searched and "Alice" not in searched
+    before = len(board_keys(board_cache))
+    text(client.get("/seasons/S1/leaderboard/?utm_source=mail"))
+    assert len(board_keys(board_cache)) == before
+
+
+def board_keys(board_cache):
+    if board_cache.kind == "locmem":
+        return list(caches["boards"]._cache)
+    return list(redis.Redis.from_url(REDIS_URL).scan_iter(f"{board_cache.prefix}:*"))
 
 
 @pytest.mark.parametrize("bound", [0, 0.2])

@@ -91,13 +91,16 @@ def test_the_refusal_page_shows_who_is_signed_in(client, alice, refusal):
     assert 'href="/account/">alice</a>' in page and "Log out" in page and "Log in" not in page
 
 
-def test_the_language_switch_of_a_refusal_page_passes_the_csrf_check(db):
-    """The page is rendered before CsrfViewMiddleware has run: its token must still match the cookie."""
+def test_the_forms_of_a_refusal_page_pass_the_csrf_check(alice):
+    """The page is rendered before CsrfViewMiddleware has run: its token (the log-out form's) must still
+    match the cookie; the language switch, a display preference, takes none."""
     browser = Client(enforce_csrf_checks=True)
+    browser.force_login(alice.user)
     page = refusal_page(browser.get("/seasons/%00/", headers=ENGLISH), 400)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    switched = browser.post("/i18n/setlang/", {"csrfmiddlewaretoken": token, "language": "zh-hans",
-                                               "next": "/seasons/%00/"})
+    tried = browser.post("/accounts/login/", {"csrfmiddlewaretoken": token, "username": "nobody", "password": "no"})
+    assert tried.status_code == 200  # refused by the form, not by the CSRF check (403)
+    switched = browser.post("/i18n/setlang/", {"language": "zh-hans", "next": "/seasons/%00/"})
     assert switched.status_code == 302 and switched["Location"] == "/seasons/%00/"
     again = refusal_page(browser.get(switched["Location"], headers=ENGLISH), 400)
     assert refusal_text(again) == REFUSALS["nul"][5][1]  # the switch wins over the browser's language

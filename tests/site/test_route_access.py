@@ -298,7 +298,10 @@ ADMIN_CASES = [Case("get", "/admin/", {"anonymous": "admin-login", "a": "admin-l
                                        "organizer": 200}),
                Case("get", "/admin/submissions/submission/", {"anonymous": "admin-login", "a": "admin-login",
                                                               "b": "admin-login", "organizer": 403})]
-CSRF_EXEMPT = {"pr_webhook"}  # the hosts sign their deliveries instead (services/pr_intake.verify_webhook)
+CSRF_EXEMPT = {
+    "pr_webhook",  # the hosts sign their deliveries instead (services/pr_intake.verify_webhook)
+    "set_language",  # a display preference: a forged switch changes nothing the visitor owns
+}
 
 
 def named_routes():
