@@ -111,7 +111,7 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
                               accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
                               total_score=s.total_score, submission_count=s.submission_count,
                               best_speedup=s.best_speedup)
-                  for s in selectors.rows_at(query, offset, limit)])
+                  for s in selectors.rows_at(query, offset, limit, whole_board=True)])
 
     return cached_json(request, season, (board_cache.board_of(freeze), "json", offset, limit), page)
 
@@ -286,7 +286,8 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
     return cached_json(request, season, (f"gpu-{gpu_type.pk}", "json", offset, limit), lambda: GpuBoardOut(
         [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                         geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup)
-         for r in selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit)]))
+         for r in selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit,
+                                        whole_board=True)]))
 
 
 api.add_router("/agent", agent_router)

@@ -64,6 +64,18 @@ class _Flight:
     def __init__(self):
         self.landed = threading.Event()
         self.value = None  # (rendering,) once rendered; stays None when the rendering failed
+        self.begun = True  # False while it waits for the renderer thread: a request may take it over
+
+
+def _take_over(flight):
+    """Whether this caller renders `flight`, which waited for the renderer thread: the renderer or the
+    first request to need it at this version, never both. A request waiting for the renderer could
+    wait behind a rendering that itself waits for one queued behind it."""
+    with _lock:
+        if flight.begun:
+            return False
+        flight.begun = True
+        return True
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +199,8 @@ def _wait_for(cache, name, version, compute):
     with _lock:
         flight = _flights.get((name, version))
     if flight is not None:
+        if _take_over(flight):
+            return _render(cache, name, version, compute, flight)
         if flight.landed.wait(WAIT_SECONDS) and flight.value is not None:
             return flight.value[0]
     elif _shared(cache):
@@ -264,10 +278,13 @@ def _render_later(cache, name, version, compute, flight):
     with _lock:
         if not _renderer:
             _renderer.append(ThreadPoolExecutor(1, thread_name_prefix="board-renderer"))
+        flight.begun = False
     _renderer[0].submit(_render_in_background, translation.get_language(), cache, name, version, compute, flight)
 
 
 def _render_in_background(language, cache, name, version, compute, flight):
+    if not _take_over(flight):  # a request needed it first and rendered it
+        return
     close_old_connections()  # as a request does: the thread's connection is kept (CONN_MAX_AGE) or renewed
     try:
         with translation.override(language):

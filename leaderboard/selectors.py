@@ -47,18 +47,33 @@ def board_query(season, freeze, search=""):
 DEFERRED_JOIN_FROM_OFFSET = 1000
 
 
-def rows_at(query, offset, limit):
+def rows_at(query, offset, limit, *, whole_board=False):
     """`query[offset:offset + limit]`, ranked, without paying for the rows skipped: their ids come from
     the board-order index alone (`standing_board_order`), then only the page's rows are read and joined.
-    A plain OFFSET joins and discards every skipped row, so the last page cost 2-3x the first."""
+    A plain OFFSET joins and discards every skipped row, so the last page cost 2-3x the first.
+    `whole_board`: `query` is a whole live board in order (no search): the row before the page is read
+    with it, and its key places the page with no count (board_ranks.attach_in_order)."""
+    live = query.model is not FrozenStanding
+    start = offset - 1 if whole_board and live and offset else offset
     if offset < DEFERRED_JOIN_FROM_OFFSET:
-        rows = list(query[offset:offset + limit])
+        rows = list(query[start:offset + limit])
+        keys = [board_ranks.key_of(row) for row in rows] if live else None
+        rows = rows[offset - start:]
     else:
-        ids = list(query.values_list("pk", flat=True)[offset:offset + limit])
-        found = query.model._default_manager.filter(pk__in=ids).select_related("contestant").in_bulk()
+        if live:
+            pairs = list(query.values_list("pk", "board_key")[start:offset + limit])
+            keys = [bytes(key) for _, key in pairs]
+            ids = [pk for pk, _ in pairs[offset - start:]]
+        else:
+            ids = list(query.values_list("pk", flat=True)[offset:offset + limit])
+        # contestants by their keys, not joined: PostgreSQL joins 50 rows to a scan of every contestant
+        found = query.model._default_manager.filter(pk__in=ids).order_by().prefetch_related("contestant").in_bulk()
         rows = [found[pk] for pk in ids if pk in found]
-    if rows and query.model is not FrozenStanding:  # live rows: ranked from their keys, all at once
-        board_ranks.attach(rows[0].board(), rows)
+    if rows and live:  # live rows: ranked from their keys, all at once
+        if whole_board and len(rows) == len(keys) - (offset - start):
+            board_ranks.attach_in_order(rows[0].board(), rows, offset, keys[0] if start < offset else None)
+        else:
+            board_ranks.attach(rows[0].board(), rows)
     return rows
 
 
@@ -66,13 +81,16 @@ class BoardPaginator(Paginator):
     """Django's Paginator over a board query (standings, GPU or frozen standings in board order),
     reading each page through `rows_at`."""
 
+    whole_board = False  # the query is a whole board, not a search's matches (rows_at)
+
     def page(self, number):
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
-        return self._get_page(rows_at(self.object_list, bottom, top - bottom), number, self)
+        return self._get_page(rows_at(self.object_list, bottom, top - bottom, whole_board=self.whole_board),
+                              number, self)
 
 
 def season_issues(season):

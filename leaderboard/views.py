@@ -3,6 +3,7 @@ import time
 
 from django.contrib import messages
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -28,28 +29,41 @@ def home(request):
         freeze = selectors.active_freeze(season, request.user)
         top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
             "leaderboard/_standings.html",
-            {"rows": standing_cells.with_cells(selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS),
+            {"rows": standing_cells.with_cells(selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS,
+                                                                     whole_board=True),
                                                rule), "rule": rule}),
             per_language=True))
     return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
 
 
-def cached_board_page(season, parts, query, search, asked, render_part, *, fresh=False):
-    """The pager of `query`'s page `asked` (read as Paginator.get_page reads it: page 1 when it is no
-    number, the last when it is past the end) and `render_part(page)`, the part of the answer that
-    shows the page (its rows in `page.object_list`), both from the board cache: a cached page reads
-    no standings at all. `parts` name what is rendered, for whom (never who: no personal part).
-    `fresh`: both at the season's version as read, never a rendering before it (board_cache.cached)."""
-    paginator = selectors.BoardPaginator(query, PAGE_SIZE)
-    paginator.count = board_cache.cached(season, (parts[0], search, "count"), query.count, fresh=fresh)
+def cached_board_page(season, parts, make_query, search, asked, render_part, *, fresh=False):
+    """The pager of the page `asked` (read as Paginator.get_page reads it: page 1 when it is no
+    number, the last when it is past the end) of the board `make_query()` reads, and
+    `render_part(page)`, the part of the answer that shows the page (its rows in `page.object_list`),
+    both from the board cache: a cached page builds no query and reads no standings at all. `parts`
+    name what is rendered, for whom (never who: no personal part). `fresh`: both at the season's
+    version as read, never a rendering before it (board_cache.cached)."""
+    paginator = selectors.BoardPaginator((), PAGE_SIZE)
+    paginator.whole_board = not search
+
+    def board():
+        if not isinstance(paginator.object_list, QuerySet):
+            paginator.object_list = make_query()
+        return paginator.object_list
+
+    paginator.count = board_cache.cached(season, (parts[0], search, "count"), lambda: board().count(), fresh=fresh)
     try:
         number = paginator.validate_number(asked)
     except PageNotAnInteger:
         number = 1
     except EmptyPage:
         number = paginator.num_pages
-    html = board_cache.cached(season, (*parts, search, "page", number),
-                              lambda: render_part(paginator.page(number)), per_language=True, fresh=fresh)
+
+    def render():
+        board()
+        return render_part(paginator.page(number))
+
+    html = board_cache.cached(season, (*parts, search, "page", number), render, per_language=True, fresh=fresh)
     return Page((), number, paginator), mark_safe(html)
 
 
@@ -93,7 +107,8 @@ def season_leaderboard(request, code):
         # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
         _, part = cached_board_page(
             season, (board_cache.board_of(freeze), "table" if fragment else "page"),
-            selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part, fresh=fresh)
+            lambda: selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part,
+            fresh=fresh)
         return part
 
     if fragment:
@@ -157,7 +172,7 @@ def gpu_leaderboard(request, code, slug):
     if cut:
         notify_cut(request)
     page, table = cached_board_page(
-        season, (f"gpu-{gpu_type.pk}", "table"), selectors.gpu_standings_query(season, gpu_type, search), search,
+        season, (f"gpu-{gpu_type.pk}", "table"), lambda: selectors.gpu_standings_query(season, gpu_type, search), search,
         request.GET.get("page"),
         lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {

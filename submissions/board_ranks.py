@@ -27,6 +27,24 @@ def attach(board, rows):
     return rows
 
 
+def attach_in_order(board, rows, offset, key_before):
+    """Sets `.rank` on `rows`, the rows of `board` at positions `offset`, `offset + 1`, ... in board
+    order, where `key_before` is the key of the row at `offset - 1` (None at the top). Every row before
+    the page has a key no greater than `key_before`, so when it is smaller than the first row's there
+    are exactly `offset` of them: no query. Only a tie across the page's edge needs the count, and only
+    for the rows sharing the first row's key: every row before the page is before any greater key."""
+    keys = [key_of(row) for row in rows]
+    if key_before is None:
+        before_first = 0
+    elif key_before < keys[0]:
+        before_first = offset
+    else:
+        before_first = board.filter(board_key__lt=keys[0]).count()
+    for row, key in zip(rows, keys):
+        row.rank = 1 + (before_first if key == keys[0] else offset) + bisect.bisect_left(keys, key)
+    return rows
+
+
 def in_order(rows, board_of):
     """Yields `rows` (whole boards, each read in board order: key, then contestant) with `.rank` set as
     they pass, with no query; `board_of(row)` tells which board a row is on."""

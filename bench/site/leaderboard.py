@@ -182,26 +182,32 @@ def pages_to_time(n_contestants):
     return paths
 
 
-def _client(site_url, share):
+def _client(site_url, share, ready, results):
     """One client: its own process and keep-alive connection (a browser's process, not a thread sharing
-    the bench's interpreter with the reviewer); returns [(label, ms), ...]. Every answer must be 200."""
+    the bench's interpreter with the reviewer). It starts timing when every client is ready (started
+    and connected: 8 interpreters starting would be timed otherwise) and puts [(label, ms), ...] on
+    `results`. Every answer must be 200."""
     import http.client
     from urllib.parse import urlsplit
 
     host = urlsplit(site_url)
     connection = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
+    connection.connect()
     timed = []
-    for label, path in share:
-        started = time.perf_counter()
-        connection.request("GET", path)
-        response = connection.getresponse()
-        response.read()
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status != 200:
-            raise AssertionError(f"{path}: HTTP {response.status}")
-        timed.append((label, elapsed))
-    connection.close()
-    return timed
+    try:
+        ready.wait(120)  # a client that cannot start breaks the barrier for all
+        for label, path in share:
+            started = time.perf_counter()
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status != 200:
+                raise AssertionError(f"{path}: HTTP {response.status}")
+            timed.append((label, elapsed))
+    finally:
+        connection.close()
+        results.put(timed)
 
 
 def time_over_http(site_url, paths, requests_per_path, clients):
@@ -211,12 +217,21 @@ def time_over_http(site_url, paths, requests_per_path, clients):
 
     work = [(label, path) for label, path in paths for _ in range(requests_per_path)]
     random.Random(11).shuffle(work)
-    shares = [work[i::clients] for i in range(clients)]
+    context = multiprocessing.get_context("spawn")
+    ready, results = context.Barrier(clients), context.Queue()
+    processes = [context.Process(target=_client, args=(site_url, work[i::clients], ready, results))
+                 for i in range(clients)]
+    for process in processes:
+        process.start()
+    timed = [results.get() for _ in processes]
+    for process in processes:
+        process.join()
+        if process.exitcode:
+            raise AssertionError(f"a client failed (exit code {process.exitcode})")
     samples = {label: [] for label, _ in paths}
-    with multiprocessing.get_context("spawn").Pool(clients) as pool:
-        for timed in pool.starmap(_client, [(site_url, share) for share in shares]):
-            for label, elapsed in timed:
-                samples[label].append(elapsed)
+    for share in timed:
+        for label, elapsed in share:
+            samples[label].append(elapsed)
     return samples
 
 

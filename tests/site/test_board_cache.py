@@ -368,6 +368,34 @@ def test_a_part_asked_fresh_is_never_an_earlier_versions(season, board_cache):
         assert fresh.result(30) == "part after the review"
 
 
+def test_a_rendering_waiting_for_the_renderer_is_taken_over_by_a_request_that_needs_it(season, board_cache):
+    """A page kept whole waits for its parts (fresh); were a part's rendering queued behind the page's
+    on the renderer thread, the page would wait for it forever. The request that needs a queued
+    rendering renders it, and the renderer then skips it."""
+    other_page = (*PARTS[:-2], 2, "en")
+    before = Rendering("before")
+    before.go.set()
+    board_cache_module.cached(read_season(season), PARTS, before)
+    board_cache_module.cached(read_season(season), other_page, before)
+    board_versions.bump(season.pk)
+    blocking, queued = Rendering("page 2 after the review"), Rendering("page 1 after the review, by the renderer")
+    with OtherRequestsInFlight():
+        assert board_cache_module.cached(read_season(season), other_page, blocking) == "before"
+        assert blocking.started.wait(30)  # the renderer thread is busy with page 2
+        assert board_cache_module.cached(read_season(season), PARTS, queued) == "before"  # queued behind it
+        started = time.monotonic()
+        needed = board_cache_module.cached(read_season(season), PARTS, lambda: "page 1 after the review", fresh=True)
+        assert needed == "page 1 after the review" and time.monotonic() - started < board_cache_module.WAIT_SECONDS
+        queued.go.set()
+        blocking.go.set()
+        deadline = time.monotonic() + 30
+        while board_cache_module.cached(read_season(season), other_page, blocking) != "page 2 after the review":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert queued.calls == 0 and blocking.calls == 1
+    assert board_cache_module.cached(read_season(season), PARTS, before) == "page 1 after the review"
+
+
 def test_whole_pages_kept_for_visitors_show_every_change_at_once(client, season, alice, bob, organizer, board_cache):
     """The page a visitor who is not logged in is served whole from the cache follows each change, in
     each language, at each address; a tracking tag in the address is not kept."""

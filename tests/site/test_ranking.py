@@ -143,7 +143,28 @@ def stored_ranks(season, ids):
     alone = sorted((ids[s.contestant_id], s.rank) for s in Standing.objects.filter(season=season))
     in_order = sorted((ids[s.contestant_id], s.rank) for s in board_ranks.in_order(rows, lambda s: s.season_id))
     assert at_once == alone == in_order
+    assert paged_ranks(season, ids) == at_once
     return at_once
+
+
+def paged_ranks(season, ids):
+    """The ranks as pages of the whole board read them (selectors.rows_at): every page size, so that
+    ties fall across a page's edge, by both of its paths (a plain slice; ids from the index first)."""
+    from leaderboard import selectors
+    from submissions.models import Standing
+
+    board = Standing.objects.filter(season=season).select_related("contestant").order_by("board_key", "contestant_id")
+    count, seen = board.count(), set()
+    kept = selectors.DEFERRED_JOIN_FROM_OFFSET
+    try:
+        for selectors.DEFERRED_JOIN_FROM_OFFSET in (kept, 1):
+            for size in range(1, count + 1):
+                pages = [selectors.rows_at(board, offset, size, whole_board=True) for offset in range(0, count, size)]
+                seen.add(tuple(sorted((ids[s.contestant_id], s.rank) for page in pages for s in page)))
+    finally:
+        selectors.DEFERRED_JOIN_FROM_OFFSET = kept
+    assert len(seen) == 1, seen
+    return list(seen.pop())
 
 
 @pytest.mark.parametrize("rule, rule_settings", [
