@@ -1,68 +1,21 @@
-"""The site's HTTP API (/api/v1/): one NinjaAPI joining the domain routers and the public leaderboard."""
-import json
+"""The public API (/api/v1/): leaderboards, seasons' issues and hardware, contestants; mounted by
+config/api.py with the domain routers."""
 from typing import List, Optional
 
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
-from ninja import NinjaAPI, Query, Router, Schema, Swagger
-from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.parser import Parser
+from ninja import Query, Router, Schema
+from ninja.errors import HttpError
 from pydantic import Field, RootModel
 
 from leaderboard import board_cache, season_reads, selectors
 from submissions import ranked_runs, timing_flags
 from submissions.api import answers
-from submissions.api_agent import agent_router
-from submissions.api_contestant import IssueOut, contestant_router
-from submissions.api_benchmarks import benchmark_router
-from submissions.api_datasets import organizer_router
+from submissions.api_contestant import IssueOut
 from submissions.models import Season
 
 # Beyond any standings, and offset + limit stays far inside a 64-bit integer on every database.
 MAX_OFFSET = 2**31 - 1
-
-
-def _refuse_constant(name):
-    raise ValueError(f"{name} is not JSON")
-
-
-class StrictJsonParser(Parser):
-    """JSON as the standard has it: NaN and Infinity (which Python's json reads) are refused with 400,
-    as PostgreSQL's JSON columns would refuse them with a server error."""
-
-    def parse_body(self, request):
-        return json.loads(request.body, parse_constant=_refuse_constant)
-
-
-api = NinjaAPI(title="GPU CodeForces API", version="1", urls_namespace="api", parser=StrictJsonParser(),
-               # No validator badge: the docs page asks nothing of any other host.
-               docs=Swagger(settings={"validatorUrl": None}),
-               description="Agents report runs; contestants submit bundles; everyone reads leaderboards. "
-                           "Every error answer is JSON with a `detail` naming the problem.")
-
-
-@api.exception_handler(AuthenticationError)
-def on_auth_error(request, exc):
-    return api.create_response(request, {"detail": _("missing or invalid bearer token")}, status=401)
-
-
-@api.exception_handler(ValidationError)
-def on_validation_error(request, exc):
-    problems = []
-    for error in exc.errors:
-        where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload"))
-        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
-    return api.create_response(request, {"detail": _("invalid request: %(problems)s") % {"problems": "; ".join(problems)},
-                                         "errors": exc.errors},
-                               status=422)
-
-
-@api.exception_handler(HttpError)
-def on_http_error(request, exc):
-    body = {"detail": str(exc)}
-    if exc.status_code == 422:  # as documented for every 422 (ValidationErrorOut): the problems listed too
-        body["errors"] = [{"msg": str(exc), "type": "value_error"}]
-    return api.create_response(request, body, status=exc.status_code)
 
 
 public_router = Router(tags=["public"])
@@ -118,8 +71,9 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
 
 def cached_json(request, season, parts, make):
     """The answer `make()` gives (a response schema's instance), its JSON bytes kept in the board cache."""
-    content = board_cache.cached(season, parts, lambda: api.create_response(request, make().model_dump(), status=200).content)
-    return HttpResponse(content, content_type=api.get_content_type())
+    content = board_cache.cached(season, parts, lambda: public_router.api.create_response(
+        request, make().model_dump(), status=200).content)
+    return HttpResponse(content, content_type=public_router.api.get_content_type())
 
 
 class ContestantOut(Schema):
@@ -288,10 +242,3 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
                         geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup)
          for r in selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit,
                                         whole_board=True)]))
-
-
-api.add_router("/agent", agent_router)
-api.add_router("/", contestant_router)
-api.add_router("/", organizer_router)
-api.add_router("/", benchmark_router)
-api.add_router("/", public_router)

@@ -82,7 +82,7 @@ def _take_over(flight):
 def code_version():
     """What the renderings are made by: the site's templates, translations and Python sources."""
     digest = hashlib.sha256()
-    for folder in ("templates", "locale", "leaderboard", "submissions"):
+    for folder in ("templates", "locale", "config", "leaderboard", "submissions"):
         for path in sorted((settings.BASE_DIR / folder).rglob("*")):
             if path.suffix in (".html", ".mo", ".py") and "migrations" not in path.parts:
                 stat = path.stat()

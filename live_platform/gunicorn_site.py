@@ -14,7 +14,7 @@ from pathlib import Path
 from live_platform.ports import free_port
 from live_platform.processes import PY, ROOT, stop_process_group
 
-GUNICORN = [PY, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "leaderboard.wsgi"]
+GUNICORN = [PY, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "config.wsgi"]
 
 
 def answers(url):
@@ -41,7 +41,7 @@ def wait_until_answering(url, timeout=60, process=None, describe=lambda: ""):
 
 
 class GunicornSite:
-    """`gunicorn -c deploy/gunicorn.conf.py leaderboard.wsgi` on a free port; its output goes to `log_path`."""
+    """`gunicorn -c deploy/gunicorn.conf.py config.wsgi` on a free port; its output goes to `log_path`."""
 
     def __init__(self, log_path, env=None, port=None):
         self.port = port or free_port()

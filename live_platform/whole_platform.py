@@ -38,7 +38,7 @@ class Platform:
         """A fresh database, migrated, and Django set up in this process on the site's settings."""
         self.database.make_fresh()
         os.environ.update(self.env)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         import django
 
         django.setup()

@@ -35,7 +35,7 @@ fi
 log "starting the site on $SITE_URL"
 # setsid: in a session of its own, Ctrl-C does not reach the site or the agents; stop_started stops
 # the agents first (each finishes the run it judges and reports it), then the site (scripts/lib.sh).
-setsid "$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py leaderboard.wsgi &
+setsid "$VENV/bin/gunicorn" -c deploy/gunicorn.conf.py config.wsgi &
 STARTED_PIDS+=($!)
 "$PY" -m live_platform.gunicorn_site wait "$SITE_URL/" --timeout 20 || log "the site is slow to answer; going on"
 

@@ -1,6 +1,6 @@
 """The HTTP API's shared parts: the error answers every operation documents. The operations are in
 api_agent.py (agents: heartbeats, runs), api_contestant.py (issues, submissions, pull requests),
-api_benchmarks.py and api_datasets.py; leaderboard/api.py mounts them under /api/v1/."""
+api_benchmarks.py and api_datasets.py; config/api.py mounts them under /api/v1/."""
 from typing import List
 
 from ninja import Schema
@@ -22,7 +22,7 @@ class OkOut(Schema):
 
 def answers(ok, *errors):
     """An operation's documented responses: `ok` ({status: schema}) and the error statuses it may give,
-    each with a `detail`. 400 is on every one: the address had a NUL (leaderboard.middleware)."""
+    each with a `detail`. 400 is on every one: the address had a NUL (config.middleware)."""
     documented = dict(ok)
     for status in sorted({400, *errors}):
         documented.setdefault(status, ValidationErrorOut if status == 422 else ErrorOut)

@@ -114,7 +114,7 @@ class ChaosPlatform(Platform):
         self.proxies = {}  # agent name: its link to the site
         super().__init__(folder, chaos_database(folder), f"{self.redis.url}/0", {
             "ALLOWED_HOSTS": "127.0.0.1,localhost", "GUNICORN_ACCESS_LOG": "/dev/null", "GUNICORN_WORKERS": "2",
-            "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "leaderboard.settings"})
+            "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "config.settings"})
         self.n_agents, self.n_gpu_types = n_agents, n_gpu_types
         self._watching = False
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 def setup_django(database_url):
     os.environ["DATABASE_URL"] = database_url  # never DATABASE_URL from the environment: it is emptied
-    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["GPU_QUEUE_PREFIX"] = f"bench-{uuid.uuid4().hex[:8]}.gpu."
     import django
 

@@ -40,7 +40,7 @@ PAGE_SIZE = 50  # leaderboard.views.PAGE_SIZE
 
 def setup_django(database_url):
     os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     import django
 
     django.setup()

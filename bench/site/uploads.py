@@ -68,7 +68,7 @@ def prepare(env, n_contestants, audit_rows=0):
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "REDIS_URL", "SITE_REDIS_URL", "GPU_QUEUE_PREFIX",
                                            "SITE_QUEUE_NAME")})
-    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     import django
 
     django.setup()

@@ -4,7 +4,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from leaderboard.api import api
+from config.api import api
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.django_db(transaction=True)

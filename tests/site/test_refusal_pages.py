@@ -1,4 +1,4 @@
-"""The guards of leaderboard/middleware.py answer before any view, and before the session, language,
+"""The guards of config/middleware.py answer before any view, and before the session, language,
 CSRF and authentication middleware: a body too large (413), an upload file name that is not UTF-8 (400)
 and a NUL in the address (400). On the site's pages each refusal wears the site's layout in the
 visitor's language, with who is signed in and a working language switch; under /api/ it stays JSON."""

@@ -43,25 +43,25 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "leaderboard.middleware.RequestsInFlightMiddleware",
+    "config.middleware.RequestsInFlightMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything that queries (the session's lookup included): a NUL in the address is refused.
-    "leaderboard.middleware.RefuseNulMiddleware",
+    "config.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     # Before anything reads a body (CSRF parses every POST); after Locale: refusals in the visitor's language.
-    "leaderboard.middleware.RequestBodyLimitMiddleware",
-    "leaderboard.middleware.UploadFileNamesMiddleware",
+    "config.middleware.RequestBodyLimitMiddleware",
+    "config.middleware.UploadFileNamesMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "leaderboard.middleware.ErrorAnswersMiddleware",
+    "config.middleware.ErrorAnswersMiddleware",
 ]
 
-ROOT_URLCONF = "leaderboard.urls"
-WSGI_APPLICATION = "leaderboard.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -256,7 +256,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     # 403s, 404s and bad requests: one line each, no traceback (on the record, and on the console for
     # the django.security.* loggers whose records reach it)
-    "filters": {"one_line_client_errors": {"()": "leaderboard.log_filters.OneLineClientErrors"}},
+    "filters": {"one_line_client_errors": {"()": "config.log_filters.OneLineClientErrors"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["one_line_client_errors"]}},
     "loggers": {"django.request": {"filters": ["one_line_client_errors"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
