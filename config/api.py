@@ -7,10 +7,10 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from leaderboard.api import public_router
-from submissions.api_agent import agent_router
-from submissions.api_benchmarks import benchmark_router
-from submissions.api_contestant import contestant_router
-from submissions.api_datasets import organizer_router
+from submissions.api.agent import agent_router
+from submissions.api.benchmarks import benchmark_router
+from submissions.api.contestant import contestant_router
+from submissions.api.datasets import organizer_router
 
 def _refuse_constant(name):
     raise ValueError(f"{name} is not JSON")

@@ -210,7 +210,7 @@ JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 900)
 # The whole job: candidate, LLM variant and self-test may each compile and run, and two verifiers run.
 JUDGE_JOB_TIMEOUT_SECONDS = 3 * (JUDGE_COMPILE_TIMEOUT_SECONDS + JUDGE_TIMEOUT_SECONDS) + 2 * JUDGE_TIMEOUT_SECONDS + 300
 # A passed run is flagged `timing_noisy` when the standard deviation of the reference's or the
-# candidate's per-call times exceeds this share of their median (submissions/timing_flags.py).
+# candidate's per-call times exceeds this share of their median (submissions/rules/timing_flags.py).
 TIMING_NOISY_SPREAD_PERCENT = float(os.environ.get("TIMING_NOISY_SPREAD_PERCENT", "25"))
 # A run still "running" this long after it started is handed to another agent: never before its
 # job could have ended on its own.

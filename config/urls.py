@@ -5,7 +5,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.i18n import set_language
 
 from config.api import api
-from submissions.forms import ThrottledAuthenticationForm
+from submissions.pages.forms import ThrottledAuthenticationForm
 
 urlpatterns = [
     # The language is a display preference: another site that switches it changes nothing the visitor

@@ -6,13 +6,16 @@ from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from ninja import Query, Router, Schema
 from ninja.errors import HttpError
+from ninja.renderers import JSONRenderer
 from pydantic import Field, RootModel
 
 from leaderboard import board_cache, season_reads, selectors
-from submissions import ranked_runs, timing_flags
-from submissions.api import answers
-from submissions.api_contestant import IssueOut
+from submissions.api.answers import answers
+from submissions.api.contestant import IssueOut
 from submissions.models import Season
+from submissions.rules import ranked_runs, timing_flags
+
+JSON = JSONRenderer()  # the API root's renderer (config/api.py leaves ninja's default)
 
 # Beyond any standings, and offset + limit stays far inside a 64-bit integer on every database.
 MAX_OFFSET = 2**31 - 1
@@ -71,9 +74,8 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
 
 def cached_json(request, season, parts, make):
     """The answer `make()` gives (a response schema's instance), its JSON bytes kept in the board cache."""
-    content = board_cache.cached(season, parts, lambda: public_router.api.create_response(
-        request, make().model_dump(), status=200).content)
-    return HttpResponse(content, content_type=public_router.api.get_content_type())
+    content = board_cache.cached(season, parts, lambda: JSON.render(request, make().model_dump(), response_status=200))
+    return HttpResponse(content, content_type=f"{JSON.media_type}; charset={JSON.charset}")
 
 
 class ContestantOut(Schema):

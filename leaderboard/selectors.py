@@ -8,9 +8,10 @@ from django.db.models import Count, Prefetch, Q
 from django.utils.translation import gettext
 
 from leaderboard.models import FrozenStanding, ScoreboardFreeze
-from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions import board_ranks, ranked_runs, ranking, timing_flags, weights
+from submissions import board_ranks
 from submissions import selectors as submission_selectors
+from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
+from submissions.rules import ranked_runs, ranking, timing_flags, weights
 
 
 def with_freeze(seasons):

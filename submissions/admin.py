@@ -10,8 +10,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from submissions import board_versions, models, ranking, weights
-from submissions.forms import ThrottledAdminAuthenticationForm
+from submissions import board_versions, models
+from submissions.pages.forms import ThrottledAdminAuthenticationForm
+from submissions.rules import ranking, weights
 from submissions.services import accounts, audit, fleet, seasons, standings, weighting
 
 # The admin's sign-in counts and refuses failures as the site's does (services/login_throttle.py).

@@ -27,10 +27,11 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import translation
 
-from submissions import input_specs, ranked_runs, rubrics, selectors, weights
+from submissions import input_specs, selectors
 from submissions.agent_protocol import CANDIDATE_NAMES, LLM_VARIANT_NAME, REFERENCE_NAMES
 from submissions.bundles import SAFE_PATH
 from submissions.models import AuditEntry
+from submissions.rules import ranked_runs, rubrics, weights
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.jsonl"

@@ -2,8 +2,9 @@
 import csv
 import json
 
-from submissions import board_ranks, ranked_runs
+from submissions import board_ranks
 from submissions.models import AuditEntry, Review, Standing, Submission
+from submissions.rules import ranked_runs
 
 
 def _json(value):

@@ -87,7 +87,7 @@ def is_waiting(queue_name, job_id):
 
 
 def enqueue_judging(queue_name, job_id, kwargs, *, at_front=False):
-    """The job names the run and its attempt only (`{"run_id", "attempt"}`): see judging.enqueue_run."""
+    """The job names the run and its attempt only (`{"run_id", "attempt"}`): see run_states.queue."""
     judging_queue(queue_name).enqueue(
         JOB_FUNCTION,
         kwargs=kwargs,

@@ -11,7 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from submissions import agent_protocol
-from submissions.api_fields import replace_nul
+from submissions.api.fields import replace_nul
 
 Status = Literal[agent_protocol.STATUSES]  # an agent never sends `cancelled` (an organizer's verdict)
 Number = Optional[float]

@@ -2,8 +2,9 @@
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, TextChoices
 from django.utils.translation import gettext_lazy as _
 
-from submissions import fleet_status, ranked_runs, weights
+from submissions import fleet_status
 from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
+from submissions.rules import ranked_runs, weights
 from submissions.services import hardware
 
 
@@ -300,5 +301,5 @@ def issue_sample(issue):
 
 
 def sample_weight(issue):
-    """The weight the season's rule gives the issue's sample (submissions/weights.py)."""
+    """The weight the season's rule gives the issue's sample (submissions/rules/weights.py)."""
     return weights.rule_of(issue.season).weight_for(issue)

@@ -3,7 +3,7 @@
 from django import template
 
 from leaderboard import charts, selectors
-from submissions import timing_flags
+from submissions.rules import timing_flags
 
 register = template.Library()
 

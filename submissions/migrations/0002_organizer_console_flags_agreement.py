@@ -51,7 +51,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='season',
             name='rubric',
-            field=models.CharField(default='s1_dataset', help_text='Scoring rubric, a name from submissions.rubrics (s1_dataset, kernel_contest)', max_length=32),
+            field=models.CharField(default='s1_dataset', help_text='Scoring rubric, a name from submissions.rules.rubrics (s1_dataset, kernel_contest)', max_length=32),
         ),
         migrations.AddField(
             model_name='season',

@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='season',
             name='dataset_weight_rule',
-            field=models.CharField(default='uniform', help_text='Dataset weight rule, a name from submissions.weights (uniform, operator, level, framework)', max_length=32),
+            field=models.CharField(default='uniform', help_text='Dataset weight rule, a name from submissions.rules.weights (uniform, operator, level, framework)', max_length=32),
         ),
         migrations.AddField(
             model_name='season',

@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 def key_every_standing(apps, schema_editor):
-    from submissions.ranking import GpuSpeedupRule, get_rule
+    from submissions.rules.ranking import GpuSpeedupRule, get_rule
 
     Season = apps.get_model("submissions", "Season")
     Standing = apps.get_model("submissions", "Standing")

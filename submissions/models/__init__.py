@@ -2,15 +2,15 @@
 issues, submissions (with their reviews and flags), runs, standings, the audit trail, datasets.
 Models hold data and small derived properties only; behaviour lives in services/. Every model is
 importable from here, under the app label `submissions` its migrations name."""
-from submissions.models.fleet import REJUDGE_QUEUE_SUFFIX, CPU_GPU_TYPE_SLUG, GpuType, Agent, AgentWorker  # noqa: F401
-from submissions.models.seasons import new_board_version, RankingRule, SecondJudging, Season  # noqa: F401
 from submissions.models.accounts import hash_secret, new_token, Contestant, ApiToken, LoginFailure  # noqa: F401
-from submissions.models.issues import ISSUE_CODE_ALPHABET, new_issue_code, Framework, ISSUE_DESCRIPTION_MAX_CHARS, Issue  # noqa: F401
-from submissions.models.submissions import SUBMISSION_NOTE_MAX_CHARS, SubmissionSource, Submission, SubmissionFile, ReviewDecision, Review, FlagKind, SubmissionFlag  # noqa: F401
-from submissions.models.runs import RejudgeScope, Rejudge, RunStatus, Verdict, RunStage, Run  # noqa: F401
-from submissions.models.standings import Standing, GpuStanding  # noqa: F401
 from submissions.models.audit import AuditTrailIsAppendOnly, AuditEntry  # noqa: F401
 from submissions.models.datasets import DatasetExport, BenchmarkRun  # noqa: F401
+from submissions.models.fleet import REJUDGE_QUEUE_SUFFIX, CPU_GPU_TYPE_SLUG, GpuType, Agent, AgentWorker  # noqa: F401
+from submissions.models.issues import ISSUE_CODE_ALPHABET, new_issue_code, Framework, ISSUE_DESCRIPTION_MAX_CHARS, Issue  # noqa: F401
+from submissions.models.runs import RejudgeScope, Rejudge, RunStatus, Verdict, RunStage, Run  # noqa: F401
+from submissions.models.seasons import new_board_version, RankingRule, SecondJudging, Season  # noqa: F401
+from submissions.models.standings import Standing, GpuStanding  # noqa: F401
+from submissions.models.submissions import SUBMISSION_NOTE_MAX_CHARS, SubmissionSource, Submission, SubmissionFile, ReviewDecision, Review, FlagKind, SubmissionFlag  # noqa: F401
 
 __all__ = [
     "REJUDGE_QUEUE_SUFFIX",

@@ -2,8 +2,8 @@
 from django.conf import settings
 from django.db import models
 
-from submissions.models.seasons import Season
 from submissions.models.accounts import Contestant
+from submissions.models.seasons import Season
 
 
 class DatasetExport(models.Model):

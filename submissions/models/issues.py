@@ -5,8 +5,8 @@ import string
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from submissions.models.seasons import Season
 from submissions.models.accounts import Contestant
+from submissions.models.seasons import Season
 
 
 ISSUE_CODE_ALPHABET = string.ascii_uppercase

@@ -124,7 +124,7 @@ class Run(models.Model):
     @property
     def provisional(self):
         """A figure awaiting a second judging, or contradicted by one: its owner's and organizers' only."""
-        from submissions.timing_flags import is_provisional
+        from submissions.rules.timing_flags import is_provisional
 
         return is_provisional(self)
 

@@ -39,7 +39,7 @@ class Season(models.Model):
     ends_at = models.DateTimeField(null=True, blank=True)
     is_open = models.BooleanField(default=True, help_text=_("Accepts new submissions"))
     rubric = models.CharField(max_length=32, default="s1_dataset",
-                              help_text=_("Scoring rubric, a name from submissions.rubrics (s1_dataset, kernel_contest)"))
+                              help_text=_("Scoring rubric, a name from submissions.rules.rubrics (s1_dataset, kernel_contest)"))
     rubric_config = models.JSONField(default=dict, blank=True, help_text=_("Overrides of the rubric's points; validated by the rubric"))
     code_public_after_end = models.BooleanField(
         default=True, help_text=_("Everyone's code becomes visible once the season has ended (accepted code always is)"))
@@ -53,11 +53,11 @@ class Season(models.Model):
         max_length=16, choices=SecondJudging.choices, default=SecondJudging.BOARD_CHANGES,
         help_text=_("Which passed results an untrusted host's word alone does not make public: they wait for a "
                     "second judging on another host (at most one extra judging each)"))
-    # How the season's dataset weighs its accepted samples (submissions/weights.py); changed through
+    # How the season's dataset weighs its accepted samples (submissions/rules/weights.py); changed through
     # services/weighting.py, which validates and audits.
     dataset_weight_rule = models.CharField(
         max_length=32, default="uniform",
-        help_text=_("Dataset weight rule, a name from submissions.weights (uniform, operator, level, framework)"))
+        help_text=_("Dataset weight rule, a name from submissions.rules.weights (uniform, operator, level, framework)"))
     dataset_weight_settings = models.JSONField(
         default=dict, blank=True,
         help_text=_("Settings of the weight rule, e.g. {\"weights\": {\"3\": 5}, \"default\": 1, "
@@ -83,9 +83,9 @@ class Season(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
-        from submissions.ranking import RankingSettingsError, get_rule, rule_names
-        from submissions.rubrics import RubricConfigError, get_rubric
-        from submissions.weights import WeightSettingsError, get_rule as get_weight_rule
+        from submissions.rules.ranking import RankingSettingsError, get_rule, rule_names
+        from submissions.rules.rubrics import RubricConfigError, get_rubric
+        from submissions.rules.weights import WeightSettingsError, get_rule as get_weight_rule
 
         errors = {}
         try:

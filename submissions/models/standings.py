@@ -2,10 +2,10 @@
 from django.db import models
 
 from submissions import board_ranks
-from submissions.ranking import UNSCORED_KEY
+from submissions.models.accounts import Contestant
 from submissions.models.fleet import GpuType
 from submissions.models.seasons import Season
-from submissions.models.accounts import Contestant
+from submissions.rules.ranking import UNSCORED_KEY
 
 
 class Standing(board_ranks.RankedRow, models.Model):

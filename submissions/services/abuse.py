@@ -13,9 +13,10 @@ from django.db.models import Q
 from django.utils import formats, timezone
 from django.utils.translation import ngettext
 
-from submissions import fingerprints, ranked_runs
+from submissions import fingerprints
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
 from submissions.models import FlagKind, Issue, ReviewDecision, Submission, SubmissionFlag
+from submissions.rules import ranked_runs
 from submissions.services import audit
 
 

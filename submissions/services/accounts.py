@@ -147,7 +147,7 @@ def create_agent(name, gpu_types=None):
 def revoke_agent(agent):
     """The agent's token stops working; the runs it is judging go back to the queue now."""
     from submissions.models import Run, RunStatus
-    from submissions.services import audit, judging
+    from submissions.services import audit, run_states
 
     with transaction.atomic():
         Agent.objects.filter(pk=agent.pk).update(is_active=False)
@@ -155,7 +155,7 @@ def revoke_agent(agent):
         requeued = 0
         for run in Run.objects.select_for_update().filter(agent=agent, status=RunStatus.RUNNING):
             audit.record("run.requeued", run, actor_label="organizer", reason=f"agent {agent.name} was revoked")
-            judging.enqueue_run(run)
+            run_states.queue(run)
             requeued += 1
     return requeued
 

@@ -2,12 +2,10 @@
 with the verdict `cancelled`, its job leaves Redis, and the change is audited with the reason. A run
 being judged cannot be cancelled this way: its agent would report anyway."""
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from submissions import queueing
-from submissions.models import Run, RunStatus, Verdict
-from submissions.services import audit, scheduling
+from submissions.models import Run, RunStatus
+from submissions.services import audit, run_states
 
 
 class CancelRefused(ValueError):
@@ -27,16 +25,7 @@ def cancel_run(run_id, organizer, reason):
     if not reason:
         raise CancelRefused(_("cancelling a run needs a reason (it is kept in the audit trail)"))
     before = {"status": run.status, "attempts": run.attempts, "rq_job_id": run.rq_job_id}
-    was_queued = run.status == RunStatus.QUEUED
-    run.status = RunStatus.DONE
-    run.verdict = Verdict.CANCELLED
-    run.finished_at = timezone.now()
-    run.save(update_fields=["status", "verdict", "finished_at"])
+    run_states.cancel(run)
     audit.record("run.cancelled", run, actor=organizer, before=before,
                  after={"status": run.status, "verdict": run.verdict}, reason=reason)
-    if was_queued:
-        queue_name, job_id = run.queue_name, run.rq_job_id
-        # robust: a job left behind by a Redis failure is refused at `start` (the run is done)
-        transaction.on_commit(lambda: queueing.remove_job(queue_name, job_id), robust=True)
-        scheduling.after_leaving_queue(run)
     return run

@@ -5,8 +5,8 @@ for a provisional figure (services/confirming.py) the organizer vouches for: `se
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from submissions import timing_flags
 from submissions.models import Run
+from submissions.rules import timing_flags
 from submissions.services import audit, standings
 
 

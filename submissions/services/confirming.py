@@ -22,9 +22,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from submissions import timing_flags
 from submissions.models import AgentWorker, Run, RunStatus, SecondJudging, Standing, Verdict
-from submissions.services import audit, scheduling
+from submissions.rules import timing_flags
+from submissions.services import audit, run_states
 
 
 def _other_ranked_speedups(run):
@@ -68,9 +68,9 @@ def hold(run, agent, why):
     confirming = Run.objects.create(submission_id=run.submission_id, gpu_type_id=run.gpu_type_id, job_secret_hash="",
                                     confirms=run)
     if another_host_online(confirming, judged_by=agent.pk):
-        scheduling.admit(confirming, run.submission.contestant_id)
+        run_states.admit(confirming, run.submission.contestant_id)
     else:
-        _wait_for_another_host(confirming)
+        run_states.wait_for_another_host(confirming)
     audit.record("run.awaiting_second_judging", run, actor_label=f"agent:{agent.name}", before={"flags": before},
                  after={"flags": run.flags, "confirming_run": confirming.pk}, reason="; ".join(why))
     return confirming
@@ -146,24 +146,16 @@ def another_host_online(run, judged_by=None):
             .exclude(agent_id=judged_by).exists())
 
 
-def _wait_for_another_host(run):
-    run.status = RunStatus.WAITING
-    run.rq_job_id = ""
-    run.save(update_fields=["status", "rq_job_id"])
-
-
 def release_waiting(now=None):
     """The sweep's pass: second judgings waiting for another host are queued (at the front of their
     queue) once one is online. Returns how many."""
-    from submissions.services import judging
-
     released = 0
     for run_id in list(Run.objects.filter(status=RunStatus.WAITING, confirms__isnull=False).values_list("pk", flat=True)):
         with transaction.atomic():
             run = (Run.objects.select_for_update(of=("self",)).select_related("gpu_type")
                    .filter(pk=run_id, status=RunStatus.WAITING).first())
             if run is not None and another_host_online(run):
-                judging.enqueue_run(run, at_front=True)
+                run_states.queue(run, at_front=True)
                 released += 1
     return released
 
@@ -173,17 +165,13 @@ def hand_back(run_id, agent, attempt):
     the agent took off Redis, back at the front of its queue as a new attempt that spends none of the
     run's attempts. Idempotent: anything else (another refusal that handed the run back itself, a run
     started or finished meanwhile) is left alone. True when the run was handed back."""
-    from django.db import transaction
-
-    from submissions.services import judging
-
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("gpu_type").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.QUEUED or run.attempts != attempt or not _judged_first_by(run, agent):
             return False
         others = another_host_online(run)
-        judging.hand_back_unspent(run, actor_label=f"agent:{agent.name}", enqueue=others,
+        run_states.hand_back_unspent(run, actor_label=f"agent:{agent.name}", enqueue=others,
                                   reason=f"second judging of run #{run.confirms_id}: agent {agent.name} judged that run")
         if not others:  # nobody else could take it: it waits in the database, not in Redis for this host to bounce
-            _wait_for_another_host(run)
+            run_states.wait_for_another_host(run)
     return True

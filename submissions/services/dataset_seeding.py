@@ -21,9 +21,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from submissions import dataset_export, weights
+from submissions import dataset_export
 from submissions.bundles import IGNORED_PARTS, BundleError, build_bundle
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, Framework, GpuType, Season
+from submissions.rules import weights
 from submissions.services import accounts, audit, cancelling, datasets, reviewing, submitting, weighting
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from submissions import harness_versions
 from submissions.models import AgentWorker, Run, RunStatus, Season
-from submissions.services import audit, judging
+from submissions.services import audit, judging, run_states
 
 WORKER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
 
@@ -129,13 +129,13 @@ def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness
             raise judging.RunConflict(f"run {run.pk} is already being judged by another worker of agent {agent.name}")
         refusal = _refusal(worker, run, worker.harness_version)
         if refusal is None:
-            run, secret = judging.bind_run(run, agent, worker=worker, gpu_uuid=_clip(gpu_uuid, 100),
+            run, secret = run_states.start(run, agent, worker=worker, gpu_uuid=_clip(gpu_uuid, 100),
                                            harness_version=worker.harness_version)
             worker.current_run = run
             worker.save(update_fields=["harness_version", "current_run"])
             return run, secret
         worker.save(update_fields=["harness_version"])
-        judging.hand_back_unspent(run, actor_label=f"agent:{agent.name}", reason=f"worker {worker.name}: {refusal.why}")
+        run_states.hand_back_unspent(run, actor_label=f"agent:{agent.name}", reason=f"worker {worker.name}: {refusal.why}")
     raise refusal
 
 

@@ -1,13 +1,14 @@
-"""The run lifecycle: fan out to GPU types, enqueue, start, record results (lost runs: recovery)."""
+"""Judging runs: fan out to GPU types, who may start and report a run, and recording results (the
+status changes themselves: run_states; lost runs: recovery)."""
 import logging
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from submissions import queueing, timing_flags
-from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret, new_token
-from submissions.services import abuse, audit, confirming, hardware, pr_comments, scheduling, standings
+from submissions import queueing
+from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret
+from submissions.rules import timing_flags
+from submissions.services import abuse, audit, confirming, hardware, pr_comments, run_states, standings
 
 log = logging.getLogger(__name__)
 
@@ -43,53 +44,15 @@ class LateReport(Exception):
 def create_runs(submission, rejudge=None, gpu_types=None):
     """One run per GPU type of the submission's season that can judge it (hardware.plan_for: never a
     CUDA bundle on the CPU type), each enqueued after the commit or kept waiting behind the contestant's
-    earlier runs (scheduling.admit). `gpu_types`: the plan's, when the caller has it already."""
+    earlier runs (run_states.admit). `gpu_types`: the plan's, when the caller has it already."""
     if gpu_types is None:
         gpu_types = hardware.plan_for(submission.issue.season, hardware.stored_files(submission)).judged
     runs = []
     for gpu_type in gpu_types:
         run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge)
-        scheduling.admit(run, submission.contestant_id)
+        run_states.admit(run, submission.contestant_id)
         runs.append(run)
     return runs
-
-
-def enqueue_run(run, *, at_front=False):
-    """Start a new attempt and hand its job to Redis once committed. The job names the run and the
-    attempt only: every agent host can read and write that Redis, so the secret of the attempt, the
-    URLs and the judging options come from `start_run`, to the agent the site chose. `at_front`: the
-    job goes first in its queue (a run a worker handed back keeps its place)."""
-    if run.agent_id and run.job_secret_hash:  # a started attempt handed back: its late report is told apart
-        run.handed_back = [*(run.handed_back or []), {"attempt": run.attempts, "agent_id": run.agent_id,
-                                                      "secret_hash": run.job_secret_hash,
-                                                      "handed_back_at": timezone.now().isoformat()}][-16:]
-    run.attempts += 1
-    run.job_secret_hash = ""  # no secret until an agent starts this attempt
-    run.rq_job_id = queueing.job_id(run.pk, run.attempts, run.gpu_type.slug)
-    run.status = RunStatus.QUEUED
-    run.enqueued_at = timezone.now()
-    run.started_at = run.alive_at = None
-    run.agent = None
-    run.worker = None
-    run.gpu_uuid = ""
-    run.stage = ""
-    run.save(update_fields=["attempts", "job_secret_hash", "rq_job_id", "status", "enqueued_at", "started_at",
-                            "alive_at", "agent", "worker", "gpu_uuid", "stage", "handed_back"])
-    kwargs = {"run_id": run.pk, "attempt": run.attempts}
-    queue_name, job_id = run.queue_name, run.rq_job_id
-    # robust: if Redis is down the run stays queued and the sweeper enqueues it again.
-    transaction.on_commit(lambda: queueing.enqueue_judging(queue_name, job_id, kwargs, at_front=at_front), robust=True)
-
-
-def hand_back_unspent(run, *, actor_label, reason, action="run.requeued", before=None, enqueue=True):
-    """The (locked) run goes back as a new attempt that spends none of its attempts: the host or worker
-    could not take it (draining, outdated, its own second judging, a job it dropped, a job id of an
-    older site). Audited; at the front of its queue, unless the caller keeps it waiting (`enqueue`)."""
-    run.worker_refusals += 1
-    run.save(update_fields=["worker_refusals"])
-    audit.record(action, run, actor_label=actor_label, reason=reason, before=before)
-    if enqueue:
-        enqueue_run(run, at_front=True)
 
 
 def judging_options():
@@ -119,7 +82,7 @@ def check_agent_access(run, agent, secret):
     late = handed_back_attempt(run, agent, secret)
     if late is not None:
         raise LateReport(run, late)
-    if run.agent_id != agent.pk:  # a new attempt unbinds the run (enqueue_run)
+    if run.agent_id != agent.pk:  # a new attempt unbinds the run (run_states.queue)
         raise AgentRefused(f"run {run.pk} was not started by agent {agent.name}")
     raise JobSecretMismatch(f"the job secret does not match run {run.pk}'s current attempt")
 
@@ -158,26 +121,6 @@ def check_startable(run, agent, attempt, *, require_claim=False):
     confirming.check_start(run, agent)  # a second judging goes to another host (fleet.WorkerRefused)
 
 
-def bind_run(run, agent, *, worker=None, gpu_uuid="", harness_version=""):
-    """Give the (locked, startable) run's attempt to this agent's worker; returns (run, a fresh secret).
-    The harness version the worker declared is kept with the run (the dataset export names it)."""
-    was_queued = run.status == RunStatus.QUEUED
-    secret = new_token()
-    run.job_secret_hash = hash_secret(secret)
-    run.status = RunStatus.RUNNING
-    run.started_at = timezone.now()
-    run.agent = agent
-    run.worker = worker
-    run.gpu_uuid = gpu_uuid or ""
-    run.harness_version = harness_version or ""
-    run.stage = ""  # a repeated start begins again
-    run.save(update_fields=["job_secret_hash", "status", "started_at", "agent", "worker", "gpu_uuid", "harness_version",
-                            "stage"])
-    if was_queued:
-        scheduling.after_leaving_queue(run)
-    return run, secret
-
-
 def lock_run(run_id):
     # the run's row only (`of`): locking its GPU type's row too would serialize every start and every
     # new run of that type, and deadlock a start against a submission of the same contestant
@@ -193,7 +136,7 @@ def start_run(run_id, agent, attempt, *, require_claim=False):
     services.fleet.start_on_worker."""
     run = lock_run(run_id)
     check_startable(run, agent, attempt, require_claim=require_claim)
-    return bind_run(run, agent)
+    return run_states.start(run, agent)
 
 
 def record_progress(run_id, agent, secret, attempt, stage):
@@ -241,7 +184,7 @@ def _median(result, side):
 
 
 def given_up_by_sweeper(run):
-    """Whether the run was closed by the sweeper (recovery._give_up: no agent's result, the attempt's agent
+    """Whether the run was closed by the sweeper (run_states.give_up: no agent's result, the attempt's agent
     and secret kept) rather than judged: the report of that attempt, arriving late, is its judgement."""
     return run.status == RunStatus.DONE and run.verdict == Verdict.INTERNAL_ERROR and run.result is None
 
@@ -290,23 +233,15 @@ def record_result(run_id, agent, secret, result):
         audit.record("run.retried", run, actor_label=f"agent:{agent.name}", after={"result": result},
                      reason="internal error of the platform; judged again")
         run.job_secret_hash = ""  # this attempt reported: nothing of it may come late
-        enqueue_run(run)
+        run_states.queue(run)
         return run
     metrics = result.get("metrics") or {}
-    run.status = RunStatus.DONE
-    run.verdict = status
-    run.finished_at = timezone.now()
-    run.agent = agent
-    run.result = result
-    run.flags = timing_flags.with_noise_flag(result, list(result.get("flags") or []))
-    run.reference_median_ms = _median(result, "reference")
-    run.candidate_median_ms = _median(result, "candidate")
-    run.speedup = _speedup(result) if status == Verdict.PASSED else None
-    run.tflops = metrics.get("tflops")
-    run.bandwidth_gbs = metrics.get("bandwidth_gbs")
-    run.device_name = ((result.get("device") or {}).get("name") or "")[:200]
-    run.save()
-    scheduling.after_leaving_queue(run)
+    run_states.finish(
+        run, status, agent=agent, result=result,
+        flags=timing_flags.with_noise_flag(result, list(result.get("flags") or [])),
+        reference_median_ms=_median(result, "reference"), candidate_median_ms=_median(result, "candidate"),
+        speedup=_speedup(result) if status == Verdict.PASSED else None, tflops=metrics.get("tflops"),
+        bandwidth_gbs=metrics.get("bandwidth_gbs"), device_name=((result.get("device") or {}).get("name") or "")[:200])
     audit.record("run.verdict", run, actor_label=f"agent:{agent.name}", before={"verdict": previous_verdict},
                  after={"verdict": run.verdict, "speedup": run.speedup, "flags": run.flags})
     confirming.after_result(run, agent)  # second judging: hold a result that needs one, or settle one

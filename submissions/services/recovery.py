@@ -34,8 +34,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from submissions import queueing
-from submissions.models import Agent, Run, RunStatus, Verdict
-from submissions.services import audit, confirming, judging, scheduling
+from submissions.models import Agent, Run, RunStatus
+from submissions.services import confirming, run_states
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def _hand_back_dropped(run_id, job_id, claim_key, agent):
         reason = (f"agent {agent.name}'s host took its job {settings.RUN_CLAIM_TIMEOUT_SECONDS} s ago or more "
                   "and never started it")
         # the host's doing, not the run's: no attempt is spent
-        judging.hand_back_unspent(run, actor_label="sweeper", reason=reason, action="run.claim_dropped",
+        run_states.hand_back_unspent(run, actor_label="sweeper", reason=reason, action="run.claim_dropped",
                                   before={"attempt": run.attempts, "agent": agent.name})
         Agent.objects.filter(pk=agent.pk).update(dropped_jobs=F("dropped_jobs") + 1)
         dropped = Agent.objects.get(pk=agent.pk).dropped_jobs
@@ -194,27 +194,6 @@ def _still_lost(run, lost, now):
     return _running_is_lost(run, now) is not None
 
 
-def _give_up(run, reason):
-    # the attempt's agent and secret stay: its report, if it comes after all, is the verdict (record_result)
-    run.status = RunStatus.DONE
-    run.verdict = Verdict.INTERNAL_ERROR
-    run.finished_at = timezone.now()
-    run.result = None
-    run.save(update_fields=["status", "verdict", "finished_at", "result"])
-    audit.record("run.verdict", run, actor_label="sweeper", after={"verdict": run.verdict}, reason=reason)
-    scheduling.after_leaving_queue(run)
-
-
-def _hand_back(run, reason, actor_label="sweeper"):
-    """The next attempt, at the front of the queue; or, attempts spent, the end (internal_error)."""
-    if run.spent_attempts >= settings.RUN_MAX_ATTEMPTS:  # attempts a worker handed back unjudged do not count
-        _give_up(run, f"{reason}, {run.attempts} attempts spent")
-    else:
-        audit.record("run.requeued", run, actor_label=actor_label, reason=reason,
-                     before={"attempt": run.attempts, "status": run.status})
-        judging.enqueue_run(run, at_front=True)
-
-
 OUTDATED_JOB_ID = "its job was queued under an id that names no GPU type (an older site)"
 
 
@@ -227,10 +206,10 @@ def _requeue(lost, now):
         if lost.reason == OUTDATED_JOB_ID:  # the platform's doing: no attempt spent
             queue_name, old_id = run.queue_name, run.rq_job_id
             transaction.on_commit(lambda: queueing.remove_job(queue_name, old_id), robust=True)
-            judging.hand_back_unspent(run, actor_label="sweeper", reason=lost.reason,
+            run_states.hand_back_unspent(run, actor_label="sweeper", reason=lost.reason,
                                       before={"attempt": run.attempts, "job": old_id})
             return True
-        _hand_back(run, lost.reason)
+        run_states.requeue(run, lost.reason)
         return True
 
 
@@ -244,7 +223,7 @@ def requeue_abandoned(agent, abandoned):
             run = (Run.objects.select_for_update().select_related("gpu_type")
                    .filter(pk=run_id, attempts=attempt, agent=agent, status=RunStatus.RUNNING).first())
             if run is not None:
-                _hand_back(run, "its agent's worker was restarted and found the judgement abandoned",
+                run_states.requeue(run, "its agent's worker was restarted and found the judgement abandoned",
                            actor_label=f"agent:{agent.name}")
                 touched += 1
     return touched
@@ -264,7 +243,7 @@ def sweep_runs(now=None):
         log.warning("sweep: the queues could not be read (%s); queued runs not checked", exc)
         queued = []
     touched += sum(_requeue(lost, now) for lost in queued)
-    return touched + scheduling.release_waiting_runs() + confirming.release_waiting()
+    return touched + run_states.release_waiting_runs() + confirming.release_waiting()
 
 
 def _restore_agents_redis_users():

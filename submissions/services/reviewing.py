@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils.translation import gettext as _, ngettext
 
-from submissions import rubrics, selectors
+from submissions import selectors
 from submissions.models import FlagKind, Review, ReviewDecision, Submission, Verdict
+from submissions.rules import rubrics
 from submissions.services import audit, hardware, standings
 
 

@@ -1,4 +1,5 @@
-"""The order runs are judged in (docs/architecture.md, "Scheduling").
+"""The order runs are judged in (docs/architecture.md, "Scheduling"): the policy; the transitions it
+decides are made by run_states.
 
 - Fresh runs go to `gpu.<type>`, a rejudge's runs and second judgings to `gpu.<type>.rejudge`; agents read the fresh
   queue first (RQ takes its queues in order), so a rejudge never delays a contestant's submission.
@@ -7,19 +8,12 @@
   runs on that type leaves the queue (started, finished, cancelled, given up), in the transaction
   that changed it (the job is pushed on commit). A burst therefore takes at most `cap` places ahead of
   another contestant's run, and the sweeper releases whatever a failed release left waiting.
-
-Lock order, to stay free of deadlocks: a run's row, then its contestant's row, then waiting runs.
 """
-import logging
-
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, Q
 
 from submissions import queueing
-from submissions.models import Contestant, Run, RunStatus
-
-log = logging.getLogger(__name__)
+from submissions.models import Run, RunStatus
 
 
 def cap():
@@ -33,68 +27,34 @@ def _fresh_runs(contestant_id, gpu_type_id):
                               confirms__isnull=True)
 
 
-def admit(run, contestant_id):
-    """Hand a new run to its queue, or keep it waiting when its contestant has `cap` runs queued (or
-    older ones waiting: they go first). The caller holds the contestant's row lock, or creates a
-    rejudge's runs, which are never capped (their queue is behind every fresh run anyway)."""
-    from submissions.services import judging
-
+def must_wait(run, contestant_id):
+    """Whether a new run waits in the database instead of going to its queue: its contestant has `cap`
+    fresh runs queued on that GPU type, or older ones waiting (they go first). A rejudge's runs and
+    second judgings are never capped (their queue is behind every fresh run anyway)."""
     limit = cap()
-    if not run.behind_fresh_runs and limit is not None:
-        runs = _fresh_runs(contestant_id, run.gpu_type_id).exclude(pk=run.pk)
-        counts = runs.aggregate(queued=Count("pk", filter=Q(status=RunStatus.QUEUED)),
-                                waiting=Count("pk", filter=Q(status=RunStatus.WAITING)))
-        if counts["waiting"] or counts["queued"] >= limit:
-            run.status = RunStatus.WAITING
-            run.save(update_fields=["status"])
-            return
-    judging.enqueue_run(run)
+    if run.behind_fresh_runs or limit is None:
+        return False
+    runs = _fresh_runs(contestant_id, run.gpu_type_id).exclude(pk=run.pk)
+    counts = runs.aggregate(queued=Count("pk", filter=Q(status=RunStatus.QUEUED)),
+                            waiting=Count("pk", filter=Q(status=RunStatus.WAITING)))
+    return bool(counts["waiting"]) or counts["queued"] >= limit
 
 
-def release(contestant_id, gpu_type_id):
-    """Queue the contestant's oldest waiting runs on this GPU type, as many as free slots allow.
-    Returns how many were released."""
-    from submissions.services import judging
-
+def next_waiting(contestant_id, gpu_type_id):
+    """The contestant's waiting runs on this GPU type that free slots let go now, oldest first."""
     limit = cap()
-    Contestant.objects.select_for_update().filter(pk=contestant_id).first()
     runs = _fresh_runs(contestant_id, gpu_type_id)
-    waiting = runs.filter(status=RunStatus.WAITING).order_by("pk")  # oldest first
-    if limit is not None:
-        free = limit - runs.filter(status=RunStatus.QUEUED).count()
-        if free <= 0:
-            return 0
-        waiting = waiting[:free]
-    released = 0
-    for run in Run.objects.select_for_update().filter(pk__in=list(waiting.values_list("pk", flat=True))).order_by("pk"):
-        if run.status == RunStatus.WAITING:  # re-read under its lock
-            judging.enqueue_run(run)
-            released += 1
-    return released
+    waiting = runs.filter(status=RunStatus.WAITING).order_by("pk")
+    if limit is None:
+        return waiting
+    free = limit - runs.filter(status=RunStatus.QUEUED).count()
+    return waiting[:free] if free > 0 else waiting.none()
 
 
-def after_leaving_queue(run):
-    """A fresh run left the queue (started, finished, cancelled): its slot goes to the contestant's
-    next waiting run. Never fails the caller's change: a release that fails is the sweeper's to redo."""
-    if run.behind_fresh_runs:
-        return
-    try:
-        with transaction.atomic():  # a savepoint: the caller's transaction survives a failure here
-            release(run.submission.contestant_id, run.gpu_type_id)
-    except Exception:
-        log.exception("releasing waiting runs after run %s failed; the sweeper will release them", run.pk)
-
-
-def release_waiting_runs():
-    """The sweeper's pass: every contestant and GPU type with waiting runs gets its free slots filled.
-    Returns how many runs were released."""
-    pairs = (Run.objects.filter(status=RunStatus.WAITING, rejudge__isnull=True, confirms__isnull=True)
-             .values_list("submission__contestant_id", "gpu_type_id").order_by().distinct())
-    released = 0
-    for contestant_id, gpu_type_id in list(pairs):
-        with transaction.atomic():
-            released += release(contestant_id, gpu_type_id)
-    return released
+def waiting_pairs():
+    """(contestant, GPU type) of every fresh run waiting for a slot."""
+    return list(Run.objects.filter(status=RunStatus.WAITING, rejudge__isnull=True, confirms__isnull=True)
+                .values_list("submission__contestant_id", "gpu_type_id").order_by().distinct())
 
 
 def queue_position(run):

@@ -2,7 +2,7 @@
 from django.db import transaction
 
 from submissions.models import Season
-from submissions.ranking import get_rule
+from submissions.rules.ranking import get_rule
 from submissions.services import audit, standings
 
 

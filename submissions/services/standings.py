@@ -4,9 +4,10 @@ from django.db.models import Min
 
 import math
 
-from submissions import board_ranks, board_versions, ranked_runs
+from submissions import board_ranks, board_versions
 from submissions.models import GpuStanding, ReviewDecision, Run, Season, Standing, Submission
-from submissions.ranking import GpuSpeedupRule, rule_of
+from submissions.rules import ranked_runs
+from submissions.rules.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
 
 

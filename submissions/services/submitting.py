@@ -5,10 +5,11 @@ from django.db import IntegrityError, transaction
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from submissions import hidden_characters, ranked_runs
+from submissions import hidden_characters
 from submissions.bundles import Bundle
 from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue,
                                 RunStatus, Submission, SubmissionFile, SubmissionSource, new_issue_code)
+from submissions.rules import ranked_runs
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 

@@ -1,10 +1,10 @@
 """Changing how a season's dataset weighs its samples: the rule and its settings, or one sample's
-weight by hand; validated by the rule (submissions/weights.py), audited, never lost."""
+weight by hand; validated by the rule (submissions/rules/weights.py), audited, never lost."""
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from submissions import weights
 from submissions.models import Issue, Season
+from submissions.rules import weights
 from submissions.services import audit
 
 

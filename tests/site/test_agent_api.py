@@ -8,9 +8,10 @@ import zlib
 
 import pytest
 
+from submissions import queueing
 from submissions.bundles import build_bundle
-from submissions import queueing, ranked_runs
 from submissions.models import AuditEntry, GpuType, RunStatus, Standing, hash_secret
+from submissions.rules import ranked_runs
 from submissions.services import accounts, submitting
 from tests.site.judging_helpers import hand_out_to_token
 from tests.site.bundle_files import valid_files

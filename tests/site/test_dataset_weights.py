@@ -1,10 +1,11 @@
-"""Dataset weights (submissions/weights.py): a registry of rules, each validating its own settings;
+"""Dataset weights (submissions/rules/weights.py): a registry of rules, each validating its own settings;
 changed through services/weighting.py (audited, never partly written), shown on the sample's page."""
 import pytest
 from django.core.exceptions import ValidationError
 
-from submissions import selectors, weights
+from submissions import selectors
 from submissions.models import AuditEntry, Season
+from submissions.rules import weights
 from submissions.services import weighting
 from tests.judged_data import accepted_sample
 

@@ -16,7 +16,7 @@ from leaderboard import selectors
 from leaderboard.services import freeze_scoreboard
 from submissions import board_ranks
 from submissions.models import Contestant, GpuStanding, Standing
-from submissions.ranking import GpuSpeedupRule
+from submissions.rules.ranking import GpuSpeedupRule
 from submissions.services.standings import rerank
 
 N = 1130  # 23 pages of 50, the last one short; pages past the 20th skip 1,000 rows or more

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from leaderboard import services as leaderboard_services
 from submissions.bundles import build_bundle
-from submissions import ranked_runs
 from submissions.models import AuditEntry, Issue, Rejudge, RejudgeScope, Review, Run, Standing
+from submissions.rules import ranked_runs
 from submissions.services import accounts, judging, recovery, rejudging, reviewing, seasons, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import translation
 
-from submissions.ranking import RankingSettingsError, get_rule
+from submissions.rules.ranking import RankingSettingsError, get_rule
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -2,8 +2,8 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from submissions import rubrics
 from submissions.models import AuditEntry, Standing
+from submissions.rules import rubrics
 from submissions.services import reviewing, submitting
 from tests.site.bundle_files import CUDACODE, TORCHCODE, valid_files
 from tests.site.judging_helpers import passed_result, report_all, submit

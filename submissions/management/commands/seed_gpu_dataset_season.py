@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from submissions import weights
+from submissions.rules import weights
 from submissions.services import dataset_seeding, datasets
 
 

@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from submissions.forms import PullRequestForm
+from submissions.pages.forms import PullRequestForm
 from submissions.pull_requests import PullRequestError
 from submissions.services import accounts, pr_intake, submitting
 

@@ -8,9 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from submissions import dataset_export, ranked_runs, selectors, weights
+from submissions import dataset_export, selectors
 from submissions.models import DatasetExport, Issue, Season
-from submissions.organizer_views import organizer_required
+from submissions.pages.organizer import organizer_required
+from submissions.rules import ranked_runs, weights
 from submissions.services import datasets, weighting
 
 

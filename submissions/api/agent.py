@@ -10,13 +10,13 @@ from ninja import Header, Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field, model_validator
 
-from submissions.api import ErrorOut, OkOut, answers
-from submissions.api_auth import AgentAuth
-from submissions.api_fields import JsonObjectIn, replace_nul
+from submissions import queueing
+from submissions.api.answers import ErrorOut, OkOut, answers
+from submissions.api.auth import AgentAuth
+from submissions.api.fields import JsonObjectIn, replace_nul
 from submissions.bundles import bundle_to_zip
 from submissions.models import Run, RunStage
 from submissions.result_schema import RunResult
-from submissions import queueing
 from submissions.services import agent_redis, confirming, fleet, judging, recovery
 from submissions.services.accounts import record_heartbeat
 

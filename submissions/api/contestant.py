@@ -8,13 +8,14 @@ from ninja.files import UploadedFile
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from submissions import ranked_runs, selectors, timing_flags
-from submissions.api import answers
-from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import Documents, JsonObjectIn, NonBlankText, Text, column_length
+from submissions import selectors
+from submissions.api.answers import answers
+from submissions.api.auth import ContestantTokenAuth
+from submissions.api.fields import Documents, JsonObjectIn, NonBlankText, Text, column_length
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, Season, Submission
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
+from submissions.rules import ranked_runs, timing_flags
 from submissions.services import pr_intake, submitting
 
 

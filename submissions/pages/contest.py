@@ -7,10 +7,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from submissions import fleet_status, ranked_runs, selectors, timing_flags
+from submissions import fleet_status, selectors
 from submissions.bundles import BundleError, bundle_from_uploads
-from submissions.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.models import Issue, RunStatus
+from submissions.pages.forms import IssueFilterForm, IssueForm, SubmitForm
+from submissions.rules import ranked_runs, timing_flags
 from submissions.search import notify_cut
 from submissions.services import accounts, scheduling, submitting
 
@@ -56,7 +57,7 @@ def issue_detail(request, code):
     sample = selectors.issue_sample(issue)
     return render(request, "submissions/issue_detail.html", {
         "issue": issue, "submissions": selectors.issue_history(issue, request.user),
-        # the dataset's sample of this issue and its weight (submissions/weights.py)
+        # the dataset's sample of this issue and its weight (submissions/rules/weights.py)
         "sample": sample, "weight": selectors.sample_weight(issue) if sample else None,
         # only an issue's author submits to it; a visitor is asked to sign in first
         "can_submit": issue.season.is_open and (is_author or not request.user.is_authenticated),

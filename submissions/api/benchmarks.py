@@ -9,11 +9,11 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field
 
-from submissions.api import answers
-from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import JsonObjectIn, Text
+from submissions.api.answers import answers
+from submissions.api.auth import ContestantTokenAuth
+from submissions.api.fields import JsonObjectIn, Text
 from submissions.models import BenchmarkRun, DatasetExport, Season
-from submissions.weights import weighted_geomean
+from submissions.rules.weights import weighted_geomean
 
 benchmark_router = Router(tags=["benchmark"], auth=ContestantTokenAuth())
 MAX_SAMPLES = 10_000

@@ -1,6 +1,6 @@
 """The HTTP API's shared parts: the error answers every operation documents. The operations are in
-api_agent.py (agents: heartbeats, runs), api_contestant.py (issues, submissions, pull requests),
-api_benchmarks.py and api_datasets.py; config/api.py mounts them under /api/v1/."""
+agent.py (agents: heartbeats, runs), contestant.py (issues, submissions, pull requests),
+benchmarks.py and datasets.py beside it; config/api.py mounts them under /api/v1/."""
 from typing import List
 
 from ninja import Schema

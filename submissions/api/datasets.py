@@ -11,11 +11,12 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field
 
-from submissions import dataset_export, selectors, weights
-from submissions.api import answers
-from submissions.api_auth import ContestantTokenAuth
-from submissions.api_fields import JsonObjectIn, NonBlankText, Text
+from submissions import dataset_export, selectors
+from submissions.api.answers import answers
+from submissions.api.auth import ContestantTokenAuth
+from submissions.api.fields import JsonObjectIn, NonBlankText, Text
 from submissions.models import DatasetExport, Issue, Season
+from submissions.rules import weights
 from submissions.services import datasets, weighting
 
 organizer_router = Router(tags=["organizer"], auth=ContestantTokenAuth())

@@ -8,8 +8,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from submissions import selectors
-from submissions.forms import ProfileForm, RegisterForm
 from submissions.models import ApiToken
+from submissions.pages.forms import ProfileForm, RegisterForm
 from submissions.services import accounts
 
 

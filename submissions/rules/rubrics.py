@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext, gettext_lazy as _
 
-from submissions import ranked_runs
 from submissions.agent_protocol import LLM_VARIANT_NAME, REFERENCE_NAMES
+from submissions.rules import ranked_runs
 
 _RUBRICS = {}
 

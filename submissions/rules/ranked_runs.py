@@ -12,8 +12,8 @@ best run would reward rejudging until lucky. The figure is the median:
 """
 from dataclasses import dataclass
 
-from submissions import timing_flags
 from submissions.models import RunStatus, Verdict
+from submissions.rules import timing_flags
 
 # Verdicts that say nothing about the submission: the platform's failure and an organizer's cancel.
 NOT_A_JUDGEMENT = (Verdict.INTERNAL_ERROR, Verdict.CANCELLED)

@@ -10,9 +10,10 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _, ngettext
 from django.views.decorators.http import require_POST
 
-from submissions import exports, fleet_status, highlighting, ranked_runs, rubrics, selectors
+from submissions import exports, fleet_status, highlighting, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
 from submissions.models import AgentWorker, Issue, Rejudge, RejudgeScope, Run, Season
+from submissions.rules import ranked_runs, rubrics
 from submissions.services import cancelling, clearing, fleet, rejudging, reviewing
 
 
