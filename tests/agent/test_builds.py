@@ -54,6 +54,64 @@ def test_a_failed_build_is_reported_again_from_the_cache_without_compiling(make_
     assert build_cache.cached_failure(build_cache_dir, build_cache.build_key(fixed / "cudacode.py", "cpu")) is None
 
 
+FALLS_BACK = '''
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    try:  # its own extension does not build: it falls back to torch (and still passes)
+        relu = load_inline(name="refused_relu", cpp_sources="""
+        at::Tensor relu_forward(const at::Tensor& x) { return x.clamp_min(0) }  // the ';' is missing
+        """, functions=["relu_forward"], extra_cflags=["-O3"], verbose=True).relu_forward
+    except RuntimeError:
+        relu = torch.relu
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return relu(x)
+'''
+REFUSED_AGAIN = "this build was refused by the compiler before (same sources, flags and toolchain); not compiled again"
+
+
+def test_a_build_the_compiler_refused_is_not_compiled_again_when_the_candidate_falls_back(make_bundle, judge):
+    """The judging passes (the candidate falls back to torch); the refused build is compiled by the
+    first judging only, each later one is told the refusal at once."""
+    bundle = make_bundle(FALLS_BACK)
+    first = judge(bundle, *FAST).result
+    assert first["status"] == "passed", first["logs"]["stderr"][-2000:]
+    assert "error: expected" in first["logs"]["compile"] + first["logs"]["stderr"]
+    assert REFUSED_AGAIN not in first["logs"]["compile"]
+    second = judge(bundle, *FAST).result
+    assert second["status"] == "passed", second["logs"]["stderr"][-2000:]
+    assert REFUSED_AGAIN in second["logs"]["compile"]
+    assert "error: expected" not in second["logs"]["compile"]  # nothing compiled, so no compiler output
+    assert second["durations_s"]["compile"] < first["durations_s"]["compile"]
+
+
+def test_only_the_compilers_refusal_is_kept(tmp_path, monkeypatch):
+    """A build the host failed (a killed compiler) is compiled again; so is one with other flags."""
+    from profiler_agent.executors import build_failures
+
+    calls = []
+
+    def compile_function(name, sources, extra_cflags, build_directory, verbose=False):
+        calls.append(list(extra_cflags))
+        raise RuntimeError(f"Error building extension '{name}': {extra_cflags[0]}")
+
+    source = tmp_path / "main.cpp"
+    source.write_text("int main() {}")
+    kept = build_failures.with_refusals_kept(compile_function)
+    for flags in (["error: expected ';'"], ["error: expected ';'"], ["g++: fatal error: Killed signal terminated program"],
+                  ["g++: fatal error: Killed signal terminated program"], ["-O2 error"]):
+        with pytest.raises(RuntimeError, match="Error building extension"):
+            kept("m", [str(source)], flags, str(tmp_path / "build"))
+    assert calls == [["error: expected ';'"], ["g++: fatal error: Killed signal terminated program"],
+                     ["g++: fatal error: Killed signal terminated program"], ["-O2 error"]]
+    source.write_text("int main() { return 0; }")  # other sources: another build
+    with pytest.raises(RuntimeError):
+        kept("m", [str(source)], ["error: expected ';'"], str(tmp_path / "build"))
+    assert len(calls) == 5
+
+
 SLOW_BUILD = '''
     import time, torch
 
