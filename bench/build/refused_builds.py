@@ -92,7 +92,7 @@ def main():
         result = json.loads(result_path.read_text())
         logs = result.get("logs") or {}
         row = {"judging": number, "status": result.get("status"),
-               "durations_s": {k: round(v, 2) for k, v in (result.get("durations_s") or {}).items()},
+               "durations_s": {k: None if v is None else round(v, 2) for k, v in (result.get("durations_s") or {}).items()},
                "refusal_told_again": REFUSED_AGAIN in (logs.get("compile") or "") + (logs.get("stderr") or ""),
                "flags": result.get("flags")}
         judgings.append(row)
