@@ -66,6 +66,7 @@ class Confirmation(Open):
     reference_tolerance: Number = Field(None, ge=0)
     reference_kernel_ms: Number = Field(None, ge=0)
     kernel_speedup: Number = Field(None, ge=0)  # the kernels' record of both models: no ranked speedup above it
+    timed_speedup: Number = Field(None, ge=0)  # the judged process's own figure, where timing.speedup was lowered
     confirmed: Optional[bool] = None
     reason: Optional[str] = None
 

@@ -58,6 +58,8 @@ _CONFIRMATION = {
     # the GPU's own sum of the reference's kernels per call, median, in the candidate's profile
     "reference_kernel_ms": _OPT_NUMBER,
     "kernel_speedup": _OPT_NUMBER,  # reference_kernel_ms / kernel_ms: no ranked speedup is above it
+    # the speedup as the judged process timed it, where timing.speedup was lowered to what the records support
+    "timed_speedup": _OPT_NUMBER,
     "confirmed": _OPT_BOOL,
     "reason": _OPT_STR,
 }

@@ -175,8 +175,12 @@ def record_late_report(run_id, agent, late, result):
 
 
 def _speedup(result):
+    """The result's speedup, never above the kernels' record of both models (confirmation.kernel_speedup):
+    agents lower it themselves; a result of an agent that did not is capped here, so clearing a
+    `timing_unconfirmed` flag can never rank a figure the GPU's record does not support."""
     timing = result.get("timing") or {}
-    return timing.get("speedup")
+    speedup, bound = timing.get("speedup"), (timing.get("confirmation") or {}).get("kernel_speedup")
+    return min(speedup, bound) if speedup is not None and bound else speedup
 
 
 def _median(result, side):

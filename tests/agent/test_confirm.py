@@ -120,7 +120,7 @@ def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
     assert confirmation["reported_ms"] == 0.0055  # the judged process's own figure stays on record
     assert timing["candidate"]["median_ms"] == 0.00586 and timing["speedup"] == pytest.approx(0.0113 / 0.00586)
     assert result["metrics"]["bandwidth_gbs"] == pytest.approx(4_000_000 / 0.00586e-3 / 1e9)
-    assert "ranked at the record" in result["logs"]["stderr"] and "timing_unconfirmed" not in result["flags"]
+    assert "is above the candidate's kernel record" in result["logs"]["stderr"] and "timing_unconfirmed" not in result["flags"]
 
     # at or above the record: nothing changes
     for reported in (0.00586, 0.0070):
@@ -128,12 +128,18 @@ def test_a_candidate_under_its_kernel_record_is_ranked_at_the_record():
         timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(reported, 0.0113, record, "", 0.0113, "")))
         assert result["timing"]["candidate"]["median_ms"] == reported
         assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
-    # past the tolerance: not believed, flagged, and its figures left as reported (out of the standings)
+    # past the tolerance: not believed and flagged; what it shows (and what clearing the flag would rank)
+    # is the record's figure, its own kept apart
     forged = 0.00586 / 3
     result = _passed_result(0.0113, forged)
     timing_confirmation.apply_outcome(result, timing_confirmation.Outcome(timing_confirmation.decide(forged, 0.0113, record, "", 0.0113, "")))
-    assert result["timing"]["candidate"]["median_ms"] == forged and "timing_unconfirmed" in result["flags"]
-    assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is False
+    result_schema.validate_result(result)
+    assert "timing_unconfirmed" in result["flags"] and result["timing"]["confirmation"]["confirmed"] is False
+    assert result["timing"]["candidate"]["median_ms"] == 0.00586
+    assert result["timing"]["speedup"] == pytest.approx(0.0113 / 0.00586)
+    assert result["timing"]["confirmation"]["ranked_at_kernel_ms"] is True
+    assert result["timing"]["confirmation"]["timed_speedup"] == pytest.approx(0.0113 / forged)
+    assert result["timing"]["confirmation"]["reported_ms"] == forged
 
 
 def test_a_forger_dividing_by_three_is_caught():
@@ -514,10 +520,25 @@ def test_forged_records_can_only_lower_a_speedup():
         result = _ranked(forged, 0.0111, 0.0055)
         assert result["timing"]["speedup"] == pytest.approx(0.0111 / 0.0055)
     # a timed speedup far past the ratio, with the candidate under its record by more than the
-    # tolerance, is not believed: flagged, figures left as reported (out of the standings)
+    # tolerance, is not believed: flagged, and shown (and ranked, were the flag cleared) at the ratio
     record = timing_confirmation.KernelRecord(kernel_ms=0.00557, calls=3, capped=False, reference_kernel_ms=0.0111)
     result = _ranked(record, 0.0111, 0.00557 / 3)
-    assert "timing_unconfirmed" in result["flags"] and result["timing"]["candidate"]["median_ms"] == 0.00557 / 3
+    assert "timing_unconfirmed" in result["flags"]
+    assert result["timing"]["speedup"] == pytest.approx(0.0111 / 0.00557)
+    assert result["timing"]["confirmation"]["timed_speedup"] == pytest.approx(3 * 0.0111 / 0.00557)
+
+
+def test_an_inflated_reference_is_ranked_at_the_agents_own_timing_of_it():
+    """The reference made slow inside the judged process (its median above the agent's own timing of
+    it, past the bound): flagged, and the speedup is taken against the agent's figure."""
+    record = timing_confirmation.KernelRecord(kernel_ms=0.0050, calls=3, capped=False)
+    result = _ranked(record, 0.0300, 0.0050, outside=0.0100)
+    assert "timing_unconfirmed" in result["flags"] and result["timing"]["confirmation"]["confirmed"] is False
+    assert result["timing"]["speedup"] == pytest.approx(0.0100 / 0.0050)
+    assert result["timing"]["confirmation"]["timed_speedup"] == pytest.approx(0.0300 / 0.0050)
+    # within the bound: the timed figure stands
+    honest = _ranked(record, 0.0105, 0.0050, outside=0.0100)
+    assert honest["timing"]["speedup"] == pytest.approx(0.0105 / 0.0050) and "timing_unconfirmed" not in honest["flags"]
 
 
 @pytest.mark.parametrize("loaded_native, kernel, custom", [

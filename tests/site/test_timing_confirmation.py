@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from leaderboard import selectors as board
 from submissions.models import AuditEntry, GpuStanding, Run, Standing
 from submissions.result_schema import RunResult
-from submissions.services import reviewing, submitting
+from submissions.services import reviewing, standings, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all, submit
 
@@ -104,6 +104,24 @@ def test_an_organizer_clears_it_with_a_reason_and_it_counts(client, season, alic
     again = client.post(f"/organizer/runs/{run.pk}/clear-timing/", {"reason": "again"}, headers=EN, follow=True)
     assert f"run #{run.pk} has no unconfirmed time to clear" in page_text(again)
     assert AuditEntry.objects.filter(action="run.timing_cleared").count() == 1
+
+
+def test_a_cleared_time_never_ranks_above_the_kernels_record(season, alice, organizer, agent_and_token,
+                                                              django_capture_on_commit_callbacks):
+    """A result whose speedup is above its kernels' record (an agent that did not lower it) is stored
+    at the record: clearing its flag ranks that, never the judged process's figure."""
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    submission = submit(django_capture_on_commit_callbacks, alice, issue, valid_files())
+    result = unconfirmed_result(speedup=6.0)
+    result["timing"]["confirmation"].update(reference_kernel_ms=4.5, kernel_speedup=1.5)
+    report_all(submission, agent, result)
+    reviewing.review_submission(submission, organizer.user, "accepted", reason="fine")
+    run = Run.objects.get(submission=submission, gpu_type__slug="c500")
+    assert run.speedup == 1.5
+    Run.objects.filter(submission=submission).update(flags=["timing_cleared"])
+    standings.refresh_for(season, alice, actor_label="test")
+    assert Standing.objects.get(season=season, contestant=alice).best_speedup == 1.5
 
 
 def test_only_organizers_clear(client, alice, judged_unconfirmed):
