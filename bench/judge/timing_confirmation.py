@@ -45,7 +45,8 @@ ROWS = [
      plain(INFLATE_REFERENCE, "return torch.relu(x)"), None, "passed + timing_unconfirmed (reference)"),
     ("does less under ncu", RELU_REFERENCE.format(n=1 << 24),
      plain(LAZY_UNDER_NCU, "return torch.zeros_like(x) if _under_ncu() else torch.relu(x)"), None,
-     "wrong_answer + timing_unconfirmed"),
+     # the profiled process is a fork of the agent's zygote: its parent's command line names no ncu
+     "wrong_answer + timing_unconfirmed, or passed, confirmed (it cannot tell it is profiled)"),
 ]
 
 
