@@ -41,9 +41,23 @@ def ncu_command(executable: str, log_file: Path, target: list[str], calls: int, 
     ]
 
 
+def last_lines(text: str, limit: int = 2000) -> str:
+    """The end of `text`, whole lines only, at most `limit` characters (one longer line: its end): a
+    reason cut mid-word read as a different error."""
+    kept, size = [], 0
+    for line in reversed(text.rstrip("\n").splitlines()):
+        if size + len(line) + 1 > limit:
+            if not kept:
+                kept.append("…" + line[-(limit - 1):])
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(reversed(kept))
+
+
 def _error_lines(text: str, limit: int = 2000) -> str:
-    lines = [line for line in text.splitlines() if line.startswith(("==ERROR==", "==WARNING=="))]
-    return "\n".join(lines)[-limit:]
+    return last_lines("\n".join(line for line in text.splitlines() if line.startswith(("==ERROR==", "==WARNING=="))),
+                      limit)
 
 
 def _read_head(path: Path) -> str:
@@ -151,7 +165,7 @@ def interpret_run(run, log_file: Path, timeout_s: float, executable: str) -> Pro
             "them to non-admin users (NVreg_RestrictProfilingToAdminUsers=0) to profile here"
         ))
     if run.exit_code != 0:
-        details = "\n".join(part for part in (_error_lines(output + "\n" + run.stdout), run.stderr[-2000:]) if part)
+        details = "\n".join(part for part in (_error_lines(output + "\n" + run.stdout), last_lines(run.stderr)) if part)
         return ProfilerRun(None, note(f"ncu or the profiled process failed (exit code {run.exit_code}):\n{details.rstrip()}"))
     timeline = next((line.removeprefix(TIMELINE_PREFIX) for line in run.stderr.splitlines()
                      if line.startswith(TIMELINE_PREFIX)), "")

@@ -231,7 +231,7 @@ def run_check(check: trusted_process.TrustedAhead, bundle, sources: dict[str, by
     run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
     if not isinstance(report, dict):
         return {"error": {"message": f"the checking process ended (exit {run.exit_code}, timed out: "
-                                     f"{run.timed_out}) without a report:\n{run.stderr[-2000:]}"}}
+                                     f"{run.timed_out}) without a report:\n{ncu_profiling.last_lines(run.stderr)}"}}
     return report
 
 

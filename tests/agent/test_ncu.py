@@ -398,3 +398,16 @@ def test_the_stand_in_checks_its_arguments(tmp_path):
 
     completed = subprocess.run([str(path), "--set", "full", "python"], capture_output=True, text=True)
     assert completed.returncode == 2 and "unrecognised option '--set'" in completed.stderr
+
+
+def test_a_crashed_profiled_process_is_reported_in_whole_lines(tmp_path):
+    """The reason keeps the end of the profiled process's output in whole lines: a reason cut mid-word
+    (CUBLAS_STATUS_NOT_INI...) read as another error."""
+    error = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+    stderr = "\n".join([f"frame {i}: a long traceback line of the candidate's graph capture" for i in range(200)] + [error])
+    run = SimpleNamespace(timed_out=False, exit_code=1, stdout="", stderr=stderr)
+    profiled = ncu_profiling.interpret_run(run, tmp_path / "absent.log", 120, "ncu")
+    assert profiled.output is None and profiled.why.rstrip().endswith(error)
+    details = profiled.why.split("failed (exit code 1):\n", 1)[1].splitlines()
+    assert details and all(line.startswith("frame ") or line == error for line in details)
+    assert len("\n".join(details)) <= 2000
