@@ -14,28 +14,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "judge"))
+from harness import RELU_REFERENCE, make_bundle  # noqa: E402
+
 REFUSED_AGAIN = "refused by the compiler before"
-
-REFERENCE = """
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(4096, 1024)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 CANDIDATE = '''
 import torch
@@ -79,10 +64,7 @@ def main():
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="refused-builds-"))
-    bundle, cache = work / "bundle", work / "cache"
-    bundle.mkdir()
-    (bundle / "torchcode.py").write_text(textwrap.dedent(REFERENCE))
-    (bundle / "cudacode.py").write_text(textwrap.dedent(CANDIDATE))
+    bundle, cache = make_bundle(work, "bundle", RELU_REFERENCE.format(n=4096 * 1024), CANDIDATE), work / "cache"
     judgings = []
     for number in range(1, args.judgings + 1):
         result_path = work / f"result-{number}.json"
