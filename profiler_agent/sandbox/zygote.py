@@ -158,18 +158,61 @@ def shared() -> Zygote | None:
         return None
     with _zygote_lock:
         if _zygote is None or not _zygote.alive():
-            import tempfile
-            from pathlib import Path
-
             from profiler_agent.sandbox import child_env, process_sweep
 
-            home = Path(tempfile.mkdtemp(prefix="profiler-agent-zygote-"))
+            home = new_home()
             # the allowlist: nothing of the agent's secrets, and no run's marker (sandbox.process_sweep)
             _zygote = _start_from_a_lasting_thread(child_env.child_env(home, home, None))
             if _zygote is None:
                 return None
             process_sweep.spare_always(_zygote.process.pid)  # no run's sweep may take it for one of its own
         return _zygote
+
+
+HOME_PREFIX = "profiler-agent-zygote-"
+
+
+def new_home():
+    """The zygote's home: a folder named by this agent's pid, removed when the agent exits; those of
+    agents that ended without removing theirs (killed, or RQ's work-horse, which leaves by os._exit)
+    are removed first. One was left behind per judging."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    remove_homes_of_ended_agents(Path(tempfile.gettempdir()))
+    home = Path(tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, home, True)
+    return home
+
+
+def remove_homes_of_ended_agents(folder) -> int:
+    """Removes this user's zygote homes (in `folder`) whose agent process is gone; how many."""
+    import re
+    import shutil
+
+    removed = 0
+    for path in folder.glob(f"{HOME_PREFIX}*"):
+        named = re.fullmatch(r"(\d+)-\w+", path.name[len(HOME_PREFIX):])
+        try:
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if named and mine and not _alive(int(named.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _start_from_a_lasting_thread(env: dict[str, str]) -> Zygote | None:

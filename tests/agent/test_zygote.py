@@ -155,3 +155,40 @@ def test_a_forked_agent_starts_its_own_zygote(tmp_path):
     assert seen["exit"] == 7 and seen["own"] != parent.process.pid
     assert zygote.shared() is parent and parent.alive()  # the parent's own goes on
     assert _run(tmp_path, "after").exit_code == 7
+
+
+def test_the_homes_of_ended_agents_are_removed_and_no_other(tmp_path):
+    ended = subprocess_pid_that_ended()
+    gone = tmp_path / f"{zygote.HOME_PREFIX}{ended}-abc123"
+    (gone / ".cache").mkdir(parents=True)
+    (gone / ".cache" / "torch").write_text("kept by the zygote's torch")
+    running = tmp_path / f"{zygote.HOME_PREFIX}{os.getpid()}-def456"  # this process is alive
+    unnamed = tmp_path / f"{zygote.HOME_PREFIX}k3j9x1q2"  # no pid in the name: not ours to judge
+    for folder in (running, unnamed):
+        folder.mkdir()
+    assert zygote.remove_homes_of_ended_agents(tmp_path) == 1
+    assert not gone.exists() and running.exists() and unnamed.exists()
+
+
+def subprocess_pid_that_ended() -> int:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_judging_leaves_no_zygote_home_behind(tmp_path):
+    """`python -m profiler_agent judge` (its zygote's home once stayed in /tmp after every judging)."""
+    import subprocess
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    completed = subprocess.run(
+        [sys.executable, "-m", "profiler_agent", "judge", str(repo / "examples" / "relu-cpu"), "--device", "cpu",
+         "--json", str(tmp_path / "result.json"), "--timing-budget", "0.2", "--cache-dir", str(tmp_path / "builds")],
+        cwd=repo, env=dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(repo)), capture_output=True, text=True,
+        timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert not list(scratch.glob(f"{zygote.HOME_PREFIX}*"))
