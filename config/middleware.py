@@ -1,7 +1,8 @@
 """Guards that must act before any view, form or CSRF check reads a request.
 
-RefuseNulMiddleware runs first of all (see it); the two body guards sit right after LocaleMiddleware (their refusals are in the visitor's language) and before
-CsrfViewMiddleware, which parses every POST body to find the CSRF token.
+RefuseNulMiddleware runs before anything that queries (see it); the two body guards sit right after
+LocaleMiddleware (their refusals are in the visitor's language) and before CsrfViewMiddleware, which
+parses every POST body to find the CSRF token. RequestsInFlightMiddleware only counts requests.
 """
 import re
 from urllib.parse import unquote_plus

@@ -13,6 +13,7 @@ import threading
 from functools import lru_cache
 
 from django.db import connection
+from django.http import Http404
 
 from leaderboard import board_cache, selectors
 from leaderboard.models import ScoreboardFreeze
@@ -39,6 +40,13 @@ def season_with_freeze(code):
     """The season named `code` with its freeze (or none) read, marked read for the board cache
     (board_cache.read); None when there is no such season."""
     return board_cache.read(lambda: _season(code))
+
+
+def season_or_404(code):
+    season = season_with_freeze(code)
+    if season is None:
+        raise Http404("no such season")
+    return season
 
 
 def _season(code):

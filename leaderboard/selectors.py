@@ -55,24 +55,27 @@ def rows_at(query, offset, limit, *, whole_board=False):
     `whole_board`: `query` is a whole live board in order (no search): the row before the page is read
     with it, and its key places the page with no count (board_ranks.attach_in_order)."""
     live = query.model is not FrozenStanding
-    start = offset - 1 if whole_board and live and offset else offset
+    with_before = whole_board and live and offset > 0  # the row before the page, read with it
+    start, key_before, complete = offset - with_before, None, True
     if offset < DEFERRED_JOIN_FROM_OFFSET:
         rows = list(query[start:offset + limit])
-        keys = [board_ranks.key_of(row) for row in rows] if live else None
-        rows = rows[offset - start:]
+        if with_before and rows:
+            key_before = board_ranks.key_of(rows.pop(0))
     else:
         if live:
             pairs = list(query.values_list("pk", "board_key")[start:offset + limit])
-            keys = [bytes(key) for _, key in pairs]
-            ids = [pk for pk, _ in pairs[offset - start:]]
+            if with_before and pairs:
+                key_before = bytes(pairs.pop(0)[1])
+            ids = [pk for pk, _ in pairs]
         else:
             ids = list(query.values_list("pk", flat=True)[offset:offset + limit])
         # contestants by their keys, not joined: PostgreSQL joins 50 rows to a scan of every contestant
         found = query.model._default_manager.filter(pk__in=ids).order_by().prefetch_related("contestant").in_bulk()
         rows = [found[pk] for pk in ids if pk in found]
+        complete = len(rows) == len(ids)  # none removed between the two reads: the rows stay consecutive
     if rows and live:  # live rows: ranked from their keys, all at once
-        if whole_board and len(rows) == len(keys) - (offset - start):
-            board_ranks.attach_in_order(rows[0].board(), rows, offset, keys[0] if start < offset else None)
+        if whole_board and complete:
+            board_ranks.attach_in_order(rows[0].board(), rows, offset, key_before)
         else:
             board_ranks.attach(rows[0].board(), rows)
     return rows

@@ -1,9 +1,9 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
+import functools
 import time
 
 from django.contrib import messages
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
-from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -45,12 +45,7 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
     version as read, never a rendering before it (board_cache.cached)."""
     paginator = selectors.BoardPaginator((), PAGE_SIZE)
     paginator.whole_board = not search
-
-    def board():
-        if not isinstance(paginator.object_list, QuerySet):
-            paginator.object_list = make_query()
-        return paginator.object_list
-
+    board = functools.cache(make_query)  # built on a miss only
     paginator.count = board_cache.cached(season, (parts[0], search, "count"), lambda: board().count(), fresh=fresh)
     try:
         number = paginator.validate_number(asked)
@@ -60,7 +55,7 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
         number = paginator.num_pages
 
     def render():
-        board()
+        paginator.object_list = board()
         return render_part(paginator.page(number))
 
     html = board_cache.cached(season, (*parts, search, "page", number), render, per_language=True, fresh=fresh)
@@ -81,9 +76,7 @@ def season_detail(request, code):
 
 
 def season_leaderboard(request, code):
-    season = season_reads.season_with_freeze(code)
-    if season is None:
-        raise Http404("no such season")
+    season = season_reads.season_or_404(code)
     search, cut = bounded_search(request.GET.get("q"))
     freeze = selectors.active_freeze(season, request.user)
     staff = request.user.is_staff
@@ -162,9 +155,7 @@ def contestant_detail(request, contestant_id):
 
 
 def gpu_leaderboard(request, code, slug):
-    season = season_reads.season_with_freeze(code)
-    if season is None:
-        raise Http404("no such season")
+    season = season_reads.season_or_404(code)
     gpu_type = selectors.season_gpu_type(season, slug)
     if gpu_type is None:
         raise Http404("this season is not judged on that GPU type")
