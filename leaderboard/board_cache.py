@@ -16,11 +16,12 @@ After a change every page is stale at once, and every client asks for it again. 
 once at the new version (single flight: per process, and between processes through `add`, Redis's
 SET NX, when the cache is shared); the requests that come while it renders are served the rendering
 before it, when that is at most BOARD_STALE_SECONDS behind a committed change (below), else they wait
-for the one rendering. Under load (other requests in flight in this process) the request that finds a
+for the one rendering; a request alone in its process waits for it too. Under load (other requests in flight in this process) the request that finds a
 page stale is served the previous rendering too, within the same bound, and the page is rendered by
 the process's board renderer thread: a request that rendered 11 pages' worth of a burst itself was the
 tail of the board's latency (docs/performance.md). A visitor alone never sees an older board than the
-database holds: a request that is the only one in its process renders the page itself.
+database holds: a request that is the only one in its process renders the page itself, or waits
+for the rendering under way (the renderer thread may still be working through a burst's pages).
 
 The bound: an entry rendered at version V shows every change committed before V was replaced (each
 change replaces it). If this process read V as the current version at time s (stamped before the
@@ -251,7 +252,7 @@ def cached(season, parts, compute, *, per_language=False, fresh=False):
             _render_later(cache, name, version, compute, flight)
             return entry[1]
         return _render(cache, name, version, compute, flight)
-    if not fresh and entry is not None and _recently_current(season, entry[0]):
+    if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
         return entry[1]
     return _wait_for(cache, name, version, compute)
 

@@ -297,7 +297,8 @@ def test_requests_during_a_rendering_get_the_previous_one_and_it_is_rendered_onc
         rendered = leader.submit(board_cache_module.cached, latest, PARTS, second)
         assert second.started.wait(30)
         # while it renders, the other requests are served the board as it was a moment ago, rendering nothing
-        answers, renderings = ask_at_once(read_season(season), PARTS, 8)
+        with OtherRequestsInFlight():
+            answers, renderings = ask_at_once(read_season(season), PARTS, 8)
         assert answers == ["board before the review"] * 8 and renderings == 0
         second.go.set()
         assert rendered.result(30) == "board after the review"
@@ -325,6 +326,27 @@ class OtherRequestsInFlight:
     def __exit__(self, *exc):
         board_cache_module.request_ended()
         board_cache_module.request_ended()
+
+
+def test_a_visitor_alone_waits_for_the_rendering_the_renderer_still_has_under_way(season, board_cache):
+    """After a burst the renderer thread may still be rendering its pages: a request that comes alone
+    is served the page at the version it read, never the previous one."""
+    first = Rendering("board before the review")
+    first.go.set()
+    board_cache_module.cached(read_season(season), PARTS, first)
+    board_versions.bump(season.pk)
+    second = Rendering("board after the review")
+    with OtherRequestsInFlight():
+        assert board_cache_module.cached(read_season(season), PARTS, second) == "board before the review"
+        assert second.started.wait(30)  # the renderer thread took it up
+    with ThreadPoolExecutor(1) as alone:
+        answer = alone.submit(board_cache_module.cached, read_season(season), PARTS, lambda: "rendered again")
+        time.sleep(0.2)
+        done_early = answer.done()
+        second.go.set()  # before asserting: the renderer thread is the process's, and the next test's too
+        assert not done_early  # it waits for the rendering of its version
+        assert answer.result(30) == "board after the review"
+    assert second.calls == 1
 
 
 def test_under_load_the_request_that_finds_a_page_stale_is_served_the_previous_one_and_it_is_rendered_in_the_background(
