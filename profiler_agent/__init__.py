@@ -14,4 +14,4 @@ __version__ = "0.1.0"
 # 1.1: backward problems, the energy window, the memo and tamper rules, result inputs; 1.2: a candidate
 # under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks; 1.3: no
 # speedup ranked above the kernel record of both models in one profile (a ratio, not a floor)
-HARNESS_VERSION = "1.3"
+HARNESS_VERSION = "1.4"

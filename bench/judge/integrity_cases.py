@@ -48,6 +48,12 @@ def _confirmation(result: dict) -> dict:
     return ((result.get("timing") or {}).get("confirmation")) or {}
 
 
+def _timed_call_named(judgings: list[dict]) -> tuple[bool, str]:
+    """The wrong answer's reason names the timed call whose output was wrong."""
+    reason = judgings[-1].get("reason") or ""
+    return reason.startswith("timed call "), reason[:160]
+
+
 def _reported_at_least_record(judgings: list[dict]) -> tuple[bool, str]:
     """The reported candidate median is not below the GPU's own record of its kernels (a failed run
     is not ranked: nothing to compare)."""
@@ -108,6 +114,12 @@ CASES = [
     Case("adv-version-memo", "3: memo by (data_ptr, _version)",
          Outcome("passed + input_memoized, or wrong_answer", ("passed", "wrong_answer"), flags=("input_memoized",)),
          cpu=Outcome("passed + input_memoized", ("passed",), flags=("input_memoized",))),
+    Case("adv-partial-timed", "12: a fifth of the work on timed calls",
+         Outcome("wrong_answer naming a timed call", ("wrong_answer",), reason=True, check=_timed_call_named),
+         cpu=Outcome("wrong_answer naming a timed call", ("wrong_answer",), reason=True, check=_timed_call_named)),
+    Case("adv-fingerprint-memo", "13: memo by three input values",
+         Outcome("reported >= ncu record (or failed)", ("passed", "wrong_answer"), check=_reported_at_least_record),
+         cpu=Outcome("passed or wrong_answer", ("passed", "wrong_answer"))),
     Case("adv-timer-wrap", "4: timing function wrapped",
          Outcome("passed + timing_unconfirmed", ("passed",), flags=("timing_unconfirmed",)),
          cpu=Outcome("passed (no profiler on CPU: no bound)", ("passed",))),

@@ -158,7 +158,9 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
     if not passed:
         return  # a wrong answer is not timed
-    phase("timing", lambda: measure(reference, candidate, api.get_inputs, device, settings, report))
+    phase("timing", lambda: measure(reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs)))
+    if report["correctness"]["passed"] is False:
+        return  # a timed output was wrong
     # after timing: a profiler session must not perturb the timed calls
     draw_inputs = lambda: make_inputs(api.get_inputs, seed + 1, device)  # noqa: E731  (trial 0's)
     def census():

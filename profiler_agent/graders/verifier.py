@@ -78,6 +78,7 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
         with submission_code("reference (warm-up)"), torch.no_grad():
             reference(*make_inputs(api.get_inputs, seed + 1 + settings["trials"], device))
     first = None  # trial 0's outputs (the reference's, the candidate's), for the repeat
+    reproducible = True  # the reference gives trial 0's output again on the repeat: a call can be made out of turn
     kept = None  # the reference's inputs of the trial the repeat is written into
     for call in plan:
         # the reference alone runs here: it gets its calls in the same order, each input drawn again
@@ -104,9 +105,51 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
             return
         if not call.repeat and call.trial == 0:
             first = (expected, actual)
-        elif call.repeat and first is not None and nondeterministic(first, (expected, actual)):
-            verdict["flags"].append("nondeterministic_output")
+        elif call.repeat and first is not None:
+            if nondeterministic(first, (expected, actual)):
+                verdict["flags"].append("nondeterministic_output")
+            reproducible = compare_outputs.compare_outputs(first[0], expected, settings.get("atol"), settings.get("rtol")).passed
+    if repeat and not reproducible:
+        verdict["notes"].append("the reference's output for trial 0's inputs changed on their repeat (a stateful "
+                                "reference): the timed calls' outputs were checked in the judged process only")
+    elif repeat and not verify_timed_calls(api, reference, settings, device, outputs, result):
+        return
     result["passed"] = True
+
+
+def verify_timed_calls(api, reference, settings: dict, device, outputs: Path, result: dict) -> bool:
+    """The timed calls' outputs the judged process saved (profiler_agent.measure.timed_outputs), each
+    compared with the reference's output for that call's values, made again here from the seed
+    (profiler_agent.measure.input_sets.call_values). False, with the reason naming the call, at the
+    first that differs."""
+    import torch
+
+    from profiler_agent.checkers import compare_outputs
+    from profiler_agent.measure import input_sets
+    from profiler_agent.trials import output_exchange
+    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.util import tensors
+
+    first_seed = settings["seed"] + 1 + settings["trials"]  # the timing's first draw (measurements.measure)
+    bases = {}
+    for call in output_exchange.timed_calls(outputs):
+        try:
+            draw, actual = output_exchange.load_timed_output(outputs, call, input_sets.DISTINCT_DRAWS)
+        except output_exchange.MissingOutput as missing:
+            result.update(passed=False, reason=f"timed call {call}: {missing}")
+            return False
+        if draw not in bases:
+            bases[draw] = make_inputs(api.get_inputs, first_seed + draw, device)
+        values = input_sets.call_values(bases[draw], settings["seed"], call)
+        with submission_code(f"reference (timed call {call})"), torch.no_grad():
+            expected = tensors.detached_copies(reference(*values))
+        outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+                                                  getattr(reference, "output_names", None),
+                                                  getattr(reference, "scaled_outputs", frozenset()))
+        if not outcome.passed:
+            result.update(passed=False, reason=f"timed call {call}: {outcome.reason}")
+            return False
+    return True
 
 
 def nondeterministic(first: tuple, repeat: tuple) -> bool:

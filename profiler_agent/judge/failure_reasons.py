@@ -142,6 +142,16 @@ def name_first_failure(verdict_correctness: dict, preliminary) -> None:
         verdict_correctness["reason"] = f"{reason}; the judged process had stopped at {one_line(seen)}"
 
 
+def timed_call_failure_stands(verdict_correctness: dict, preliminary) -> None:
+    """A wrong timed output the judged process found that the verifier could not check again (values
+    made in place, not saved): the candidate's own process declared it, which can only cost the
+    candidate, so it stands."""
+    seen = preliminary.get("reason") if isinstance(preliminary, dict) and preliminary.get("passed") is False else None
+    if verdict_correctness.get("passed") is True and isinstance(seen, str) and seen.startswith("timed call "):
+        verdict_correctness["passed"] = False
+        verdict_correctness["reason"] = f"{one_line(seen)} (found in the judged process; not saved for the verifier)"
+
+
 def verifier_note(verdict: dict) -> str:
     """The verifier's notes and wrong-answer reason, for the logs."""
     lines = [f"[profiler_agent] verifier: {note}\n" for note in verdict.get("notes") or []]

@@ -1,12 +1,22 @@
-"""The input sets the timed calls run on: drawn from the seed, several per model, so that no call
-sees the input set the call before it saw. A forward that remembers its output for a repeated
-input (keyed on the tensor's address and `_version`, say) is then timed on its real work.
+"""The input sets the timed calls run on: drawn from the seed, several per model, and new values for
+every call, so that no timed call sees values an earlier call of the judging saw. A forward that
+remembers its output by the tensor's address and `_version`, or by a fingerprint of a few values,
+is then timed on its real work; where it answers from memory anyway, its output is wrong for the
+call's values (profiler_agent.measure.timed_outputs checks timed outputs).
 
-Each model gets its own sets (neither can see or spoil the other's), with the same values. The
-sets rotate; each use bumps the set's `_version` (no data touched, nothing on the device), so a
-memo keyed on (address, version) misses whatever its size. Where the memory budget allows only
-one set per model, its floating-point values are rescaled in place between calls instead (a
-factor a few ulps from 1, alternately up and down: new data, new version, same signs and zeros).
+Each model gets its own sets (neither can see or spoil the other's), with the same values. Up to
+DISTINCT_DRAWS sets are drawn from the seed and kept untouched (the bases); before each call the
+model's next set is written from its base times a factor per element, uniform within JITTER of 1,
+drawn from a generator seeded by the secret seed and the call's number (`call_seed`). Both models
+get call n's values; the trusted verifier makes them again from the seed to check a timed output.
+The factor keeps signs and zeros, and moves every value enough that an output remembered for
+other values is wrong beyond the tolerances. Integer and boolean tensors (indices, masks) keep their
+drawn values.
+
+Where the memory budget allows no base beside one set per model, the floating-point values are
+rescaled in place between calls instead (a factor a few ulps from 1, alternately up and down: new
+data, new version, same signs and zeros), and the timed outputs are checked in the judged process
+only (values made in place cannot be made again by the verifier).
 
 A short pass on one repeated set afterwards tells whether the candidate runs markedly faster on
 inputs it has seen (`input_memoized`); the ranked figure is always the fresh one.
@@ -14,6 +24,7 @@ inputs it has seen (`input_memoized`); the ranked figure is always the fresh one
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import torch
@@ -29,6 +40,19 @@ DISTINCT_DRAWS = 4  # sets drawn from the seed; further sets (batched copies) ar
 # honest code runs alike on both (a few % apart); on the CPU a repeated input stays in cache,
 # which helps the reference alike; a memo that skips the work gains far more than 2x.
 MEMO_RATIO = 2.0
+# How far a timed call's values may be from their draw: far enough that 16-bit types get dozens of
+# values per element (a fingerprint of a few elements repeats rarely) and that an output remembered
+# for other values misses the tolerances, near enough to keep the draw's scale.
+JITTER = 0.125
+
+
+def plan_sets(set_bytes: int, budget_bytes: int, wanted: int) -> tuple[int, bool]:
+    """How many input sets each model gets, and whether the bases (untouched draws, one per set up
+    to DISTINCT_DRAWS) fit beside them; without bases, as many sets as sets_per_model allows."""
+    for count in range(max(1, wanted), 0, -1):
+        if set_bytes * (2 * (count - 1) + min(count, DISTINCT_DRAWS)) <= max(budget_bytes, 0):
+            return count, True
+    return sets_per_model(set_bytes, budget_bytes, wanted), False
 
 
 def sets_per_model(set_bytes: int, budget_bytes: int, wanted: int) -> int:
@@ -40,17 +64,74 @@ def sets_per_model(set_bytes: int, budget_bytes: int, wanted: int) -> int:
     return max(1, min(wanted, affordable))
 
 
-def draw_sets(get_inputs, first: list, first_seed: int, device, count: int) -> dict[str, list[list]]:
-    """`count` input sets per model: `first` (drawn from `first_seed`), then sets drawn from the
-    next seeds, up to DISTINCT_DRAWS, then clones of those. The candidate's are copies of the
-    reference's."""
-    reference: list[list] = [first]
-    for k in range(1, count):
-        if k < DISTINCT_DRAWS:
-            reference.append(make_inputs(get_inputs, first_seed + k, device))
-        else:
-            reference.append(tensors.fresh_copies(reference[k % DISTINCT_DRAWS]))
-    return {"reference": reference, "candidate": [tensors.fresh_copies(s) for s in reference]}
+def draw_bases(get_inputs, first: list, first_seed: int, device, count: int) -> list[list]:
+    """`first` (drawn from `first_seed`), then sets drawn from the next seeds: `count` in all, at
+    most DISTINCT_DRAWS. The verifier draws them again alike."""
+    return [first] + [make_inputs(get_inputs, first_seed + k, device) for k in range(1, min(count, DISTINCT_DRAWS))]
+
+
+def draw_sets(get_inputs, first: list, first_seed: int, device, count: int,
+              keep_bases: bool = False) -> dict[str, list[list]]:
+    """`count` input sets per model, set k holding draw k % DISTINCT_DRAWS (draw_bases); the
+    candidate's are copies of the reference's. `keep_bases`: the draws themselves are kept apart
+    (under "bases") and both models get copies; else the reference's sets are the draws."""
+    bases = draw_bases(get_inputs, first, first_seed, device, count)
+    reference = [bases[k % len(bases)] if k < len(bases) and not keep_bases else tensors.fresh_copies(bases[k % len(bases)])
+                 for k in range(count)]
+    sets = {"reference": reference, "candidate": [tensors.fresh_copies(s) for s in reference]}
+    if keep_bases:
+        sets["bases"] = bases
+    return sets
+
+
+def call_seed(secret: int, call: int) -> int:
+    """The seed of timed call `call`'s values: unknown without the secret seed."""
+    digest = hashlib.sha256(f"timed call values:{secret}:{call}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+class Jitter:
+    """Writes a call's values into a set: its base times a factor per element (module docstring)."""
+
+    def __init__(self):
+        self._generators = {}
+
+    def _generator(self, device) -> torch.Generator:
+        if device not in self._generators:
+            self._generators[device] = torch.Generator(device=device)
+        return self._generators[device]
+
+    def write(self, buffers: list, base: list, seed: int) -> list[int]:
+        """Call values into `buffers` (copies of `base`, in place); returns the positions of the
+        floating-point inputs that could not take new values (expanded views: shared elements)."""
+        kept = []
+        with torch.no_grad():
+            for position, (buffer, value) in enumerate(zip(tensors.flatten(buffers), tensors.flatten(base))):
+                if not isinstance(buffer, torch.Tensor):
+                    continue
+                generator = self._generator(buffer.device)
+                generator.manual_seed(seed + position)
+                try:
+                    if buffer.is_complex():
+                        factor = torch.empty(buffer.shape, dtype=buffer.real.dtype, device=buffer.device)
+                        factor.uniform_(1 - JITTER, 1 + JITTER, generator=generator)
+                        torch.mul(value, factor, out=buffer)
+                    elif buffer.is_floating_point():
+                        buffer.uniform_(1 - JITTER, 1 + JITTER, generator=generator).mul_(value)
+                    else:
+                        buffer.copy_(value)  # indices and masks as drawn (a model may have written them)
+                except RuntimeError:  # an expanded view, whose elements share memory
+                    increment_version(buffer)
+                    if buffer.is_floating_point() or buffer.is_complex():
+                        kept.append(position)
+        return kept
+
+
+def call_values(base: list, secret: int, call: int) -> list:
+    """Timed call `call`'s values made from `base` (a draw), as the judged process gave them."""
+    values = tensors.fresh_copies(base)
+    Jitter().write(values, base, call_seed(secret, call))
+    return values
 
 
 def _rescale_factor(dtype: torch.dtype) -> float:
@@ -82,25 +163,38 @@ def bump_versions(values: list) -> None:
 
 
 class FreshInputs:
-    """One model's input sets, handed out in turn; `advance()` runs outside the timed region."""
+    """One model's input sets, handed out in turn; `advance()` runs outside the timed region and gives
+    the next call its values: from the bases and the secret seed where there are bases, else by a
+    rotation of the sets (each use bumping its version) or, with one set, a rescale in place."""
 
-    def __init__(self, sets: list[list]):
+    def __init__(self, sets: list[list], bases: list[list] | None = None, secret: int = 0):
         self.sets = sets
+        self.bases = bases
+        self.secret = secret
         self.position = 0
         self.calls = 0
+        self.kept_values: list[int] = []  # inputs that could not take new values (expanded views)
+        self._jitter = Jitter() if bases else None
 
     @property
     def args(self) -> list:
         return self.sets[self.position]
 
     @property
+    def draw(self) -> int | None:
+        """Which base the current call's values come from (None without bases)."""
+        return self.position % len(self.bases) if self.bases else None
+
+    @property
     def refreshes_in_place(self) -> bool:
-        return len(self.sets) == 1
+        return not self.bases and len(self.sets) == 1
 
     def advance(self) -> None:
         self.calls += 1
         self.position = self.calls % len(self.sets)
-        if self.refreshes_in_place:
+        if self._jitter is not None:
+            self.kept_values = self._jitter.write(self.args, self.bases[self.draw], call_seed(self.secret, self.calls))
+        elif self.refreshes_in_place:
             refresh_in_place(self.args, upward=self.calls % 2 == 1)
         else:
             bump_versions(self.args)

@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from profiler_agent.measure import input_sets, memory_budget, metrics, telemetry, timing
+from profiler_agent.measure import input_sets, memory_budget, metrics, telemetry, timed_outputs, timing
 from profiler_agent.measure import batched_pass, batch_timers
 from profiler_agent.devices import device_info
 from profiler_agent.util import tensors
@@ -21,7 +21,17 @@ def log(message: str) -> None:
     print(f"[profiler_agent] timing: {message}", file=sys.stderr, flush=True)
 
 
-def measure(reference, candidate, get_inputs, device, settings: dict, report: dict) -> None:
+def measure(reference, candidate, get_inputs, device, settings: dict, report: dict, outputs_dir) -> None:
+    """Times both models (a wrong timed output ends it as a wrong answer, naming the call) and fills
+    the report's timing, metrics and telemetry."""
+    try:
+        _measure(reference, candidate, get_inputs, device, settings, report, outputs_dir)
+    except timed_outputs.WrongTimedOutput as wrong:
+        report["correctness"].update(passed=False, reason=str(wrong))
+        log(f"wrong answer: {wrong}; the timing stops here")
+
+
+def _measure(reference, candidate, get_inputs, device, settings: dict, report: dict, outputs_dir) -> None:
     stages = timing.Stages()
     models = {"reference": reference, "candidate": candidate}
     first_seed = settings["seed"] + 1 + settings["trials"]
@@ -31,15 +41,21 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     first = make_inputs(get_inputs, first_seed, device)
     set_bytes = tensors.tensor_bytes(first)
     wanted_copies = batch_timers.rotation_copies(set_bytes, cache_bytes)
-    per_model = input_sets.sets_per_model(set_bytes, budget.bytes - flush_bytes,
-                                          max(input_sets.TIMING_SETS, wanted_copies))
-    sets = input_sets.draw_sets(get_inputs, first, first_seed, device, per_model)
+    per_model, keeps_bases = input_sets.plan_sets(set_bytes, budget.bytes - flush_bytes,
+                                                  max(input_sets.TIMING_SETS, wanted_copies))
+    sets = input_sets.draw_sets(get_inputs, first, first_seed, device, per_model, keep_bases=keeps_bases)
     del first
-    fresh = {name: input_sets.FreshInputs(sets[name]) for name in models}
-    _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model)
-    calls = {name: guarded(name, lambda model=model, inputs=fresh[name]: model(*inputs.args))
+    fresh = {name: input_sets.FreshInputs(sets[name], sets.get("bases"), settings["seed"]) for name in models}
+    _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model, keeps_bases)
+    outputs = timed_outputs.TimedOutputs(settings["seed"], settings, reference, outputs_dir,
+                                         lambda: (fresh["candidate"].calls, fresh["candidate"].draw))
+    calls = {name: guarded(name, lambda model=model, inputs=fresh[name], name=name: outputs.keep(name, model(*inputs.args)))
              for name, model in models.items()}
-    advance = lambda name: fresh[name].advance()  # noqa: E731  (outside the timed region)
+
+    def advance(name):  # outside the timed region: the last output goes, the next call's values come
+        outputs.release(name)
+        fresh[name].advance()
+
     handle = None
     if device.type == "cuda":
         timer = timing.CudaTimer(device, flush_bytes=flush_bytes)
@@ -54,11 +70,13 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
         with torch.no_grad(), sampler:
             plan = timing.TimingPlan.from_settings(settings.get("timing"))
             control = (lambda: None) if device.type == "cuda" else None
-            timings = timing.time_interleaved(calls, timer, plan, prepare=advance, control=control)
+            timings = timing.time_interleaved(calls, timer, plan, prepare=advance, control=control,
+                                              after_round=outputs.after_round)
             stages.end("per-call")
             escaped = False
             if device.type == "cuda":
-                timings, timer, escaped = _time_again_if_work_escaped(calls, timings, timer, device, plan, advance)
+                timings, timer, escaped = _time_again_if_work_escaped(calls, timings, timer, device, plan, advance,
+                                                                      outputs.after_round)
                 if escaped:
                     report["flags"].append("unsynchronized_work")
                 stages.end("work outside the pair")
@@ -68,6 +86,13 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
                 log(f"the event pair's own time (an empty call): {timings.floor_ms():.4f} ms, "
                     "subtracted from every call")
                 timings = timings.without_floor()
+            log(f"timed outputs: {outputs.checked} of {outputs.rounds} rounds compared with the reference's, "
+                f"{len(outputs.saved)} saved for the verifier"
+                + ("" if keeps_bases else " (none: values made in place cannot be made again)"))
+            if any(f.kept_values for f in fresh.values()):
+                log("inputs at positions " + ", ".join(map(str, fresh["candidate"].kept_values))
+                    + " are expanded views: they keep their drawn values")
+            outputs.release_all()
             fresh_medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
             fresh_beside, repeated = _time_repeated_inputs(calls, fresh, timer, plan)
             if input_sets.input_memoized(fresh_beside, repeated):
@@ -108,7 +133,8 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     report["timed_total_ms"] = sum(sum(values) for values in timings.times_ms.values())
     if tampered:
         report["flags"].append("timer_tampered")
-    del timer, calls, advance, fresh, sets  # frees the L2 flush buffer and the input sets before memory is measured
+    outputs.release_all()
+    del timer, calls, advance, fresh, sets, outputs  # frees the L2 flush buffer and the input sets before memory is measured
 
     stages.end("energy")
     report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
@@ -132,12 +158,16 @@ def measure(reference, candidate, get_inputs, device, settings: dict, report: di
     stages.report()
 
 
-def _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model) -> None:
+def _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model, keeps_bases) -> None:
     log(f"harness memory budget {memory_budget.describe(budget)}")
     if cache_bytes and flush_bytes < 2 * cache_bytes:
         log(f"the L2 flush buffer ({format_size(flush_bytes)}) is under twice the L2 cache "
             f"({format_size(cache_bytes)}): calls may start partly warm")
-    if per_model == 1:
+    if keeps_bases:
+        log(f"{per_model} input set(s) per model ({format_size(set_bytes)} each) and "
+            f"{min(per_model, input_sets.DISTINCT_DRAWS)} kept as drawn: each call's values are a draw's, each "
+            f"floating-point value times its own factor within {input_sets.JITTER:g} of 1, from the secret seed")
+    elif per_model == 1:
         log(f"one input set per model ({format_size(set_bytes)} each; the budget allows no other): its "
             "floating-point values are rescaled in place between calls (new data, new _version)")
     else:
@@ -145,7 +175,7 @@ def _log_memory_plan(budget, flush_bytes, cache_bytes, set_bytes, per_model) -> 
             "the set's _version")
 
 
-def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
+def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance, after_round):
     """The plain pair cannot see work a call runs on another stream during the L2 flush or after
     the end event; when its own readings show such work (timing.work_outside_ms), both models are
     timed again with the flush waited for and the end after a device-wide synchronize."""
@@ -159,7 +189,7 @@ def _time_again_if_work_escaped(calls, timings, timer, device, plan, advance):
     synced = timing.SynchronizedCudaTimer(device, flush_buffer=timer.flush_buffer)
     log("timed again with the flush waited for and a device-wide synchronize before the end event"
         + (f" ({', '.join(empty)}: no more than an empty call between the events)" if empty else ""))
-    again = timing.time_interleaved(calls, synced, plan, prepare=advance)
+    again = timing.time_interleaved(calls, synced, plan, prepare=advance, after_round=after_round)
     if not any(timing.left_work_behind(outside[n], medians[n]) for n in calls):
         # only an empty pair asked: work found once the device is waited for ran outside it
         found = [n for n in empty if statistics.median(again.times_ms[n]) > timing.NO_WORK_MS]

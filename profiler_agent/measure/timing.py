@@ -327,12 +327,14 @@ def time_interleaved(
     plan: TimingPlan = TimingPlan(),
     prepare: Callable[[str], None] | None = None,
     control: Callable[[], object] | None = None,
+    after_round: Callable[[], None] | None = None,
 ) -> Timings:
     """Time every call once per round, alternating, so drift in clocks or load hits all alike;
     stop when every median is precise enough (relative standard error) or the budget is spent.
     `prepare(name)` runs before each of that model's calls, outside the timed region (it moves the
     model to its next input set); `control`, an empty call, is timed each round too (as CONTROL,
-    in flush_ms and tail_ms only: the baseline work_outside_ms compares with)."""
+    in flush_ms and tail_ms only: the baseline work_outside_ms compares with); `after_round()` runs
+    after each timed round's calls (the timed outputs' check)."""
     for _ in range(plan.warmup):
         for name, call in calls.items():
             if prepare:
@@ -345,6 +347,8 @@ def time_interleaved(
             if prepare:
                 prepare(name)
             timings.add(name, timer(call))
+        if after_round is not None:
+            after_round()
         if control is not None:
             timings.add(CONTROL, timer(control))
         if rounds < plan.min_runs:

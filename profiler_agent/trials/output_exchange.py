@@ -33,3 +33,42 @@ def load_output(directory: Path, trial: int, again: bool = False):
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or crafted file is the candidate's wrong answer
         raise MissingOutput(f"unreadable output: {type(exc).__name__}") from exc
+
+
+# The outputs of timed calls the judged process checked (profiler_agent.measure.timed_outputs): the
+# call's number and the draw its values were made from, which the verifier needs to make them again.
+TIMED = "timed-{call}.pt"
+
+
+def save_timed_output(directory: Path, call: int, draw: int, output) -> None:
+    torch.save({"call": call, "draw": draw, "output": to_cpu_tree(output)}, Path(directory) / TIMED.format(call=call))
+
+
+def remove_timed_output(directory: Path, call: int) -> None:
+    (Path(directory) / TIMED.format(call=call)).unlink(missing_ok=True)
+
+
+def timed_calls(directory: Path) -> list[int]:
+    """The numbers of the timed calls whose outputs were saved, in order."""
+    calls = []
+    for path in Path(directory).glob("timed-*.pt"):
+        number = path.name[len("timed-"):-len(".pt")]
+        if number.isdigit():
+            calls.append(int(number))
+    return sorted(calls)
+
+
+def load_timed_output(directory: Path, call: int, draws: int) -> tuple[int, object]:
+    """(the draw, the output) of timed call `call`; MissingOutput when the file is not one the harness
+    writes (a link, unreadable, another call's, a draw outside 0..draws-1)."""
+    path = Path(directory) / TIMED.format(call=call)
+    if path.is_symlink() or not path.is_file():
+        raise MissingOutput("no output (not a file the harness writes)")
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise MissingOutput(f"unreadable output: {type(exc).__name__}") from exc
+    if (not isinstance(saved, dict) or saved.get("call") != call or type(saved.get("draw")) is not int
+            or not 0 <= saved["draw"] < draws or "output" not in saved):
+        raise MissingOutput("unreadable output: not what the harness saves for a timed call")
+    return saved["draw"], saved["output"]
