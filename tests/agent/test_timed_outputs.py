@@ -157,3 +157,34 @@ def test_a_memo_keyed_on_a_few_values_never_answers_a_timed_call(make_bundle, ju
     assert _speedup(memo) < 2 * honest_speedup  # on main: about four times the honest speedup
     stderr = memo["logs"]["stderr"]
     assert "rounds compared with the reference's" in stderr and "kept as drawn" in stderr
+
+
+REWRITER = PARTIAL.replace("class ModelNew", '''
+# the harness's own comparison of timed outputs runs in this process: it can be switched off
+import profiler_agent.measure.timed_outputs as checked
+from profiler_agent.checkers.compare_outputs import Comparison
+checked.compare_outputs = lambda *args, **kwargs: Comparison(True)
+
+
+class ModelNew''', 1)
+
+
+def test_a_candidate_that_switches_off_the_judged_processs_check_is_caught_by_the_verifier(make_bundle, judge):
+    """The judged process's comparison only stops the timing early: the verifier makes the saved calls'
+    values again from the seed and runs its own reference on them."""
+    result = judge(make_bundle(REWRITER, name="rewriter"), *FAST).result
+    assert result["status"] == "wrong_answer", result["logs"]["stderr"][-2000:]
+    assert result["reason"].startswith("timed call "), result["reason"]
+    assert "wrong answer: timed call" not in result["logs"]["stderr"].split("[profiler_agent] verifier")[0]
+
+
+def test_a_wrong_timed_call_the_verifier_could_not_check_again_stands_and_nothing_else_does():
+    from profiler_agent.judge import failure_reasons
+
+    verdict = {"passed": True, "reason": None}
+    failure_reasons.timed_call_failure_stands(verdict, {"passed": False, "reason": "timed call 5: output 0: off"})
+    assert verdict["passed"] is False and verdict["reason"].startswith("timed call 5: output 0: off")
+    # a trial the judged process called wrong is the verifier's to decide (it checked it again)
+    trial = {"passed": True, "reason": None}
+    failure_reasons.timed_call_failure_stands(trial, {"passed": False, "reason": "trial 1: output 0: off"})
+    assert trial == {"passed": True, "reason": None}
