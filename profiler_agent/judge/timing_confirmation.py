@@ -21,146 +21,33 @@ Anything not believed, and anything that could not be checked (no ncu, counters 
 no kernel in the profiled range), adds the flag `timing_unconfirmed`: the site keeps the run out of
 the standings until an organizer clears it. A forger gains nothing by making the check fail. On CPU
 there is no device profiler: the confirmation says so (`confirmed` null) and no flag is added, so CPU
-seasons still rank. docs/measurement.md says what the bound guarantees and what it cannot see.
+seasons still rank. The bounds and the figure ranked when one fails: profiler_agent.judge.timing_bounds;
+docs/measurement.md says what the bound guarantees and what it cannot see.
 """
 
 from __future__ import annotations
 
 import secrets
-import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_agent.protocol import result_schema
 from profiler_agent.judge import started_ahead, trusted_process
-from profiler_agent.measure import kernel_census, metrics
+from profiler_agent.judge.timing_bounds import FLAG, NOTE_PREFIX, KernelRecord, decide, kernel_record, not_confirmed, rank_within_kernel_records
+from profiler_agent.measure import kernel_census
 from profiler_agent.judge import ncu_output, ncu_profiling
 from profiler_agent.sandbox.process import Limits
 
-FLAG = "timing_unconfirmed"
 CONFIRM_CALLS = 3
 # ncu profiles at most CONFIRM_CALLS x this many kernels; past it the record sums a subset of the
 # kernels, which is still a lower bound of the calls' kernel time (`kernels_capped`)
 CONFIRM_KERNELS_PER_CALL = 100
-# Reported may sit this share below the kernel record. Honest per-call medians were 0.0-1.5% above
-# ncu's record for kernels >= 45 us and 41% above for an 8 us one (docs/measurement.md); ncu's
-# duration of one kernel varied by ~7% between calls (5.7-6.1 us, tests/agent/fixtures), and the
-# clocks, left alone in both runs, may differ by a few percent. 10% covers these with a margin.
-TOLERANCE = 0.10
-# Reported reference median may sit this share (+ the slack, launch jitter of tiny calls) above the
-# agent's own timing of it, taken alike (same timer, same L2 flush) in another process.
-REFERENCE_TOLERANCE = 0.10
-REFERENCE_SLACK_MS = 0.002
 REFERENCE_BUDGET_S = 1.0
 # the reference's calls: their kernels name the reference's side of the census, and give its record
 PROFILE = ncu_output.Profile((ncu_output.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
                       reference_calls=CONFIRM_CALLS)
 NO_PROFILER_ON_CPU = "no device profiler on CPU"
-NOTE_PREFIX = "[profiler_agent] timing confirmation: "
-
-
-class NoKernels(ncu_output.NcuOutputError):
-    """The profiled range held no kernel launch."""
-
-
-@dataclass
-class KernelRecord:
-    kernel_ms: float  # median over calls of each call's summed kernel durations
-    calls: int
-    capped: bool
-    candidate_kernels: list[str] = field(default_factory=list)  # names, in launch order, for the census
-    reference_kernels: list[str] = field(default_factory=list)  # the reference's calls'
-    # the same median for the reference's calls in the same profile; None: not profiled whole
-    reference_kernel_ms: float | None = None
-
-
-def kernel_record(text: str, calls: int, launch_cap: int, reference_calls: int = 0,
-                  total_cap: int | None = None) -> KernelRecord:
-    """The GPU's record of the candidate's kernels per call from ncu's --csv output; NcuOutputError
-    when it cannot be read as one (NoKernels: nothing in the range). `launch_cap`: the candidate's
-    share of ncu's launch count (Profile.candidate_cap); `total_cap`: the whole count (launch_cap),
-    below which the `reference_calls` reference calls were all profiled whole."""
-    launches, reference = ncu_output.split_reference(ncu_output.parse_launches(text))
-    if not launches:
-        raise NoKernels(f"no kernel launch matched the NVTX range {ncu_output.CANDIDATE_RANGE!r}")
-    capped = len(launches) >= launch_cap
-    if capped and any(launch.call is None for launch in launches):
-        raise ncu_output.NcuOutputError(f"ncu stopped at its launch cap ({launch_cap}); the calls cannot be told apart")
-    if any(launch.duration_ms is None for launch in launches):
-        raise ncu_output.NcuOutputError("ncu gave no duration for a kernel")
-    # capped: the last call reached may be cut short; its partial sum is still a lower bound
-    groups = ncu_output.group_calls(launches, calls)
-    sums = [sum(launch.duration_ms for launch in group) for group in groups]
-    return KernelRecord(float(statistics.median(sums)), len(groups), capped, ncu_output.kernel_names(launches),
-                        ncu_output.kernel_names(reference),
-                        reference_record(reference, reference_calls, len(launches) + len(reference), total_cap))
-
-
-def reference_record(reference: list[ncu_output.KernelLaunch], calls: int, launches: int, total_cap: int | None,
-                     ) -> float | None:
-    """The median of the reference's calls' kernel sums, or None unless every one of its `calls` calls
-    was profiled whole (ncu's launch count not reached, each call told apart, every duration known)."""
-    if not calls or not reference or total_cap is None or launches >= total_cap:
-        return None
-    if any(launch.call is None or launch.duration_ms is None for launch in reference):
-        return None
-    groups = ncu_output.group_calls(reference, calls)
-    return float(statistics.median(sum(k.duration_ms for k in group) for group in groups)) if len(groups) == calls else None
-
-
-def candidate_bound_holds(reported_ms: float, kernel_ms: float, tolerance: float = TOLERANCE) -> bool:
-    return reported_ms >= kernel_ms * (1 - tolerance)
-
-
-def reference_bound_holds(reported_ms: float, outside_ms: float, tolerance: float = REFERENCE_TOLERANCE,
-                          slack_ms: float = REFERENCE_SLACK_MS) -> bool:
-    return reported_ms <= outside_ms * (1 + tolerance) + slack_ms
-
-
-def decide(reported_ms: float | None, reference_reported_ms: float | None, record: KernelRecord | None,
-           record_why: str, reference_outside_ms: float | None, reference_why: str) -> dict:
-    """The confirmation: both bounds checked where their figures are known. `confirmed` is False when
-    a bound fails, None when one could not be checked (and none failed), True when both hold."""
-    confirmation = result_schema.empty_confirmation()
-    confirmation.update(method="ncu", reported_ms=reported_ms, tolerance=TOLERANCE,
-                        reference_reported_ms=reference_reported_ms, reference_tolerance=REFERENCE_TOLERANCE)
-    failed, unknown = [], []
-    if record is None:
-        unknown.append(record_why or "no kernel record")
-    else:
-        confirmation.update(kernel_ms=record.kernel_ms, calls_profiled=record.calls, kernels_capped=record.capped,
-                            ranked_at_kernel_ms=False, reference_kernel_ms=record.reference_kernel_ms,
-                            kernel_speedup=(record.reference_kernel_ms / record.kernel_ms
-                                            if record.reference_kernel_ms and record.kernel_ms else None))
-        if not reported_ms:
-            unknown.append("no candidate median was reported")
-        else:
-            confirmation["ratio"] = reported_ms / record.kernel_ms
-            if not candidate_bound_holds(reported_ms, record.kernel_ms):
-                failed.append(f"the candidate's reported median ({reported_ms:.4g} ms) is below the GPU's own record "
-                              f"of its kernels ({record.kernel_ms:.4g} ms per call) by more than {TOLERANCE:.0%}")
-    if reference_outside_ms is None:
-        unknown.append(reference_why or "the reference was not timed outside")
-    else:
-        confirmation["reference_outside_ms"] = reference_outside_ms
-        if reference_reported_ms and not reference_bound_holds(reference_reported_ms, reference_outside_ms):
-            failed.append(f"the reference's reported median ({reference_reported_ms:.4g} ms) is above the agent's "
-                          f"own timing of it ({reference_outside_ms:.4g} ms) by more than {REFERENCE_TOLERANCE:.0%} "
-                          f"+ {REFERENCE_SLACK_MS:g} ms")
-    if failed:
-        confirmation.update(confirmed=False, reason="; ".join(failed + unknown))
-    elif unknown:
-        confirmation.update(confirmed=None, reason="; ".join(unknown))
-    else:
-        confirmation["confirmed"] = True
-    return confirmation
-
-
-def not_confirmed(reason: str, reported_ms: float | None = None) -> dict:
-    confirmation = result_schema.empty_confirmation()
-    confirmation.update(reported_ms=reported_ms, reason=reason)
-    return confirmation
 
 
 @dataclass
@@ -327,62 +214,6 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
         outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported))
     apply_outcome(result, outcome)
-
-
-def rank_within_kernel_records(result: dict) -> None:
-    """A speedup is never ranked above what the GPU's own record of both models' kernels shows, nor above
-    the reference as the agent timed it itself, whether the confirmation holds or not.
-
-    The empty event pair subtracted from every call is a little longer than the wait before a real
-    call's first kernel, so a call of a few microseconds can read under its kernels (lb-add-layernorm
-    on the H100: 5.4-5.5 us net for 5.57 us of kernels, ranked up to 6% over its true speedup). The
-    confirmation's profile records both models' kernels per call, under the same clocks: where its
-    ratio (`kernel_speedup`) is below the timed speedup, the candidate is ranked at its record in the
-    timing's units (the reference's median x candidate record / reference record), with the speedup and
-    throughput that follow. A ratio, not the record itself: the profile runs at whatever clock the GPU
-    is at then, and an absolute floor at a record taken 5% slower ranked lb-mlp-gelu 5% under its truth.
-    Both records come from a process that runs submission code, so they may only lower a speedup.
-    Without a whole reference record, the candidate's median is floored at its own record instead. A
-    reference whose reported median is above the agent's own timing of it past the bound is taken at
-    the agent's figure.
-
-    A figure that fails a bound (a forger's) is lowered the same way and stays flagged
-    `timing_unconfirmed`: what every page, API and export shows, and what an organizer's clearing of
-    the flag would rank, is never above the records. `confirmation.reported_ms` and `timed_speedup`
-    keep the judged process's own figures.
-
-    What it costs: the true speedup here is the kernels' (docs/measurement.md's definition), so a candidate is not
-    credited for gaps the reference leaves between its kernels on the GPU, nor for kernels that overlap
-    on several streams (they sum to more than the call lasts)."""
-    timing, confirmation = result["timing"], result["timing"]["confirmation"]
-    kernel_ms, reported = confirmation.get("kernel_ms"), confirmation.get("reported_ms")
-    kernel_speedup, reference_ms = confirmation.get("kernel_speedup"), timing["reference"]["median_ms"]
-    outside_ms = confirmation.get("reference_outside_ms")
-    if not reported or not reference_ms:
-        return
-    timed = reference_ms / reported
-    bounds = []  # (speedup no figure may pass, why)
-    if kernel_speedup:
-        bounds.append((kernel_speedup, f"the kernels' record of both models ({kernel_speedup:.4g})"))
-    elif kernel_ms:
-        bounds.append((reference_ms / kernel_ms, f"the candidate's kernel record ({kernel_ms:.4g} ms)"))
-    if outside_ms and not reference_bound_holds(reference_ms, outside_ms):
-        bounds.append((outside_ms / max(reported, kernel_ms or 0),
-                       f"the reference as the agent timed it ({outside_ms:.4g} ms)"))
-    if not bounds:
-        return
-    ranked, why = min(bounds)
-    if ranked >= timed:
-        return
-    ranked_ms = reference_ms / ranked
-    timing["candidate"]["median_ms"] = ranked_ms
-    timing["speedup"] = ranked
-    counted, device = result["metrics"], result["device"]
-    result["metrics"] = metrics.derived_metrics(counted["flops"], counted["bytes"], ranked_ms,
-                                                device.get("peak_gbps"), device.get("peak_tflops"))
-    confirmation.update(ranked_at_kernel_ms=True, timed_speedup=timed)
-    result["logs"]["stderr"] += (f"{NOTE_PREFIX}the timed speedup ({timed:.4g}) is above {why}: ranked at {ranked:.4g}, "
-                                 f"the candidate at {ranked_ms:.4g} ms (it reported {reported:.4g} ms)\n")
 
 
 def apply_outcome(result: dict, outcome: Outcome) -> None:
