@@ -16,18 +16,9 @@ import torch
 
 from profiler_agent.measure import input_sets, timed_outputs
 from profiler_agent.trials import output_exchange
+from tests.agent.test_fresh_inputs import HONEST, SLOW_RELU
 
 FAST = ("--timing-budget", "0.5")
-
-SLOW_RELU = '''
-import torch
-
-def slow_relu(x):
-    y = x
-    for _ in range(3):  # the real, slow thing: six passes over the data
-        y = torch.relu(y) * 1.0
-    return y
-'''
 
 PARTIAL = SLOW_RELU + '''
 class ModelNew(torch.nn.Module):
@@ -60,13 +51,6 @@ class ModelNew(torch.nn.Module):
             self.memo[key] = slow_relu(x)
         return self.memo[key].clone()
 '''
-
-HONEST = SLOW_RELU + '''
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        return slow_relu(x)
-'''
-
 
 # ---- the values of each call -------------------------------------------------------------------
 
