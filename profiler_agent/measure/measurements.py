@@ -95,9 +95,13 @@ def _measure(reference, candidate, get_inputs, device, settings: dict, report: d
             outputs.release_all()
             fresh_medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
             fresh_beside, repeated = _time_repeated_inputs(calls, fresh, timer, plan)
-            if input_sets.input_memoized(fresh_beside, repeated):
-                report["flags"].append("input_memoized")
             log("repeated input set (fastest ms): " + _compare_fastest(fresh_beside, repeated))
+            if input_sets.input_memoized(fresh_beside, repeated):
+                # a busy host can slow every fresh call of one short pass: a memo gains on a second too
+                fresh_beside, repeated = _time_repeated_inputs(calls, fresh, timer, plan)
+                log("again (fastest ms): " + _compare_fastest(fresh_beside, repeated))
+                if input_sets.input_memoized(fresh_beside, repeated):
+                    report["flags"].append("input_memoized")
             stages.end("repeated inputs")
             # work that escapes the end event would escape a batch's too: no batched figure then
             batched = {n: [] for n in calls}
