@@ -65,82 +65,11 @@ def time_reference(args, settings: dict) -> float:
     return statistics.median(timings.without_floor().times_ms["reference"])
 
 
-def verify_demonstration(args, settings: dict, report: dict) -> bool:
-    """The CPU demonstration's outputs (profiler_agent.judge.cpu_demonstration), each compared with the
-    reference's on the same values, made again here from the seed's bases and the agent's secret; and
-    how long the harness's own work in its stretch takes here: making each call's values and saving an
-    output of the reference's size. False, with the verdict's reason, at the first wrong output."""
-    import torch
-
-    from profiler_agent.bundles import module_loading
-    from profiler_agent.checkers import compare_outputs
-    from profiler_agent.graders import verifier
-    from profiler_agent.measure import input_sets
-    from profiler_agent.trials import output_exchange
-    from profiler_agent.trials.correctness_trials import make_inputs
-
-    demonstration, seed, device = settings["demonstration"], settings["seed"], torch.device("cpu")
-    calls, secret = demonstration["calls"], demonstration["secret"]
-    reference_file = Path(args.reference_dir).resolve() / file_name(settings, "reference")
-    if str(reference_file.parent) not in sys.path:
-        sys.path.insert(0, str(reference_file.parent))
-    with submission_code("load_reference"):
-        api = module_loading.reference_api(reference_file)
-        reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
-    bases = input_sets.draw_bases(api.get_inputs, make_inputs(api.get_inputs, seed + 1, device), seed + 1, device, calls)
-    shifted = input_sets.ShiftedValues(bases, seed)
-    verdict = verifier.new_verdict()
-    report["verdict"] = verdict
-    result = verdict["correctness"]
-    harness_s = []  # per call: making its values and a checksum of an output, as the target does
-    reference_s = []  # per call: the reference on the same values, as the judged process timed it (new values each call)
-    committed = output_exchange.read_checksums(Path(args.outputs) / output_exchange.CHECKSUMS)
-    with torch.no_grad():
-        # the candidate's warm-up (for a stateful reference), its checksum taken as the target takes it
-        output_exchange.output_checksum(reference(*shifted.values(seed, calls)))
-        for call in range(calls):
-            started = timing.now_s()
-            values = shifted.values(secret, call)
-            made = timing.now_s() - started
-            started = timing.now_s()
-            with submission_code(f"reference (demonstrated call {call})"):
-                expected = reference(*values)
-            reference_s.append(timing.now_s() - started)
-            started = timing.now_s()
-            output_exchange.output_checksum(expected)
-            harness_s.append(made + timing.now_s() - started)
-            try:
-                actual = output_exchange.load_output(Path(args.outputs), call)
-            except output_exchange.MissingOutput as missing:
-                result.update(passed=False, reason=f"demonstrated call {call}: {missing}")
-                return False
-            if call >= len(committed) or output_exchange.output_checksum(actual) != committed[call]:
-                # not a wrong answer (a nondeterministic candidate differs so too): the time is not shown
-                report["uncommitted"] = (f"demonstrated call {call}: the output saved after the stretch is not the one "
-                                         "committed in it")
-                result["passed"] = True
-                return True
-            outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
-                                                      getattr(reference, "output_names", None),
-                                                      getattr(reference, "scaled_outputs", frozenset()))
-            if not outcome.passed:
-                result.update(passed=False, reason=f"demonstrated call {call}: {outcome.reason}")
-                return False
-    result["passed"] = True
-    report["harness_ms"] = statistics.median(harness_s) * 1000 * calls  # a stall here is not the candidate's gain
-    report["reference_ms"] = statistics.median(reference_s) * 1000
-    return True
-
-
 def check(args, settings: dict, report: dict) -> None:
     from profiler_agent.graders import verifier
 
     durations = report["durations_s"]
     started = timing.now_s()
-    if settings.get("demonstration"):  # it times the reference too, on the demonstration's values
-        verify_demonstration(args, settings, report)
-        durations["verify"] = timing.now_s() - started
-        return
     if settings.get("verify"):
         verdict = verifier.new_verdict()
         # the profiled process's calls: a warm-up, then one per trial, no repeat

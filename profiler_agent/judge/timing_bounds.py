@@ -83,34 +83,13 @@ def reference_bound_holds(reported_ms: float, outside_ms: float, tolerance: floa
     return reported_ms <= outside_ms * (1 + tolerance) + slack_ms
 
 
-@dataclass(frozen=True)
-class Method:
-    """How the candidate's record is taken, and the tolerances its figures get."""
-    name: str
-    record_words: str  # what the record is, in a reason
-    tolerance: float
-    reference_tolerance: float
-
-
-NCU = Method("ncu", "the GPU's own record of its kernels", TOLERANCE, REFERENCE_TOLERANCE)
-# On the CPU the record is the time the agent saw the candidate take from outside, harness work
-# subtracted as a trusted process timed it: noisier than a kernel record (another process, the
-# host's load), so a reported median may be half of it before it is not believed: a forger that
-# divides its time by more than 2 is caught. The reference's median in two processes differed by up
-# to 3.7x on a 2-core host (a 16 MiB ReLU): it is believed up to 4x the agent's own timing of it.
-CPU_TOLERANCE = 0.5
-CPU_REFERENCE_TOLERANCE = 3.0
-WALL_CLOCK = Method("wall clock", "the time the agent saw it take from outside", CPU_TOLERANCE,
-                    CPU_REFERENCE_TOLERANCE)
-
-
 def decide(reported_ms: float | None, reference_reported_ms: float | None, record: KernelRecord | None,
-           record_why: str, reference_outside_ms: float | None, reference_why: str, method: Method = NCU) -> dict:
+           record_why: str, reference_outside_ms: float | None, reference_why: str) -> dict:
     """The confirmation: both bounds checked where their figures are known. `confirmed` is False when
     a bound fails, None when one could not be checked (and none failed), True when both hold."""
     confirmation = result_schema.empty_confirmation()
-    confirmation.update(method=method.name, reported_ms=reported_ms, tolerance=method.tolerance,
-                        reference_reported_ms=reference_reported_ms, reference_tolerance=method.reference_tolerance)
+    confirmation.update(method="ncu", reported_ms=reported_ms, tolerance=TOLERANCE,
+                        reference_reported_ms=reference_reported_ms, reference_tolerance=REFERENCE_TOLERANCE)
     failed, unknown = [], []
     if record is None:
         unknown.append(record_why or "no kernel record")
@@ -123,18 +102,17 @@ def decide(reported_ms: float | None, reference_reported_ms: float | None, recor
             unknown.append("no candidate median was reported")
         else:
             confirmation["ratio"] = reported_ms / record.kernel_ms
-            if not candidate_bound_holds(reported_ms, record.kernel_ms, method.tolerance):
-                failed.append(f"the candidate's reported median ({reported_ms:.4g} ms) is below {method.record_words} "
-                              f"({record.kernel_ms:.4g} ms per call) by more than {method.tolerance:.0%}")
+            if not candidate_bound_holds(reported_ms, record.kernel_ms):
+                failed.append(f"the candidate's reported median ({reported_ms:.4g} ms) is below the GPU's own record "
+                              f"of its kernels ({record.kernel_ms:.4g} ms per call) by more than {TOLERANCE:.0%}")
     if reference_outside_ms is None:
         unknown.append(reference_why or "the reference was not timed outside")
     else:
         confirmation["reference_outside_ms"] = reference_outside_ms
-        if reference_reported_ms and not reference_bound_holds(reference_reported_ms, reference_outside_ms,
-                                                                method.reference_tolerance):
+        if reference_reported_ms and not reference_bound_holds(reference_reported_ms, reference_outside_ms):
             failed.append(f"the reference's reported median ({reference_reported_ms:.4g} ms) is above the agent's "
-                          f"own timing of it ({reference_outside_ms:.4g} ms) by more than "
-                          f"{method.reference_tolerance:.0%} + {REFERENCE_SLACK_MS:g} ms")
+                          f"own timing of it ({reference_outside_ms:.4g} ms) by more than {REFERENCE_TOLERANCE:.0%} "
+                          f"+ {REFERENCE_SLACK_MS:g} ms")
     if failed:
         confirmation.update(confirmed=False, reason="; ".join(failed + unknown))
     elif unknown:
@@ -183,15 +161,11 @@ def rank_within_kernel_records(result: dict) -> None:
         return
     timed = reference_ms / reported
     bounds = []  # (speedup no figure may pass, why)
-    on_cpu = confirmation.get("method") == WALL_CLOCK.name
     if kernel_speedup:
         bounds.append((kernel_speedup, f"the kernels' record of both models ({kernel_speedup:.4g})"))
-    elif kernel_ms and (not on_cpu or confirmation.get("confirmed") is False):
-        # on the CPU the record is noisier than the timing: it lowers only a figure that failed its bound
-        bounds.append((reference_ms / kernel_ms, f"the candidate's {'time from outside' if on_cpu else 'kernel record'} "
-                                                 f"({kernel_ms:.4g} ms)"))
-    reference_tolerance = WALL_CLOCK.reference_tolerance if on_cpu else REFERENCE_TOLERANCE
-    if outside_ms and not reference_bound_holds(reference_ms, outside_ms, reference_tolerance):
+    elif kernel_ms:
+        bounds.append((reference_ms / kernel_ms, f"the candidate's kernel record ({kernel_ms:.4g} ms)"))
+    if outside_ms and not reference_bound_holds(reference_ms, outside_ms):
         bounds.append((outside_ms / max(reported, kernel_ms or 0),
                        f"the reference as the agent timed it ({outside_ms:.4g} ms)"))
     if not bounds:

@@ -34,9 +34,7 @@ from pathlib import Path
 
 from profiler_agent.protocol import result_schema
 from profiler_agent.judge import started_ahead, trusted_process
-from profiler_agent.judge import cpu_demonstration
-from profiler_agent.judge.timing_bounds import (FLAG, NOTE_PREFIX, WALL_CLOCK, KernelRecord, decide, kernel_record, not_confirmed,
-                                                rank_within_kernel_records)
+from profiler_agent.judge.timing_bounds import FLAG, NOTE_PREFIX, KernelRecord, decide, kernel_record, not_confirmed, rank_within_kernel_records
 from profiler_agent.measure import kernel_census
 from profiler_agent.judge import ncu_output, ncu_profiling
 from profiler_agent.sandbox.process import Limits
@@ -49,7 +47,7 @@ REFERENCE_BUDGET_S = 1.0
 # the reference's calls: their kernels name the reference's side of the census, and give its record
 PROFILE = ncu_output.Profile((ncu_output.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
                       reference_calls=CONFIRM_CALLS)
-NO_PROFILER_ON_CPU = "no device profiler on CPU, and calls under 1 ms are not timed from outside"
+NO_PROFILER_ON_CPU = "no device profiler on CPU"
 
 
 @dataclass
@@ -131,7 +129,6 @@ class Outcome:
     census: dict | None = None  # the kernel census from ncu's record (kernel_census.Census.as_report)
     custom_kernel: bool | None = None  # its finding; None: it cannot tell
     cost: str = ""  # where the confirmation's time went, for the log
-    where: str = "under the profiler"  # where wrong outputs were found, for the reason
 
 
 def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
@@ -179,63 +176,14 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
                    census=census, custom_kernel=custom, cost=cost)
 
 
-def confirm_on_cpu(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Outcome:
-    """The candidate's time as the agent saw it from outside (judge.cpu_demonstration), its outputs
-    verified and the reference timed by the trusted check; the confirmation of `result`'s times."""
-    timing = result["timing"]
-    reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
-    seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
-    calls = cpu_demonstration.calls_for(reported)
-    scratch.mkdir(parents=True)
-    clock = time.monotonic()
-    shown = cpu_demonstration.demonstrate(bundle, bundle.candidate, options, cache_dir, scratch / "demonstration",
-                                          seed, calls)
-    demonstrate_s, clock = time.monotonic() - clock, time.monotonic()
-    if shown.stretch_ms is None:
-        return Outcome(decide(reported, reference_reported, None, shown.why, None, "", WALL_CLOCK))
-    check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check",
-                                          shown.outputs)
-    settings = {"seed": seed, "trials": calls, "atol": options.atol, "rtol": options.rtol,
-                "demonstration": {"calls": calls, "secret": shown.secret},
-                "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": False}}
-    run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
-    report = report if isinstance(report, dict) else {"error": {"message": f"the checking process ended (exit "
-                                                                          f"{run.exit_code}) without a report"}}
-    cost = describe_cost(demonstrate_s, time.monotonic() - clock, report.get("durations_s"),
-                         f"{calls} calls in {shown.stretch_ms:.1f} ms", what="demonstration")
-    correctness = ((report.get("verdict") or {}).get("correctness")) or {}
-    if correctness.get("passed") is False:
-        reason = f"the demonstrated calls gave wrong outputs: {correctness.get('reason')}"
-        return Outcome(not_confirmed(reason, reported) | {"method": WALL_CLOCK.name, "confirmed": False}, reason, cost=cost,
-                       where="in the calls the agent timed from outside")
-    record, record_why = None, "the demonstrated calls' outputs could not be verified"
-    harness_ms = report.get("harness_ms")
-    if isinstance(report.get("uncommitted"), str):  # a forger's, or a nondeterministic candidate's: flagged
-        reason = report["uncommitted"]
-        return Outcome(decide(reported, reference_reported, None, "", None, "", WALL_CLOCK)
-                       | {"confirmed": False, "reason": reason}, cost=cost)
-    if correctness.get("passed") is True and isinstance(harness_ms, (int, float)):
-        share = harness_ms / shown.stretch_ms if shown.stretch_ms > 0 else 1.0
-        if share > cpu_demonstration.MAX_HARNESS_SHARE:
-            record_why = (f"the harness's own work (making the values, a checksum of each output: {harness_ms:.1f} ms) is "
-                          f"{share:.0%} of the {shown.stretch_ms:.1f} ms the agent timed: too much to bound the call")
-        else:
-            record, record_why = KernelRecord((shown.stretch_ms - harness_ms) / calls, calls, False), ""
-    reference_outside = report.get("reference_ms") if isinstance(report.get("reference_ms"), (int, float)) else None
-    reference_why = "" if reference_outside is not None else (
-        "the reference could not be timed outside: " + str((report.get("error") or {}).get("message", ""))[:500])
-    return Outcome(decide(reported, reference_reported, record, record_why, reference_outside, reference_why, WALL_CLOCK),
-                   cost=cost)
-
-
-def describe_cost(profile_s: float, check_s: float, check_durations, timeline: str = "", what: str = "profiler") -> str:
+def describe_cost(profile_s: float, check_s: float, check_durations, timeline: str = "") -> str:
     """One log line: the profiler's run (with the profiled process's own timeline) and the check's,
     with the check's own stages."""
     parts = ""
     if isinstance(check_durations, dict):
         parts = ", ".join(f"{name} {value:.2f}" for name, value in check_durations.items()
                           if isinstance(value, (int, float)))
-    return (f"{NOTE_PREFIX}cost: {what} {profile_s:.2f} s" + (f" ({timeline})" if timeline else "")
+    return (f"{NOTE_PREFIX}cost: profiler {profile_s:.2f} s" + (f" ({timeline})" if timeline else "")
             + f", check {check_s:.2f} s" + (f" ({parts})" if parts else "") + "\n")
 
 
@@ -258,17 +206,13 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
     if result["status"] != "passed":
         return
     reported = result["timing"]["candidate"]["median_ms"]
-    if options.device != "cuda" and not (reported and reported >= cpu_demonstration.MIN_CALL_MS):
+    if options.device != "cuda":
         result["timing"]["confirmation"] = not_confirmed(NO_PROFILER_ON_CPU, reported)
         return
     try:
-        if options.device != "cuda":
-            outcome = confirm_on_cpu(result, bundle, options, cache_dir, scratch, sources)
-        else:
-            outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
+        outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
-        outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported)
-                          | ({} if options.device == "cuda" else {"method": WALL_CLOCK.name}))
+        outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported))
     apply_outcome(result, outcome)
 
 
@@ -284,17 +228,12 @@ def apply_outcome(result: dict, outcome: Outcome) -> None:
         if outcome.custom_kernel is not None:
             flags = set(result["flags"]) - {"no_custom_kernel"}
             result["flags"] = sorted(flags if outcome.custom_kernel else flags | {"no_custom_kernel"})
-    # on the CPU a time that could not be bounded (short calls, mostly harness work) is no finding
-    # against the run, as without a device profiler; one that fails its bound is
-    on_cpu = confirmation.get("method") == WALL_CLOCK.name
-    if confirmation["confirmed"] is False or (confirmation["confirmed"] is None and not on_cpu):
+    if confirmation["confirmed"] is not True:
         result["flags"] = sorted(set(result["flags"]) | {FLAG})
         result["logs"]["stderr"] += f"{NOTE_PREFIX}not confirmed: {confirmation['reason']}\n"
-    elif confirmation["confirmed"] is None:
-        result["logs"]["stderr"] += f"{NOTE_PREFIX}not bounded (no flag on the CPU): {confirmation['reason']}\n"
     if outcome.wrong_answer:
         result["status"] = "wrong_answer"
-        result["reason"] = f"{outcome.where}: {outcome.wrong_answer}"
+        result["reason"] = f"under the profiler: {outcome.wrong_answer}"
         result["correctness"]["passed"] = False
         _withdraw_time(result)
-        result["logs"]["stderr"] += f"[profiler_agent] verifier: wrong answer {outcome.where}: {outcome.wrong_answer}\n"
+        result["logs"]["stderr"] += f"[profiler_agent] verifier: wrong answer under the profiler: {outcome.wrong_answer}\n"
