@@ -328,14 +328,20 @@ class OtherRequestsInFlight:
         board_cache_module.request_ended()
 
 
-def test_a_visitor_alone_waits_for_the_rendering_the_renderer_still_has_under_way(season, board_cache):
-    """After a burst the renderer thread may still be rendering its pages: a request that comes alone
-    is served the page at the version it read, never the previous one."""
+def rendered_then_reviewed(season) -> "Rendering":
+    """The page rendered ("board before the review"), then made stale by a review; the rendering of
+    the new version, held until its `go` is set."""
     first = Rendering("board before the review")
     first.go.set()
     board_cache_module.cached(read_season(season), PARTS, first)
     board_versions.bump(season.pk)
-    second = Rendering("board after the review")
+    return Rendering("board after the review")
+
+
+def test_a_visitor_alone_waits_for_the_rendering_the_renderer_still_has_under_way(season, board_cache):
+    """After a burst the renderer thread may still be rendering its pages: a request that comes alone
+    is served the page at the version it read, never the previous one."""
+    second = rendered_then_reviewed(season)
     with OtherRequestsInFlight():
         assert board_cache_module.cached(read_season(season), PARTS, second) == "board before the review"
         assert second.started.wait(30)  # the renderer thread took it up
@@ -351,11 +357,7 @@ def test_a_visitor_alone_waits_for_the_rendering_the_renderer_still_has_under_wa
 
 def test_under_load_the_request_that_finds_a_page_stale_is_served_the_previous_one_and_it_is_rendered_in_the_background(
         season, board_cache):
-    first = Rendering("board before the review")
-    first.go.set()
-    board_cache_module.cached(read_season(season), PARTS, first)
-    board_versions.bump(season.pk)
-    second = Rendering("board after the review")
+    second = rendered_then_reviewed(season)
     with OtherRequestsInFlight():
         # answered at once, though the new rendering has not even been let go
         assert board_cache_module.cached(read_season(season), PARTS, second) == "board before the review"
