@@ -62,9 +62,14 @@ class GunicornSite:
     def wait_answering(self, path="/", timeout=60):
         wait_until_answering(self.url + path, timeout, self.process, self.output)
 
-    def output(self):
+    def log_text(self):
+        """All the server has printed so far."""
         self._log.flush()
-        return self.log_path.read_text(errors="replace")[-8000:]
+        return self.log_path.read_text(errors="replace")
+
+    def output(self):
+        """The end of the log, for failure messages."""
+        return self.log_text()[-8000:]
 
     def stop(self):
         if self.process is not None:
