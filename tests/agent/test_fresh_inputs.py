@@ -139,7 +139,7 @@ def _speedup(result) -> float:
 
 def test_a_memoizing_candidate_is_ranked_on_fresh_inputs_and_flagged(make_bundle, judge):
     memo = judge(make_bundle(MEMOIZING, name="memo"), *FAST).result
-    assert "input_memoized" in memo["flags"]
+    assert "input_memoized" in memo["flags"], memo["logs"]["stderr"][-3000:]
     assert "repeated input set" in memo["logs"]["stderr"]
     # the same work without the memo, judged a few times: never flagged, and the memo's speedup
     # (both models timed in one judging, so the machine's load cancels) is within a loose factor
