@@ -57,19 +57,23 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
     freeze = selectors.active_freeze(season, request.user)
+    board = board_cache.board_of(freeze)
 
     def page():
         query = selectors.board_query(season, freeze)
         return LeaderboardOut(
             season=season.code, ranking_rule=season.ranking_rule, ranking_settings=selectors.rule_of(season).settings,
-            frozen_at=freeze.frozen_at.isoformat() if freeze else None, total=query.count(), offset=offset,
+            frozen_at=freeze.frozen_at.isoformat() if freeze else None, offset=offset,
+            # read as the board's pages read them: a burst's page of the same rows reads them once
+            total=board_cache.cached(season, (board, "", "count"), query.count),
             rows=[StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
                               accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
                               total_score=s.total_score, submission_count=s.submission_count,
                               best_speedup=s.best_speedup)
-                  for s in selectors.rows_at(query, offset, limit, whole_board=True)])
+                  for s in board_cache.per_version(season, (board, "rows", offset, limit),
+                                                   lambda: selectors.rows_at(query, offset, limit, whole_board=True))])
 
-    return cached_json(request, season, (board_cache.board_of(freeze), "json", offset, limit), page)
+    return cached_json(request, season, (board, "json", offset, limit), page)
 
 
 def cached_json(request, season, parts, make):

@@ -59,6 +59,8 @@ _read_at = {}  # season pk -> OrderedDict(version -> latest time.monotonic() it 
 _flights = {}  # (key, version) -> _Flight: the renderings under way in this process
 _in_flight = [0]  # requests this process is answering (counted by RequestsInFlightMiddleware)
 _renderer = []  # the process's board renderer: one thread, made when first needed (after a fork)
+_kept = OrderedDict()  # (season pk, version, parts) -> a value `per_version` keeps in this process
+KEPT_VALUES = 64
 
 
 class _Flight:
@@ -255,6 +257,23 @@ def cached(season, parts, compute, *, per_language=False, fresh=False):
     if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
         return entry[1]
     return _wait_for(cache, name, version, compute)
+
+
+def per_version(season, parts, compute):
+    """`compute()`, kept in this process (not copied, never shared) while the season's version is the
+    one read: after a change several renderings of a burst read the same rows (a page, the table it
+    polls, the JSON of the same offset)."""
+    name = (season.pk, season.board_version, parts)
+    with _lock:
+        if name in _kept:
+            _kept.move_to_end(name)
+            return _kept[name]
+    value = compute()
+    with _lock:
+        _kept[name] = value
+        while len(_kept) > KEPT_VALUES:
+            _kept.popitem(last=False)
+    return value
 
 
 def request_began():

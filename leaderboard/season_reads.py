@@ -11,6 +11,7 @@ is read through the ORM again.
 import copy
 import threading
 from functools import lru_cache
+from typing import NamedTuple
 
 from django.db import connection
 from django.http import Http404
@@ -34,6 +35,23 @@ def _row_sql(vendor):
     return (f"SELECT {', '.join(columns)} FROM {quote(season.db_table)} s "
             f"LEFT JOIN {quote(freeze.db_table)} f ON f.{quote(freeze.get_field('season').column)} = s.{quote(season.pk.column)} "
             f"WHERE s.{quote(season.get_field('code').column)} = %s")
+
+
+class Listed(NamedTuple):
+    """What a list of seasons shows of each."""
+    pk: int
+    code: str
+    name: str
+
+
+def listed():
+    """Every season, the newest first (by start), as a plain query: the home page lists them."""
+    quote, meta = connection.ops.quote_name, Season._meta
+    columns = ", ".join(quote(f.column) for f in (meta.pk, meta.get_field("code"), meta.get_field("name")))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {quote(meta.db_table)} "
+                       f"ORDER BY {quote(meta.get_field('starts_at').column)} DESC, {quote(meta.pk.column)} DESC")
+        return [Listed(*row) for row in cursor.fetchall()]
 
 
 def season_with_freeze(code):

@@ -1,6 +1,5 @@
 """Public pages: home, seasons, leaderboards, hardware comparison, contestants."""
 import functools
-import time
 
 from django.contrib import messages
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
@@ -19,21 +18,24 @@ HOME_ROWS = 10
 
 
 def home(request):
-    read_from = time.monotonic()
-    seasons = list(selectors.with_freeze(Season.objects.order_by("-starts_at")))  # the current one first
-    season = seasons[0] if seasons else None
-    top = None
-    if season:
-        board_cache.mark_read(season, read_from)
-        rule = selectors.rule_of(season)
-        freeze = selectors.active_freeze(season, request.user)
+    seasons = season_reads.listed()  # the current one first
+    season = season_reads.season_with_freeze(seasons[0].code) if seasons else None
+    if season is None:
+        return render(request, "leaderboard/home.html", {"season": None, "top_table": None, "seasons": seasons})
+    rule = selectors.rule_of(season)
+    freeze = selectors.active_freeze(season, request.user)
+
+    def page(fresh):
         top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
             "leaderboard/_standings.html",
             {"rows": standing_cells.with_cells(selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS,
                                                                      whole_board=True),
                                                rule), "rule": rule}),
-            per_language=True))
-    return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
+            per_language=True, fresh=fresh))
+        return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
+
+    # what the page shows of the seasons is in the key: a season renamed or added is a new page
+    return whole_page(request, season, (board_cache.board_of(freeze), "home-page", tuple(seasons)), page)
 
 
 def cached_board_page(season, parts, make_query, search, asked, render_part, *, fresh=False):
@@ -45,6 +47,10 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
     version as read, never a rendering before it (board_cache.cached)."""
     paginator = selectors.BoardPaginator((), PAGE_SIZE)
     paginator.whole_board = not search
+    if not search:
+        paginator.read_rows = lambda query, offset, limit, whole_board: board_cache.per_version(
+            season, (parts[0], "rows", offset, limit), lambda: selectors.rows_at(query, offset, limit,
+                                                                                 whole_board=whole_board))
     board = functools.cache(make_query)  # built on a miss only
     paginator.count = board_cache.cached(season, (parts[0], search, "count"), lambda: board().count(), fresh=fresh)
     try:

@@ -10,6 +10,7 @@ import re
 import threading
 import time
 import uuid
+from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -438,6 +439,35 @@ def test_whole_pages_kept_for_visitors_show_every_change_at_once(client, season,
     before = len(board_keys(board_cache))
     text(client.get("/seasons/S1/leaderboard/?utm_source=mail"))
     assert len(board_keys(board_cache)) == before
+
+
+def test_the_home_page_kept_for_visitors_follows_the_seasons_it_lists(client, season, board_cache):
+    """The home page is kept whole for visitors too; what it shows of the seasons is part of what it is
+    kept under, so a season renamed or a season added shows at once though no board changed."""
+    assert "S1 · Season one" in text(client.get("/", headers=EN))
+    Season.objects.filter(pk=season.pk).update(name="The first season")
+    assert "S1 · The first season" in text(client.get("/", headers=EN))
+    Season.objects.create(code="S2", name="Season two", starts_at=season.starts_at + timedelta(days=1))
+    page = text(client.get("/", headers=EN))
+    assert "S2 · Season two" in page and "S1 · The first season" in page
+    with CaptureQueriesContext(connection) as queries:  # kept: the seasons listed, the current one's row
+        assert text(client.get("/", headers=EN)) == page
+    assert len(queries) == 2, [q["sql"] for q in queries]
+
+
+def test_renderings_of_the_same_rows_at_one_version_read_them_once(client, season, alice, organizer, board_cache):
+    """The page, the table it polls and the JSON of the same offset show the same rows: after a change
+    the first of them reads the rows, the others are rendered from what it read."""
+    accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
+    for path in ("/seasons/S1/leaderboard/?fragment=1", "/api/v1/seasons/S1/leaderboard"):
+        assert "Alice" in text(client.get(path, headers=EN))
+    with CaptureQueriesContext(connection) as queries:
+        assert "Alice" in text(client.get("/seasons/S1/leaderboard/", headers=ZH))  # a rendering of its own
+    assert not [q["sql"] for q in queries if "submissions_standing" in q["sql"]]
+    accepted_sample(season, alice, organizer, {"cpu": (4.0, 1.0)})  # a new version: read once again
+    with CaptureQueriesContext(connection) as queries:
+        text(client.get("/seasons/S1/leaderboard/?fragment=1", headers=EN))
+    assert [q["sql"] for q in queries if "submissions_standing" in q["sql"]]
 
 
 def board_keys(board_cache):
