@@ -13,5 +13,6 @@ __version__ = "0.1.0"
 # runs to older agents, so a fleet cannot judge one season by two rule sets. Format: numbers and dots.
 # 1.1: backward problems, the energy window, the memo and tamper rules, result inputs; 1.2: a candidate
 # under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks; 1.3: no
-# speedup ranked above the kernel record of both models in one profile (a ratio, not a floor)
-HARNESS_VERSION = "1.4"
+# speedup ranked above the kernel record of both models in one profile (a ratio, not a floor); 1.4:
+# timed calls on new values, their outputs checked; 1.5: CPU times bounded by CPU time read from outside
+HARNESS_VERSION = "1.5"

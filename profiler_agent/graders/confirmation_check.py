@@ -15,11 +15,15 @@ import argparse
 import os
 import statistics
 import sys
+import time
 import traceback
 from pathlib import Path
 
+from profiler_agent.sandbox import run_cpu
 from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, guarded, submission_code
 from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+
+process_cpu_ns = time.process_time_ns  # bound before the reference's code loads, as the clock is
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -65,11 +69,89 @@ def time_reference(args, settings: dict) -> float:
     return statistics.median(timings.without_floor().times_ms["reference"])
 
 
+def verify_demonstration(args, settings: dict, report: dict) -> bool:
+    """The CPU demonstration's outputs (profiler_agent.judge.cpu_demonstration), each compared with the
+    reference's on the same values, made again here from the seed's bases and the agent's secret; and
+    how long the harness's own work in its stretch takes here: making each call's values and saving an
+    output of the reference's size. False, with the verdict's reason, at the first wrong output.
+    Both are measured as the demonstration was, in CPU time (sandbox.run_cpu), which this host's load
+    does not stretch: the harness's work as the process's CPU time, the reference's as the least wall
+    time its work takes."""
+    import torch
+
+    from profiler_agent.bundles import module_loading
+    from profiler_agent.checkers import compare_outputs
+    from profiler_agent.graders import verifier
+    from profiler_agent.measure import input_sets
+    from profiler_agent.trials import output_exchange
+    from profiler_agent.trials.correctness_trials import make_inputs
+
+    demonstration, seed, device = settings["demonstration"], settings["seed"], torch.device("cpu")
+    calls, secret = demonstration["calls"], demonstration["secret"]
+    reference_file = Path(args.reference_dir).resolve() / file_name(settings, "reference")
+    if str(reference_file.parent) not in sys.path:
+        sys.path.insert(0, str(reference_file.parent))
+    with submission_code("load_reference"):
+        api = module_loading.reference_api(reference_file)
+        reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+    bases = input_sets.draw_bases(api.get_inputs, make_inputs(api.get_inputs, seed + 1, device), seed + 1, device, calls)
+    shifted = input_sets.ShiftedValues(bases, seed)
+    verdict = verifier.new_verdict()
+    report["verdict"] = verdict
+    result = verdict["correctness"]
+    harness_ns = []  # per call: making its values and a checksum of an output, as the target does (CPU time)
+    reference_ns = []  # per call: the least wall time of the reference's work on the same values
+    reference_s = []  # per call: the reference on this host's clock, for the log
+    committed = output_exchange.read_checksums(Path(args.outputs) / output_exchange.CHECKSUMS)
+    with torch.no_grad():
+        # the candidate's warm-up (for a stateful reference), its checksum taken as the target takes it
+        output_exchange.output_checksum(reference(*shifted.values(seed, calls)))
+        own = [os.getpid()]
+        for call in range(calls):
+            started = process_cpu_ns()
+            values = shifted.values(secret, call)
+            made = process_cpu_ns() - started
+            before, started = run_cpu.sample(own), timing.now_s()
+            with submission_code(f"reference (demonstrated call {call})"):
+                expected = reference(*values)
+            reference_s.append(timing.now_s() - started)
+            reference_ns.append(run_cpu.used_between(before, run_cpu.sample(own)).wall_floor_ns())
+            started = process_cpu_ns()
+            output_exchange.output_checksum(expected)
+            harness_ns.append(made + process_cpu_ns() - started)
+            try:
+                actual = output_exchange.load_output(Path(args.outputs), call)
+            except output_exchange.MissingOutput as missing:
+                result.update(passed=False, reason=f"demonstrated call {call}: {missing}")
+                return False
+            if call >= len(committed) or output_exchange.output_checksum(actual) != committed[call]:
+                # not a wrong answer (a nondeterministic candidate differs so too): the time is not shown
+                report["uncommitted"] = (f"demonstrated call {call}: the output saved after the stretch is not the one "
+                                         "committed in it")
+                result["passed"] = True
+                return True
+            outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
+                                                      getattr(reference, "output_names", None),
+                                                      getattr(reference, "scaled_outputs", frozenset()))
+            if not outcome.passed:
+                result.update(passed=False, reason=f"demonstrated call {call}: {outcome.reason}")
+                return False
+    result["passed"] = True
+    report["harness_ms"] = statistics.median(harness_ns) / 1e6 * calls
+    report["reference_floor_ms"] = statistics.median(reference_ns) / 1e6
+    report["reference_ms"] = statistics.median(reference_s) * 1000
+    return True
+
+
 def check(args, settings: dict, report: dict) -> None:
     from profiler_agent.graders import verifier
 
     durations = report["durations_s"]
     started = timing.now_s()
+    if settings.get("demonstration"):  # it times the reference too, on the demonstration's values
+        verify_demonstration(args, settings, report)
+        durations["verify"] = timing.now_s() - started
+        return
     if settings.get("verify"):
         verdict = verifier.new_verdict()
         # the profiled process's calls: a warm-up, then one per trial, no repeat

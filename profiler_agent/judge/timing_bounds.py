@@ -83,13 +83,41 @@ def reference_bound_holds(reported_ms: float, outside_ms: float, tolerance: floa
     return reported_ms <= outside_ms * (1 + tolerance) + slack_ms
 
 
+@dataclass(frozen=True)
+class Method:
+    """How the candidate's record is taken, and the tolerances its figures get."""
+    name: str
+    record_words: str  # what the record is, in a reason
+    tolerance: float
+    reference_tolerance: float
+    # the reported speedup may pass the record's (the reference's record over the candidate's) by this
+    # much; None: the reference is bounded by the agent's own timing of it instead
+    speedup_tolerance: float | None = None
+
+
+NCU = Method("ncu", "the GPU's own record of its kernels", TOLERANCE, REFERENCE_TOLERANCE)
+# On the CPU the records are CPU time read from outside (judge.cpu_demonstration): the least wall
+# time the candidate's work and the reference's take, which a busy host does not stretch (their pool
+# threads sleep while they wait). A reported median cannot be below its record on a quiet host; the
+# two are read in different processes at different moments, and the same 768x768 matmul read 5.7 to
+# 13 ms on a 2-core host running two busy loops beside it: a reported median may be a quarter of its
+# record. A wall time has no bound from above on a busy host, so the reference is bounded through the
+# speedup: the judged process times both models in turn (the host's load cancels), and the records'
+# ratio was off by up to 2x on that host; a reported speedup beyond 3x the records' is not believed.
+# A forger dividing its time, or multiplying the reference's, by 5.7 is caught.
+CPU_TOLERANCE = 0.75
+CPU_SPEEDUP_TOLERANCE = 2.0
+CPU_TIME = Method("cpu time", "the least time its work took as the agent read it from outside", CPU_TOLERANCE,
+                  REFERENCE_TOLERANCE, CPU_SPEEDUP_TOLERANCE)
+
+
 def decide(reported_ms: float | None, reference_reported_ms: float | None, record: KernelRecord | None,
-           record_why: str, reference_outside_ms: float | None, reference_why: str) -> dict:
+           record_why: str, reference_outside_ms: float | None, reference_why: str, method: Method = NCU) -> dict:
     """The confirmation: both bounds checked where their figures are known. `confirmed` is False when
     a bound fails, None when one could not be checked (and none failed), True when both hold."""
     confirmation = result_schema.empty_confirmation()
-    confirmation.update(method="ncu", reported_ms=reported_ms, tolerance=TOLERANCE,
-                        reference_reported_ms=reference_reported_ms, reference_tolerance=REFERENCE_TOLERANCE)
+    confirmation.update(method=method.name, reported_ms=reported_ms, tolerance=method.tolerance,
+                        reference_reported_ms=reference_reported_ms, reference_tolerance=method.reference_tolerance)
     failed, unknown = [], []
     if record is None:
         unknown.append(record_why or "no kernel record")
@@ -102,17 +130,27 @@ def decide(reported_ms: float | None, reference_reported_ms: float | None, recor
             unknown.append("no candidate median was reported")
         else:
             confirmation["ratio"] = reported_ms / record.kernel_ms
-            if not candidate_bound_holds(reported_ms, record.kernel_ms):
-                failed.append(f"the candidate's reported median ({reported_ms:.4g} ms) is below the GPU's own record "
-                              f"of its kernels ({record.kernel_ms:.4g} ms per call) by more than {TOLERANCE:.0%}")
-    if reference_outside_ms is None:
+            if not candidate_bound_holds(reported_ms, record.kernel_ms, method.tolerance):
+                failed.append(f"the candidate's reported median ({reported_ms:.4g} ms) is below {method.record_words} "
+                              f"({record.kernel_ms:.4g} ms per call) by more than {method.tolerance:.0%}")
+            record_speedup = confirmation["kernel_speedup"]
+            if method.speedup_tolerance is not None and record_speedup and reference_reported_ms:
+                reported_speedup = reference_reported_ms / reported_ms
+                if reported_speedup > record_speedup * (1 + method.speedup_tolerance):
+                    failed.append(f"the reported speedup ({reported_speedup:.4g}) is above the records' "
+                                  f"({record_speedup:.4g}: the reference's over the candidate's) by more than "
+                                  f"{method.speedup_tolerance:.0%}")
+    if method.speedup_tolerance is not None:
+        pass  # the reference is bounded through the speedup, above
+    elif reference_outside_ms is None:
         unknown.append(reference_why or "the reference was not timed outside")
     else:
         confirmation["reference_outside_ms"] = reference_outside_ms
-        if reference_reported_ms and not reference_bound_holds(reference_reported_ms, reference_outside_ms):
+        if reference_reported_ms and not reference_bound_holds(reference_reported_ms, reference_outside_ms,
+                                                                method.reference_tolerance):
             failed.append(f"the reference's reported median ({reference_reported_ms:.4g} ms) is above the agent's "
-                          f"own timing of it ({reference_outside_ms:.4g} ms) by more than {REFERENCE_TOLERANCE:.0%} "
-                          f"+ {REFERENCE_SLACK_MS:g} ms")
+                          f"own timing of it ({reference_outside_ms:.4g} ms) by more than "
+                          f"{method.reference_tolerance:.0%} + {REFERENCE_SLACK_MS:g} ms")
     if failed:
         confirmation.update(confirmed=False, reason="; ".join(failed + unknown))
     elif unknown:
@@ -161,8 +199,12 @@ def rank_within_kernel_records(result: dict) -> None:
         return
     timed = reference_ms / reported
     bounds = []  # (speedup no figure may pass, why)
+    on_cpu = confirmation.get("method") == CPU_TIME.name
+    if on_cpu and confirmation.get("confirmed") is not False:
+        return  # on the CPU the records are coarser than the timing: they lower only a figure that failed
     if kernel_speedup:
-        bounds.append((kernel_speedup, f"the kernels' record of both models ({kernel_speedup:.4g})"))
+        what = "the least times of both models' work" if on_cpu else "the kernels' record of both models"
+        bounds.append((kernel_speedup, f"{what} ({kernel_speedup:.4g})"))
     elif kernel_ms:
         bounds.append((reference_ms / kernel_ms, f"the candidate's kernel record ({kernel_ms:.4g} ms)"))
     if outside_ms and not reference_bound_holds(reference_ms, outside_ms):

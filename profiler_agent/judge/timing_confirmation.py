@@ -34,7 +34,9 @@ from pathlib import Path
 
 from profiler_agent.protocol import result_schema
 from profiler_agent.judge import started_ahead, trusted_process
-from profiler_agent.judge.timing_bounds import FLAG, NOTE_PREFIX, KernelRecord, decide, kernel_record, not_confirmed, rank_within_kernel_records
+from profiler_agent.judge import cpu_demonstration
+from profiler_agent.judge.timing_bounds import (FLAG, NOTE_PREFIX, CPU_TIME, KernelRecord, decide, kernel_record, not_confirmed,
+                                                rank_within_kernel_records)
 from profiler_agent.measure import kernel_census
 from profiler_agent.judge import ncu_output, ncu_profiling
 from profiler_agent.sandbox.process import Limits
@@ -47,7 +49,7 @@ REFERENCE_BUDGET_S = 1.0
 # the reference's calls: their kernels name the reference's side of the census, and give its record
 PROFILE = ncu_output.Profile((ncu_output.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
                       reference_calls=CONFIRM_CALLS)
-NO_PROFILER_ON_CPU = "no device profiler on CPU"
+NO_PROFILER_ON_CPU = "no device profiler on CPU, and calls under 1 ms are not timed from outside"
 
 
 @dataclass
@@ -129,6 +131,7 @@ class Outcome:
     census: dict | None = None  # the kernel census from ncu's record (kernel_census.Census.as_report)
     custom_kernel: bool | None = None  # its finding; None: it cannot tell
     cost: str = ""  # where the confirmation's time went, for the log
+    where: str = "under the profiler"  # where wrong outputs were found, for the reason
 
 
 def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
@@ -176,14 +179,68 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
                    census=census, custom_kernel=custom, cost=cost)
 
 
-def describe_cost(profile_s: float, check_s: float, check_durations, timeline: str = "") -> str:
+def confirm_on_cpu(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Outcome:
+    """The candidate's least time as the agent read it from outside (judge.cpu_demonstration), its
+    outputs verified and the reference's least time read by the trusted check; the confirmation of
+    `result`'s times."""
+    timing = result["timing"]
+    reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
+    seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
+    calls = cpu_demonstration.calls_for(reported)
+    scratch.mkdir(parents=True)
+    clock = time.monotonic()
+    shown = cpu_demonstration.demonstrate(bundle, bundle.candidate, options, cache_dir, scratch / "demonstration",
+                                          seed, calls)
+    demonstrate_s, clock = time.monotonic() - clock, time.monotonic()
+    if shown.stretch is None:
+        return Outcome(decide(reported, reference_reported, None, shown.why, None, "", CPU_TIME))
+    check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check",
+                                          shown.outputs, extra_env=cpu_demonstration.IDLE_THREADS_SLEEP)
+    settings = {"seed": seed, "trials": calls, "atol": options.atol, "rtol": options.rtol,
+                "demonstration": {"calls": calls, "secret": shown.secret},
+                "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": False}}
+    run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
+    report = report if isinstance(report, dict) else {"error": {"message": f"the checking process ended (exit "
+                                                                          f"{run.exit_code}) without a report"}}
+    stretch = shown.stretch
+    cost = describe_cost(demonstrate_s, time.monotonic() - clock, report.get("durations_s"),
+                         f"{calls} calls: {stretch.total_ns / 1e6:.1f} ms on a CPU (busiest thread "
+                         f"{stretch.busiest_thread_ns / 1e6:.1f} ms, {stretch.cores} cores) in "
+                         f"{shown.wall_ms:.1f} ms", what="demonstration")
+    correctness = ((report.get("verdict") or {}).get("correctness")) or {}
+    if correctness.get("passed") is False:
+        reason = f"the demonstrated calls gave wrong outputs: {correctness.get('reason')}"
+        return Outcome(not_confirmed(reason, reported) | {"method": CPU_TIME.name, "confirmed": False}, reason, cost=cost,
+                       where="in the calls the agent timed from outside")
+    record, record_why = None, "the demonstrated calls' outputs could not be verified"
+    harness_ms = report.get("harness_ms")
+    if isinstance(report.get("uncommitted"), str):  # a forger's, or a nondeterministic candidate's: flagged
+        reason = report["uncommitted"]
+        return Outcome(decide(reported, reference_reported, None, "", None, "", CPU_TIME)
+                       | {"confirmed": False, "reason": reason}, cost=cost)
+    reference_floor = report.get("reference_floor_ms")
+    if correctness.get("passed") is True and isinstance(harness_ms, (int, float)):
+        share = harness_ms * 1e6 / stretch.total_ns
+        if share > cpu_demonstration.MAX_HARNESS_SHARE:
+            record_why = (f"the harness's own work (making the values, a checksum of each output: {harness_ms:.1f} ms) is "
+                          f"{share:.0%} of the {stretch.total_ns / 1e6:.1f} ms of CPU time the calls took: too much "
+                          "to bound the call")
+        else:
+            floor_ms = stretch.wall_floor_ns(round(harness_ms * 1e6)) / 1e6 / calls
+            record = KernelRecord(floor_ms, calls, False, reference_kernel_ms=(
+                reference_floor if isinstance(reference_floor, (int, float)) and reference_floor > 0 else None))
+            record_why = ""
+    return Outcome(decide(reported, reference_reported, record, record_why, None, "", CPU_TIME), cost=cost)
+
+
+def describe_cost(profile_s: float, check_s: float, check_durations, timeline: str = "", what: str = "profiler") -> str:
     """One log line: the profiler's run (with the profiled process's own timeline) and the check's,
     with the check's own stages."""
     parts = ""
     if isinstance(check_durations, dict):
         parts = ", ".join(f"{name} {value:.2f}" for name, value in check_durations.items()
                           if isinstance(value, (int, float)))
-    return (f"{NOTE_PREFIX}cost: profiler {profile_s:.2f} s" + (f" ({timeline})" if timeline else "")
+    return (f"{NOTE_PREFIX}cost: {what} {profile_s:.2f} s" + (f" ({timeline})" if timeline else "")
             + f", check {check_s:.2f} s" + (f" ({parts})" if parts else "") + "\n")
 
 
@@ -206,13 +263,17 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
     if result["status"] != "passed":
         return
     reported = result["timing"]["candidate"]["median_ms"]
-    if options.device != "cuda":
+    if options.device != "cuda" and not (reported and reported >= cpu_demonstration.MIN_CALL_MS):
         result["timing"]["confirmation"] = not_confirmed(NO_PROFILER_ON_CPU, reported)
         return
     try:
-        outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
+        if options.device != "cuda":
+            outcome = confirm_on_cpu(result, bundle, options, cache_dir, scratch, sources)
+        else:
+            outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
-        outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported))
+        outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported)
+                          | ({} if options.device == "cuda" else {"method": CPU_TIME.name}))
     apply_outcome(result, outcome)
 
 
@@ -228,12 +289,17 @@ def apply_outcome(result: dict, outcome: Outcome) -> None:
         if outcome.custom_kernel is not None:
             flags = set(result["flags"]) - {"no_custom_kernel"}
             result["flags"] = sorted(flags if outcome.custom_kernel else flags | {"no_custom_kernel"})
-    if confirmation["confirmed"] is not True:
+    # on the CPU a time that could not be bounded (short calls, mostly harness work) is no finding
+    # against the run, as without a device profiler; one that fails its bound is
+    on_cpu = confirmation.get("method") == CPU_TIME.name
+    if confirmation["confirmed"] is False or (confirmation["confirmed"] is None and not on_cpu):
         result["flags"] = sorted(set(result["flags"]) | {FLAG})
         result["logs"]["stderr"] += f"{NOTE_PREFIX}not confirmed: {confirmation['reason']}\n"
+    elif confirmation["confirmed"] is None:
+        result["logs"]["stderr"] += f"{NOTE_PREFIX}not bounded (no flag on the CPU): {confirmation['reason']}\n"
     if outcome.wrong_answer:
         result["status"] = "wrong_answer"
-        result["reason"] = f"under the profiler: {outcome.wrong_answer}"
+        result["reason"] = f"{outcome.where}: {outcome.wrong_answer}"
         result["correctness"]["passed"] = False
         _withdraw_time(result)
-        result["logs"]["stderr"] += f"[profiler_agent] verifier: wrong answer under the profiler: {outcome.wrong_answer}\n"
+        result["logs"]["stderr"] += f"[profiler_agent] verifier: wrong answer {outcome.where}: {outcome.wrong_answer}\n"

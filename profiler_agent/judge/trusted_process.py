@@ -45,10 +45,12 @@ class TrustedAhead:
         self.process.cancel()
 
 
-def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead: bool = False) -> TrustedAhead:
+def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead: bool = False,
+                  extra_env: dict[str, str] | None = None) -> TrustedAhead:
     """`python -m module --reference-dir ... --outputs ... --device ...`, started ahead of its turn
     (profiler_agent.judge.started_ahead): `finish_trusted` writes the reference, sends the settings and
-    reads the report."""
+    reads the report. `extra_env` is added to its environment (in a fresh interpreter then: the
+    zygote's libraries read theirs when it started)."""
     pristine, home, tmp = scratch / "reference", scratch / "home", scratch / "tmp"
     for folder in (pristine, home, tmp):
         folder.mkdir(parents=True)
@@ -62,7 +64,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
     return TrustedAhead(started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command,
         cwd=pristine,
-        env=child_env(home, tmp, None),
+        env=child_env(home, tmp, None) | (extra_env or {}),
         timeout_s=options.timeout_s,
         logs_dir=scratch / "logs",
         stdin_data=pending,
@@ -71,6 +73,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
         # trusted code, but it holds the reference's and the candidate's outputs: the looser limit
         limits=Limits(memory_bytes=options.compile_memory_limit()),
         on_started=on_started,
+        fresh_interpreter=bool(extra_env),
     )), pristine, user)
 
 

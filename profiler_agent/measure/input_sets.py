@@ -218,3 +218,43 @@ def input_memoized(fresh_ms: dict[str, float], repeated_ms: dict[str, float]) ->
         return False
     reference = gain(fresh_ms.get("reference"), repeated_ms.get("reference"))
     return gain(fresh, repeated) > MEMO_RATIO * max(reference, 1.0)
+
+
+class ShiftedValues:
+    """Values for calls timed from outside the judged process (profiler_agent.judge.cpu_demonstration),
+    made at the cost of one pass: each floating-point input is its base times a factor tensor (within
+    JITTER of 1, drawn from the seed before the secret is known) rotated by a shift taken from the
+    secret and the call's number. Without the secret no call's values can be made, nor its output
+    computed ahead (one rotation per element count), and no generator runs while the clock does.
+    Integer and boolean inputs keep their drawn values."""
+
+    def __init__(self, bases: list[list], seed: int):
+        generator = torch.Generator().manual_seed(seed)
+        self.bases = bases
+        self.factors = [[torch.empty(v.numel()).uniform_(1 - JITTER, 1 + JITTER, generator=generator).to(v.dtype)
+                         if isinstance(v, torch.Tensor) and v.is_floating_point() else None
+                         for v in tensors.flatten(base)] for base in bases]
+        self.buffers = [tensors.fresh_copies(base) for base in bases]
+
+    def values(self, secret: int, call: int) -> list:
+        """Call `call`'s values, written into the buffers of its base (valid until that base's next call)."""
+        which = call % len(self.bases)
+        buffers = self.buffers[which]
+        for position, (buffer, base, factor) in enumerate(zip(tensors.flatten(buffers),
+                                                               tensors.flatten(self.bases[which]),
+                                                               self.factors[which])):
+            n = buffer.numel()
+            if factor is None or not n:
+                continue
+            shift = call_seed(secret, call * 1009 + position) % n
+            if buffer.is_contiguous() and base.is_contiguous():  # one pass, nothing allocated
+                out, source = buffer.view(-1), base.view(-1)
+                torch.mul(source[:n - shift], factor[shift:], out=out[:n - shift])
+                torch.mul(source[n - shift:], factor[:shift], out=out[n - shift:])
+                continue
+            try:
+                torch.mul(base, torch.roll(factor, shift).view(base.shape), out=buffer)
+            except RuntimeError:  # an expanded view, whose elements share memory: its drawn values stay
+                pass
+        return buffers
+

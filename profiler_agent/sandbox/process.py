@@ -12,13 +12,13 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 
 from profiler_agent.sandbox import cgroup, privileges, zygote
 from profiler_agent.sandbox.limits import Limits, apply_limits, limit_figures
-from profiler_agent.sandbox import process_sweep
+from profiler_agent.sandbox import process_sweep, run_cpu
 from profiler_agent.sandbox.memory_watchdog import MemoryExceeded, MemoryWatchdog
 from profiler_agent.sandbox.phase_limits import Clock, MessageSplitter
 from profiler_agent.sandbox.capped_logs import read_capped
@@ -106,6 +106,7 @@ class SandboxRun:
     ended_in: str | None = None  # where it was when it ended, in words ("while ... (run phase)")
     cancelled: bool = False  # started ahead of its turn, then not needed (PendingInput.cancel)
     ended_waiting: bool = False  # started ahead of its turn, it ended before its input came (not its job's doing)
+    stage_cpu: dict[str, run_cpu.CpuSample] = field(default_factory=dict)  # with cpu_at_stages: at each stage's message
 
 
 def kill_session(pid: int) -> None:
@@ -180,6 +181,8 @@ def run_sandboxed(
     compile_timeout_s: float | None = None,
     on_started: Callable[[], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    cpu_at_stages: bool = False,
+    fresh_interpreter: bool = False,
 ) -> SandboxRun:
     """Run `command`; with result_pipe, `--result-fd N` is appended and the child writes its report
     to fd N. With compile_timeout_s the run has phases (profiler_agent.sandbox.phase_limits.Clock):
@@ -188,7 +191,10 @@ def run_sandboxed(
     timeout or not. A PendingInput as stdin_data starts the process ahead of its turn: the limits
     count from when its input is sent; `on_started` is called once the process exists (runs started
     after that spare it in their sweep); `on_stage` with each stage the child names on the pipe
-    (phases.STAGE_WORDS: informative only, whatever runs in the child can send them)."""
+    (phases.STAGE_WORDS: informative only, whatever runs in the child can send them). With
+    cpu_at_stages the run's CPU time is sampled as each stage's message arrives, before on_stage.
+    fresh_interpreter: exec'd, never forked from the zygote (whose libraries read their environment
+    when it started)."""
     if compile_timeout_s is not None and not result_pipe:
         raise ValueError("a compile limit needs the result pipe, which carries the phase message")
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -199,7 +205,7 @@ def run_sandboxed(
         command = [*command, "--result-fd", str(write_fd)]
     process_sweep.become_subreaper()
     # started before the spared set is taken (and spared by every run: live_runs)
-    forks = zygote.shared() if zygote.module_of(command) else None
+    forks = zygote.shared() if zygote.module_of(command) and not fresh_interpreter else None
     spared = process_sweep.children_of(os.getpid())
     marker = secrets.token_hex(8)
     env = {**env, process_sweep.MARKER_ENV: marker}
@@ -231,6 +237,7 @@ def run_sandboxed(
     if on_started is not None:
         on_started()
     report = None
+    stage_cpu: dict[str, run_cpu.CpuSample] = {}
     timed_out = False
     watchdog = None
     cancelled = ended_waiting = False
@@ -254,7 +261,15 @@ def run_sandboxed(
         if cancelled:
             pass  # killed below
         elif read_fd is not None:
-            data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed, on_stage)
+            def staged(stage: str) -> None:
+                if cpu_at_stages and stage not in stage_cpu:
+                    stage_cpu[stage] = run_cpu.sample(process_sweep.run_processes(proc.pid, marker, spared),
+                                                      judged_cgroup and str(judged_cgroup.path))
+                if on_stage is not None:
+                    on_stage(stage)
+
+            data, complete = _read_pipe(read_fd, clock, proc, on_limits_changed,
+                                        staged if on_stage is not None or cpu_at_stages else None)
             report = data if complete and data else None
         try:
             if not cancelled:
@@ -300,4 +315,5 @@ def run_sandboxed(
         ended_in=clock.phase_words(),
         cancelled=cancelled,
         ended_waiting=ended_waiting,
+        stage_cpu=stage_cpu,
     )

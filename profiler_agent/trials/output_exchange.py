@@ -21,6 +21,37 @@ def save_output(directory: Path, trial: int, output, again: bool = False) -> Non
     torch.save(to_cpu_tree(output), output_path(directory, trial, again))
 
 
+def output_checksum(output) -> int:
+    """Adler-32 over an output's tensors (dtype, shape, bytes) and the repr of anything else: what a
+    demonstration commits to for each call before it says it is done (profiler_agent.judge.cpu_demonstration).
+    Its saved output must match it and be right, so a process cannot commit to an output it has not
+    computed; a cryptographic hash would buy nothing more and cost more."""
+    import zlib
+
+    from profiler_agent.util.tensors import flatten
+
+    checksum = 1
+    for leaf in flatten(output):
+        if isinstance(leaf, torch.Tensor):
+            leaf = leaf.detach().cpu().contiguous()
+            checksum = zlib.adler32(f"{leaf.dtype}{tuple(leaf.shape)}".encode(), checksum)
+            if leaf.numel():
+                checksum = zlib.adler32(leaf.view(-1).view(torch.uint8).numpy(), checksum)
+        else:
+            checksum = zlib.adler32(repr(leaf).encode(), checksum)
+    return checksum
+
+
+CHECKSUMS = "checksums.txt"
+
+
+def read_checksums(path: Path) -> list[int]:
+    try:
+        return [int(word) for word in Path(path).read_text().split()]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+
+
 class MissingOutput(Exception):
     pass
 
@@ -72,3 +103,4 @@ def load_timed_output(directory: Path, call: int, draws: int) -> tuple[int, obje
             or not 0 <= saved["draw"] < draws or "output" not in saved):
         raise MissingOutput("unreadable output: not what the harness saves for a timed call")
     return saved["draw"], saved["output"]
+

@@ -46,10 +46,17 @@ def ranks(run) -> bool:
     return run.verdict == "passed" and not awaits_clearance(run) and not is_provisional(run)
 
 
+# the agent's method on the CPU: both models' least times read from outside (profiler_agent.judge.cpu_demonstration)
+CPU_TIME = "cpu time"
+
+
 def not_profiled_on_cpu(run) -> bool:
-    """A CPU run's time: no device profiler confirmed it (shown, never held against the run)."""
+    """A CPU run's time that nothing confirmed: no device profiler, and too short or too memory-bound
+    for the agent to time from outside (shown, never held against the run)."""
     confirmation = ((run.result or {}).get("timing") or {}).get("confirmation") or {}
-    return bool(confirmation) and confirmation.get("method") is None and not awaits_clearance(run)
+    unbounded = confirmation.get("method") is None or (confirmation.get("method") == CPU_TIME
+                                                         and confirmation.get("confirmed") is None)
+    return bool(confirmation) and unbounded and not awaits_clearance(run)
 
 
 def spread_percent(result) -> dict:

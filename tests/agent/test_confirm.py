@@ -230,13 +230,13 @@ TIMING_FORGER = '''
 '''
 
 
-def test_the_timing_forger_on_cpu_is_marked_unconfirmed_but_not_flagged(make_bundle, judge):
+def test_a_timing_forger_with_short_calls_on_cpu_is_marked_unconfirmed_but_not_flagged(make_bundle, judge):
     outcome = judge(make_bundle(TIMING_FORGER), "--timing-budget", "0.3")
     result = outcome.result
     assert result["status"] == "passed", result["logs"]["stderr"]
     confirmation = result["timing"]["confirmation"]
-    assert confirmation["method"] is None and confirmation["confirmed"] is None
-    assert confirmation["reason"] == "no device profiler on CPU"
+    assert confirmation["confirmed"] is None
+    assert _not_bounded_on_cpu(confirmation["reason"]), confirmation["reason"]
     assert confirmation["reported_ms"] == result["timing"]["candidate"]["median_ms"]
     # CPU seasons still rank: no device profiler is not a finding against the run
     assert "timing_unconfirmed" not in result["flags"]
@@ -245,8 +245,14 @@ def test_the_timing_forger_on_cpu_is_marked_unconfirmed_but_not_flagged(make_bun
 def test_an_honest_cpu_judgement_says_its_time_is_not_confirmed(make_bundle, judge):
     result = judge(make_bundle(ATEN_RELU), "--timing-budget", "0.3").result
     assert result["status"] == "passed"
-    assert result["timing"]["confirmation"]["reason"] == timing_confirmation.NO_PROFILER_ON_CPU
+    assert _not_bounded_on_cpu(result["timing"]["confirmation"]["reason"])
     assert "timing_unconfirmed" not in result["flags"]
+
+
+def _not_bounded_on_cpu(reason: str) -> bool:
+    """A ReLU over 1 MiB: under a millisecond (not demonstrated), or, on a slow or busy host, a call
+    whose values cost most of what it does (profiler_agent.judge.cpu_demonstration)."""
+    return reason == timing_confirmation.NO_PROFILER_ON_CPU or reason.startswith("the harness's own work")
 
 
 

@@ -145,14 +145,20 @@ def test_the_submission_page_explains_the_flag_in_both_languages(client, organiz
     assert "an organizer cleared it, so it counts" in page_text(client.get(url, headers=EN))
 
 
+@pytest.mark.parametrize("method, reason", [
+    (None, "no device profiler on CPU, and calls under 1 ms are not timed from outside"),
+    # timed from outside, but the harness's own work was most of the stretch: not bounded
+    ("cpu time", "the harness's own work (making the values, a checksum of each output: 70.0 ms) is 62% of the "
+                 "112.5 ms of CPU time the calls took: too much to bound the call"),
+])
 def test_a_cpu_time_is_marked_not_confirmed_and_still_ranks(client, season, alice, organizer, agent_and_token,
-                                                            django_capture_on_commit_callbacks):
+                                                            django_capture_on_commit_callbacks, method, reason):
     agent, _ = agent_and_token
     submission = submit(django_capture_on_commit_callbacks, alice, submitting.open_issue(season, alice, title="ReLU"),
                         valid_files())
     result = passed_result(speedup=1.5)
-    result["timing"]["confirmation"] = {"method": None, "reported_ms": 2.0 / 1.5, "confirmed": None,
-                                        "reason": "no device profiler on CPU"}
+    result["timing"]["confirmation"] = {"method": method, "reported_ms": 2.0 / 1.5, "confirmed": None,
+                                        "reason": reason}
     report_all(submission, agent, result)
     reviewing.review_submission(submission, organizer.user, "accepted", reason="fine")
     assert _gpu_row(season, alice, "cpu").passed_count == 1
