@@ -184,9 +184,10 @@ class ErrorAnswersMiddleware:
         if status == 404:
             return _("there is no API call at %(path)s; the API's calls are listed at /api/v1/docs") % {
                 "path": request.path}
-        if status == 405:
+        if status == 405:  # sorted: ninja lists a path's methods in no fixed order
+            allowed = sorted(m.strip() for m in response.get("Allow", "").split(",") if m.strip())
             return _("%(method)s is not allowed on %(path)s; allowed: %(allowed)s") % {
-                "method": request.method, "path": request.path, "allowed": response.get("Allow", "")}
+                "method": request.method, "path": request.path, "allowed": ", ".join(allowed)}
         if status >= 500:
             return _("server error; the organizers can find it in the site's log")
         return response.reason_phrase
