@@ -12,13 +12,11 @@ from pydantic import Field, RootModel
 from leaderboard import board_cache, season_reads, selectors
 from submissions.api.answers import answers
 from submissions.api.contestant import IssueOut
+from submissions.api.fields import LIMIT, OFFSET
 from submissions.models import Season
 from submissions.rules import ranked_runs, timing_flags
 
 JSON = JSONRenderer()  # the API root's renderer (config/api.py leaves ninja's default)
-
-# Beyond any standings, and offset + limit stays far inside a 64-bit integer on every database.
-MAX_OFFSET = 2**31 - 1
 
 
 public_router = Router(tags=["public"])
@@ -44,10 +42,6 @@ class LeaderboardOut(Schema):
     total: int
     offset: int
     rows: List[StandingOut]
-
-
-OFFSET = Query(0, ge=0, le=MAX_OFFSET, description="Rows to skip")
-LIMIT = Query(50, ge=1, le=500, description="Rows to return")
 
 
 @public_router.get("/seasons/{code}/leaderboard", response=answers({200: LeaderboardOut}, 404, 422),
@@ -145,6 +139,58 @@ def issue_page(request, code: str):
                          "runs": _runs_summary(sub)}
                         for sub in issue.submissions.order_by("created_at", "pk").prefetch_related("runs__gpu_type")],
     }
+
+
+class GpuTypeOut(Schema):
+    slug: str
+    name: str
+
+
+class SeasonOut(Schema):
+    code: str
+    name: str
+    starts_at: str
+    ends_at: Optional[str] = Field(description="null: no end set")
+    open: bool = Field(description="Whether it accepts submissions now")
+    ended: bool = Field(description="Whether its end has passed")
+    gpu_types: List[GpuTypeOut] = Field(description="The GPU types judging its runs (a leaderboard each)")
+
+
+@public_router.get("/seasons", response=answers({200: List[SeasonOut]}), url_name="season_list")
+def season_list(request):
+    """Every season, the newest first (by start)."""
+    return [SeasonOut(code=s.code, name=s.name, starts_at=s.starts_at.isoformat(),
+                      ends_at=s.ends_at.isoformat() if s.ends_at else None, open=s.is_open, ended=s.has_ended,
+                      gpu_types=[GpuTypeOut(slug=g.slug, name=g.name) for g in s.gpu_types.all()])
+            for s in selectors.seasons_with_gpu_types()]
+
+
+class SeasonIssueOut(IssueOut):
+    author: str
+    created_at: str
+    submission_count: int
+
+
+class SeasonIssueListOut(Schema):
+    season: str
+    total: int
+    offset: int
+    rows: List[SeasonIssueOut]
+
+
+@public_router.get("/seasons/{code}/issues", response=answers({200: SeasonIssueListOut}, 404, 422),
+                   url_name="season_issues")
+def season_issues(request, code: str, offset: int = OFFSET, limit: int = LIMIT):
+    """The season's issues, oldest first, as its page lists them."""
+    season = Season.objects.filter(code=code).first()
+    if season is None:
+        raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
+    issues = selectors.season_issues(season)
+    return SeasonIssueListOut(season=season.code, total=issues.count(), offset=offset, rows=[
+        SeasonIssueOut(code=i.code, season=season.code, title=i.title, operator=i.operator, framework=i.framework,
+                       level=i.level, author=i.author.display_name, created_at=i.created_at.isoformat(),
+                       submission_count=i.submission_count)
+        for i in issues[offset:offset + limit]])
 
 
 class HardwareOut(Schema):

@@ -107,6 +107,12 @@ class BoardPaginator(Paginator):
                               number, self)
 
 
+def seasons_with_gpu_types():
+    """Every season with the GPU types judging it, the newest first (by start)."""
+    return Season.objects.prefetch_related(Prefetch("gpu_types", queryset=GpuType.objects.order_by("slug"))).order_by(
+        "-starts_at", "-pk")
+
+
 def season_issues(season):
     return (
         Issue.objects.filter(season=season)

@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from submissions import fleet_status
 from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
 from submissions.rules import ranked_runs, weights
-from submissions.services import hardware
+from submissions.services import hardware, scheduling
 
 
 def submission_with_runs(submission_id):
@@ -94,12 +94,20 @@ def with_states(submissions, user):
     return submissions
 
 
-def contestant_submissions(contestant, user, limit=50):
-    """The contestant's latest submissions, newest first, each with its `state` for `user`."""
+def contestant_submissions_query(contestant, season=None):
+    """The contestant's submissions (to one season's issues, when given), newest first."""
+    rows = contestant.submissions.all()
+    if season is not None:
+        rows = rows.filter(issue__season=season)
+    return rows.order_by("-created_at", "-pk")
+
+
+def contestant_submissions(contestant, user, limit=50, *, offset=0, season=None):
+    """A page of contestant_submissions_query, each submission with its `state` for `user`."""
     return with_states(list(
-        contestant.submissions.select_related("issue__season", "contestant")
+        contestant_submissions_query(contestant, season).select_related("issue__season", "contestant")
         .prefetch_related(Prefetch("runs", queryset=Run.objects.defer("result").select_related("gpu_type")), "reviews")
-        .order_by("-created_at", "-pk")[:limit]), user)
+        [offset:offset + limit]), user)
 
 
 def review_queue(*, include_reviewed=False, season=None, flagged_only=False):
@@ -162,10 +170,23 @@ def has_unfinished_runs(submission) -> bool:
 
 def run_elapsed_s(run, now):
     """Whole seconds the run has waited (since it was made or queued) or been judged (since its agent
-    started it), for the submission's page; None once it is done."""
+    started it); None once it is done."""
     since = {RunStatus.WAITING: run.created_at, RunStatus.QUEUED: run.enqueued_at or run.created_at,
              RunStatus.RUNNING: run.started_at}.get(run.status)
     return max(0, int((now - since).total_seconds())) if since else None
+
+
+def run_progress(run, now):
+    """Where an unfinished run stands, as the submission's page and the API show it live: `stage` (what
+    a running run's agent last reported, "" before its first report or when not running), `queue_position`
+    (scheduling.queue_position; None when it is not in Redis, or Redis cannot be read), `runs_ahead`
+    (a waiting run: the contestant's runs going first) and `elapsed_s` (run_elapsed_s)."""
+    try:
+        position = scheduling.queue_position(run)
+    except Exception:  # the page and the API still answer when Redis is away
+        position = None
+    return {"stage": run.stage if run.status == RunStatus.RUNNING else "", "queue_position": position,
+            "runs_ahead": scheduling.runs_ahead(run), "elapsed_s": run_elapsed_s(run, now)}
 
 
 def latest_runs(submission):
@@ -215,7 +236,7 @@ def with_best_speedups(issues):
     issue_of = dict(Submission.objects.filter(issue__in=issues).values_list("pk", "issue_id"))
     best = {}
     figures = ranked_runs.figures(Run.objects.filter(submission_id__in=issue_of).only(*ranked_runs.FIELDS))
-    for (submission_id, _), figure in figures.items():
+    for (submission_id, _gpu_type), figure in figures.items():
         issue_id = issue_of[submission_id]
         best[issue_id] = max(best.get(issue_id, 0.0), figure.speedup)
     for issue in issues:

@@ -2,8 +2,10 @@
 from typing import Annotated, List, Literal, Optional
 
 from django.http import HttpResponse
+from django.utils import timezone
 from django.utils.translation import gettext as _
-from ninja import File, Form, Router, Schema, Status
+from ninja import File, Form, Query, Router, Schema, Status
+from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
@@ -11,9 +13,10 @@ from pydantic_core import PydanticCustomError
 from submissions import selectors
 from submissions.api.answers import answers
 from submissions.api.auth import ContestantTokenAuth
-from submissions.api.fields import Documents, JsonObjectIn, NonBlankText, Text, column_length
+from submissions.api.fields import LIMIT, OFFSET, Documents, JsonObjectIn, NonBlankText, Text, column_length
 from submissions.bundles import BundleError, bundle_from_uploads
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, Season, Submission
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, RunStage,
+                                RunStatus, Season, Submission, Verdict)
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.rules import ranked_runs, timing_flags
 from submissions.services import pr_intake, submitting
@@ -32,11 +35,31 @@ def _note_within_limit(note):
 Note = Annotated[Text, AfterValidator(_note_within_limit), Documents(maxLength=SUBMISSION_NOTE_MAX_CHARS)]
 
 
+RunStatusName = Literal[tuple(RunStatus.values)]
+RunStageName = Optional[Literal[tuple(RunStage.values)]]
+VerdictName = Literal[("", *Verdict.values)]
+STAGE = Field(None, description="What a running run is doing, as its agent last reported it (null: not running, "
+                                "or no report yet)")
+CURRENT = Field(True, description="Whether this run's verdict is the one the submission shows on its GPU type "
+                                  "(rejudges add runs; the older ones stay as history)")
+PROVISIONAL = Field(False, description="A figure one untrusted host vouches for alone, awaiting a second judging on "
+                                       "another host (or one that disagreed): it ranks nowhere; only the owner and "
+                                       "organizers get its figure and result")
+
+
 class RunOut(Schema):
     id: int
     gpu_type: str
-    status: str
-    verdict: str
+    status: RunStatusName = Field(description="waiting (over your cap of queued runs, kept by the site), queued "
+                                              "(in its GPU type's queue), running, done")
+    stage: RunStageName = STAGE
+    queue_position: Optional[int] = Field(None, description="A queued run: its 1-based place among its GPU type's "
+                                                            "jobs (null otherwise, or when the queue cannot be read)")
+    runs_ahead: Optional[int] = Field(None, description="A waiting run: how many of your runs on its GPU type go "
+                                                        "first (null otherwise)")
+    elapsed_s: Optional[int] = Field(None, description="Whole seconds waited so far (waiting, queued) or judged "
+                                                       "so far (running, since its agent started it); null once done")
+    verdict: VerdictName = Field(description="Empty until the run is done")
     attempts: int
     speedup: Optional[float]
     reference_median_ms: Optional[float]
@@ -45,20 +68,22 @@ class RunOut(Schema):
     created_at: str
     finished_at: Optional[str]
     result: Optional[dict]
-    # a figure one untrusted host vouches for alone, awaiting a second judging on another host (or one
-    # that disagreed): it ranks nowhere; only the owner and organizers get its figure and result
-    provisional: bool = False
+    current: bool = CURRENT
+    provisional: bool = PROVISIONAL
 
     @staticmethod
-    def from_run(run, *, show_provisional=True):
+    def from_run(run, *, show_provisional=True, current=True, now=None):
         provisional = timing_flags.is_provisional(run)
         withheld = provisional and not show_provisional
+        progress = selectors.run_progress(run, now or timezone.now())
         return RunOut(
-            id=run.pk, gpu_type=run.gpu_type.slug, status=run.status, verdict=run.verdict, attempts=run.attempts,
+            id=run.pk, gpu_type=run.gpu_type.slug, status=run.status, stage=progress["stage"] or None,
+            queue_position=progress["queue_position"], runs_ahead=progress["runs_ahead"],
+            elapsed_s=progress["elapsed_s"], verdict=run.verdict, attempts=run.attempts,
             speedup=None if withheld else run.speedup, reference_median_ms=run.reference_median_ms,
             candidate_median_ms=None if withheld else run.candidate_median_ms, flags=run.flags,
             created_at=run.created_at.isoformat(), finished_at=run.finished_at.isoformat() if run.finished_at else None,
-            result=None if withheld else run.result, provisional=provisional,
+            result=None if withheld else run.result, current=current, provisional=provisional,
         )
 
 
@@ -70,6 +95,12 @@ class JudgingHardwareOut(Schema):
     judged: bool
     why_not: str
     workers_online: int
+
+
+SubmissionStateName = Literal[tuple(selectors.SubmissionState.values)]
+STATE = Field(description="judging; then, until an organizer reviews it, passed_awaiting_review (every current run "
+                          "passed) or awaiting_review; then the review's decision, accepted or rejected")
+RANKED = Field(description="Per GPU type slug, the figure that ranks: {speedup, run, runs_counted}")
 
 
 class SubmissionOut(Schema):
@@ -84,16 +115,16 @@ class SubmissionOut(Schema):
     needs_cuda: List[str]
     hardware: List[JudgingHardwareOut]
     runs: List[RunOut]
-    # per GPU type slug, the figure that ranks (ranked_runs): {"speedup", "run", "runs_counted"}
-    ranked: dict
-    state: Literal[tuple(selectors.SubmissionState.values)] = Field(
-        description="judging; then, until an organizer reviews it, passed_awaiting_review (every latest run "
-                    "passed) or awaiting_review; then the review's decision, accepted or rejected")
+    ranked: dict = RANKED
+    state: SubmissionStateName = STATE
     url: str
 
     @staticmethod
     def from_submission(request, submission):
         runs = list(submission.runs.all())
+        current = {run.pk for run in selectors.latest_runs(submission)}
+        show_provisional = selectors.can_see_provisional(request.auth.user, submission)
+        now = timezone.now()
         hardware = selectors.submission_hardware(submission)
         return SubmissionOut(
             needs_cuda=hardware["cuda_markers"],
@@ -103,7 +134,7 @@ class SubmissionOut(Schema):
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
             files=[f.path for f in submission.files.all()],
-            runs=[RunOut.from_run(r, show_provisional=selectors.can_see_provisional(request.auth.user, submission))
+            runs=[RunOut.from_run(r, show_provisional=show_provisional, current=r.pk in current, now=now)
                   for r in runs], ranked=ranked_runs.summary(runs),
             state=selectors.submission_state(submission).value,
             url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
@@ -189,6 +220,109 @@ def read_submission(request, submission_id: int):
     if submission is None or not selectors.can_see_code(request.auth.user, submission):
         return Status(404, {"detail": _("submission %(id)s does not exist or is not yours") % {"id": submission_id}})
     return SubmissionOut.from_submission(request, submission)
+
+
+class RunSummaryOut(Schema):
+    """A run as a list shows it: the current one of its GPU type."""
+    id: int
+    gpu_type: str
+    status: RunStatusName
+    stage: RunStageName = STAGE
+    verdict: VerdictName
+    speedup: Optional[float]
+    flags: list
+    provisional: bool = PROVISIONAL
+
+
+class SubmissionSummaryOut(Schema):
+    id: int
+    issue: str
+    issue_title: str
+    season: str
+    created_at: str
+    note: str
+    state: SubmissionStateName = STATE
+    runs: List[RunSummaryOut] = Field(description="The current run of each GPU type, by GPU type")
+    ranked: dict = RANKED
+    url: str
+
+    @staticmethod
+    def from_submission(request, submission):
+        runs = list(submission.runs.all())
+        return SubmissionSummaryOut(
+            id=submission.pk, issue=submission.issue.code, issue_title=submission.issue.title,
+            season=submission.issue.season.code, created_at=submission.created_at.isoformat(), note=submission.note,
+            state=submission.state.value, ranked=ranked_runs.summary(runs),
+            runs=[RunSummaryOut(id=r.pk, gpu_type=r.gpu_type.slug, status=r.status,
+                                stage=r.stage if r.status == RunStatus.RUNNING and r.stage else None,
+                                verdict=r.verdict, speedup=r.speedup, flags=r.flags,
+                                provisional=timing_flags.is_provisional(r))
+                  for r in selectors.latest_runs(submission)],
+            url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
+        )
+
+
+class SubmissionListOut(Schema):
+    total: int = Field(description="How many there are in all (of the season asked for)")
+    offset: int
+    rows: List[SubmissionSummaryOut]
+
+
+SEASON_FILTER = Query("", description="A season's code: only what belongs to it (left out: every season)")
+
+
+def _season_or_404(code):
+    season = Season.objects.filter(code=code).first()
+    if season is None:
+        raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
+    return season
+
+
+@contestant_router.get("/submissions", response=answers({200: SubmissionListOut}, 401, 404, 422),
+                       url_name="own_submissions")
+def list_own_submissions(request, season: str = SEASON_FILTER, offset: int = OFFSET, limit: int = LIMIT):
+    """Your submissions, newest first, each with the current run of each GPU type."""
+    season_row = _season_or_404(season) if season else None
+    rows = selectors.contestant_submissions(request.auth, request.auth.user, limit, offset=offset, season=season_row)
+    return SubmissionListOut(total=selectors.contestant_submissions_query(request.auth, season_row).count(),
+                             offset=offset, rows=[SubmissionSummaryOut.from_submission(request, s) for s in rows])
+
+
+class OwnIssueOut(IssueOut):
+    created_at: str
+    submission_count: int
+    season_open: bool = Field(description="Whether its season accepts submissions now")
+
+
+class OwnIssueListOut(Schema):
+    total: int = Field(description="How many there are in all (of the season asked for)")
+    offset: int
+    rows: List[OwnIssueOut]
+
+
+@contestant_router.get("/issues", response=answers({200: OwnIssueListOut}, 401, 404, 422), url_name="own_issues")
+def list_own_issues(request, season: str = SEASON_FILTER, offset: int = OFFSET, limit: int = LIMIT):
+    """The issues you opened (the ones you may submit to), newest first."""
+    issues = selectors.search_issues(season=_season_or_404(season) if season else None, author=request.auth)
+    return OwnIssueListOut(total=issues.count(), offset=offset, rows=[
+        OwnIssueOut(**_issue_out(issue).model_dump(), created_at=issue.created_at.isoformat(),
+                    submission_count=issue.submission_count, season_open=issue.season.is_open)
+        for issue in issues[offset:offset + limit]])
+
+
+class ContestantSelfOut(Schema):
+    id: int
+    display_name: str
+    affiliation: str
+    organizer: bool = Field(description="Whether the token's account is an organizer's")
+
+
+@contestant_router.get("/me", response=answers({200: ContestantSelfOut}, 401), url_name="token_owner")
+def token_owner(request):
+    """Whose the token is: a client checks a token with it."""
+    contestant = request.auth
+    return ContestantSelfOut(id=contestant.pk, display_name=contestant.display_name,
+                             affiliation=contestant.affiliation, organizer=selectors.is_organizer(contestant.user))
 
 
 class PullRequestIn(JsonObjectIn):

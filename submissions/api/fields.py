@@ -10,7 +10,7 @@ import re
 from typing import Annotated
 
 from django.utils.translation import gettext as _, gettext_lazy
-from ninja import Schema
+from ninja import Query, Schema
 from pydantic import AfterValidator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -95,3 +95,9 @@ class JsonObjectIn(Schema):
 def column_length(model, field_name):
     """The max_length of a model's column: the API's limit is the database's."""
     return model._meta.get_field(field_name).max_length
+
+
+# A list's page. Beyond any list, and offset + limit stays far inside a 64-bit integer on every database.
+MAX_OFFSET = 2**31 - 1
+OFFSET = Query(0, ge=0, le=MAX_OFFSET, description="Rows to skip")
+LIMIT = Query(50, ge=1, le=500, description="Rows to return")

@@ -13,7 +13,7 @@ from submissions.models import Issue, RunStatus
 from submissions.pages.forms import IssueFilterForm, IssueForm, SubmitForm
 from submissions.rules import ranked_runs, timing_flags
 from submissions.search import notify_cut
-from submissions.services import accounts, scheduling, submitting
+from submissions.services import accounts, submitting
 
 
 def issue_list(request):
@@ -69,12 +69,7 @@ def _run_rows(submission, online, show_provisional=False):
     rows = []
     now = timezone.now()
     for run in selectors.latest_runs_with_confirmed(submission):
-        try:
-            position = scheduling.queue_position(run)
-        except Exception:  # the page still renders when Redis is away
-            position = None
-        rows.append({"run": run, "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
-                     "elapsed_s": selectors.run_elapsed_s(run, now),
+        rows.append({"run": run, **selectors.run_progress(run, now),
                      "not_profiled_on_cpu": timing_flags.not_profiled_on_cpu(run),
                      "ranked": ranked.get(run.gpu_type_id), "spread": timing_flags.spread_percent(run.result),
                      # a figure one host vouches for alone: its owner and organizers see it, marked

@@ -180,7 +180,7 @@ def test_a_results_extra_fields_are_kept(client, queued_run, agent_and_token):
 
 @pytest.mark.parametrize("method, path, status, detail", [
     ("get", "/api/v1/no/such/call", 404, "there is no API call at /api/v1/no/such/call"),
-    ("put", "/api/v1/issues", 405, "PUT is not allowed on /api/v1/issues; allowed: POST"),
+    ("put", "/api/v1/issues", 405, "PUT is not allowed on /api/v1/issues; allowed: GET, POST"),
     ("delete", "/api/v1/submissions/1", 405, "DELETE is not allowed on /api/v1/submissions/1; allowed: GET"),
     ("post", "/api/v1/seasons/S1/leaderboard", 405, "POST is not allowed on /api/v1/seasons/S1/leaderboard"),
 ])

@@ -267,6 +267,11 @@ ROUTES = {
     "api:submission_detail": [
         Case("get", "/api/v1/submissions/{sub_a}", api(a=200, b=404, organizer=200)),
         Case("get", "/api/v1/submissions/{accepted}", api_people(200))],
+    # one's own: each person lists theirs (test_client_api: B never sees A's)
+    "api:own_submissions": [Case("get", "/api/v1/submissions", api_people(200)),
+                            Case("get", "/api/v1/submissions?season={season}", api_people(200))],
+    "api:own_issues": [Case("get", "/api/v1/issues", api_people(200))],
+    "api:token_owner": [Case("get", "/api/v1/me", api_people(200))],
     "api:submission_from_pull_request": [
         Case("post", "/api/v1/pull-requests", api(a=400, b=404, organizer=404),
              data={"pr_url": PR_URL, "issue": "{issue_a}"}, json=True)],
@@ -284,6 +289,8 @@ ROUTES = {
     "api:sample_weight_change": [Case("put", "/api/v1/issues/{accepted_issue}/weight", api_staff(200),
                                       data={"weight": 2, "reason": "test"}, json=True)],
     # ---- the API: public boards (no token needed; one is ignored)
+    "api:season_list": [Case("get", "/api/v1/seasons", api_public())],
+    "api:season_issues": [Case("get", "/api/v1/seasons/{season}/issues", api_public())],
     "api:season_leaderboard": [Case("get", "/api/v1/seasons/{season}/leaderboard", api_public())],
     "api:contestant_detail": [Case("get", "/api/v1/contestants/{b}", api_public())],
     "api:issue_page": [Case("get", "/api/v1/issues/{issue_b}", api_public())],
