@@ -1,0 +1,127 @@
+"""What each command does: read or send through the API, then print for people or, with --json, the
+API's JSON alone on stdout. Each returns its exit code (gpucf.outcomes)."""
+import getpass
+import json
+import sys
+from dataclasses import dataclass
+
+from gpucf import bundles, render, watching
+from gpucf.api import Api
+from gpucf.config import Config
+from gpucf.outcomes import PASSED, Interrupted, UsageError, for_verdicts
+
+PER_PAGE = 50
+
+
+@dataclass
+class Context:
+    site: str
+    config: Config
+    api: Api
+    json_output: bool
+
+    def show(self, answer, text):
+        """--json: the API's answer and nothing else; else the text for people."""
+        if self.json_output:
+            print(json.dumps(answer, indent=2, ensure_ascii=False))
+        else:
+            print(text() if callable(text) else text)
+
+
+def _offset(page):
+    return (page - 1) * PER_PAGE
+
+
+def _read_token(site):
+    """Asked on a terminal without echo; read as one line from a pipe (`gpucf login < token-file`)."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return getpass.getpass(f"Personal API token for {site} (Account page, Create a token): ")
+    return (sys.stdin.readline() if sys.stdin is not None else "").strip()
+
+
+def login(args, ctx):
+    token = (args.token or _read_token(ctx.site)).strip()
+    if not token:
+        raise UsageError(f"no token given: make one on {ctx.site}/account/ and pass it with --token or on stdin")
+    me = Api(ctx.site, token).me()  # the site says whose it is, or refuses it (401)
+    ctx.config.site = ctx.site
+    ctx.config.tokens[ctx.site] = token
+    ctx.config.save()
+    ctx.show(me, f"Logged in to {ctx.site} as {me['display_name']}; the token is kept in {ctx.config.path}")
+    return PASSED
+
+
+def logout(args, ctx):
+    removed = ctx.config.tokens.pop(ctx.site, None) is not None
+    if removed:
+        ctx.config.save()
+    ctx.show({"site": ctx.site, "token_removed": removed},
+             f"Logged out of {ctx.site}; the token is still valid until you revoke it on {ctx.site}/account/"
+             if removed else f"No token was kept for {ctx.site}")
+    return PASSED
+
+
+def seasons(args, ctx):
+    answer = ctx.api.seasons()
+    ctx.show(answer, lambda: render.seasons(answer) if answer else "No season yet.")
+    return PASSED
+
+
+def issues(args, ctx):
+    if args.all:
+        if not args.season:
+            raise UsageError("--all lists a season's issues: name it with --season CODE")
+        answer = ctx.api.season_issues(args.season, _offset(args.page), PER_PAGE)
+        ctx.show(answer, lambda: render.season_issues(answer))
+    else:
+        answer = ctx.api.own_issues(args.season or "", _offset(args.page), PER_PAGE)
+        ctx.show(answer, lambda: render.own_issues(answer))
+    return PASSED
+
+
+def submit(args, ctx):
+    filename, data = bundles.upload_of(args.path)
+    answer = ctx.api.submit(args.issue.strip().upper(), args.note, filename, data)
+    if not args.watch:
+        ctx.show(answer, lambda: render.submission(answer) + f"\nFollow it: gpucf watch {answer['id']}")
+        return PASSED
+    print(f"Submission #{answer['id']} to {answer['issue']} is in: {answer['url']}", file=sys.stderr, flush=True)
+    return _watch(answer["id"], ctx, answer)
+
+
+def status(args, ctx):
+    answer = ctx.api.submission(args.id)
+    ctx.show(answer, lambda: render.submission(answer))
+    return for_verdicts(answer)
+
+
+def watch(args, ctx):
+    return _watch(args.id, ctx)
+
+
+def _watch(submission_id, ctx, answer=None):
+    display = watching.Display(sys.stderr, live=sys.stderr.isatty())
+    try:
+        answer = watching.follow(ctx.api, submission_id, display, answer=answer)
+    except KeyboardInterrupt:
+        display.clear()
+        raise Interrupted(f"stopped watching; submission #{submission_id} is still judged on the site "
+                          f"(nothing was cancelled): `gpucf watch {submission_id}` follows it again") from None
+    ctx.show(answer, lambda: render.submission(answer))
+    return for_verdicts(answer)
+
+
+def own_submissions(args, ctx):
+    answer = ctx.api.own_submissions(args.season or "", _offset(args.page), PER_PAGE)
+    ctx.show(answer, lambda: render.own_submissions(answer))
+    return PASSED
+
+
+def leaderboard(args, ctx):
+    if args.gpu:
+        rows = ctx.api.gpu_leaderboard(args.season, args.gpu, _offset(args.page), PER_PAGE)
+        ctx.show(rows, lambda: render.gpu_leaderboard(args.season, args.gpu, rows))
+    else:
+        answer = ctx.api.leaderboard(args.season, _offset(args.page), PER_PAGE)
+        ctx.show(answer, lambda: render.leaderboard(answer))
+    return PASSED
