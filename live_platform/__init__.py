@@ -9,6 +9,7 @@ process in a group of its own, on free ports.
 - proxy.CuttableProxy: a link to the site that can be cut
 - database.Database: a fresh database of a run's own
 - whole_platform.Platform: all of it with a contest to submit to (the fleet benches)
+- seed_contest: a contest to submit to in a database a site of its own serves (`python -m live_platform.seed_contest`)
 
 Not named `platform`: a script run from a folder holding a platform.py would shadow the standard
 library's `platform`, which redis, rq and torch import.

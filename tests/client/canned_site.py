@@ -41,7 +41,8 @@ class CannedSite:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for one
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self):
         self.server.shutdown()
