@@ -176,17 +176,23 @@ def run_elapsed_s(run, now):
     return max(0, int((now - since).total_seconds())) if since else None
 
 
+def live_stage(run):
+    """What a running run's agent last reported; "" before its first report, or when it is not running
+    (a stage left from an attempt that ended means nothing)."""
+    return run.stage if run.status == RunStatus.RUNNING else ""
+
+
 def run_progress(run, now):
-    """Where an unfinished run stands, as the submission's page and the API show it live: `stage` (what
-    a running run's agent last reported, "" before its first report or when not running), `queue_position`
-    (scheduling.queue_position; None when it is not in Redis, or Redis cannot be read), `runs_ahead`
-    (a waiting run: the contestant's runs going first) and `elapsed_s` (run_elapsed_s)."""
+    """Where an unfinished run stands, as the submission's page and the API show it live: `stage`
+    (live_stage), `queue_position` (scheduling.queue_position; None when it is not in Redis, or Redis
+    cannot be read), `runs_ahead` (a waiting run: the contestant's runs going first) and `elapsed_s`
+    (run_elapsed_s)."""
     try:
         position = scheduling.queue_position(run)
     except Exception:  # the page and the API still answer when Redis is away
         position = None
-    return {"stage": run.stage if run.status == RunStatus.RUNNING else "", "queue_position": position,
-            "runs_ahead": scheduling.runs_ahead(run), "elapsed_s": run_elapsed_s(run, now)}
+    return {"stage": live_stage(run), "queue_position": position, "runs_ahead": scheduling.runs_ahead(run),
+            "elapsed_s": run_elapsed_s(run, now)}
 
 
 def latest_runs(submission):

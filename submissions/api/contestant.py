@@ -254,7 +254,7 @@ class SubmissionSummaryOut(Schema):
             season=submission.issue.season.code, created_at=submission.created_at.isoformat(), note=submission.note,
             state=submission.state.value, ranked=ranked_runs.summary(runs),
             runs=[RunSummaryOut(id=r.pk, gpu_type=r.gpu_type.slug, status=r.status,
-                                stage=r.stage if r.status == RunStatus.RUNNING and r.stage else None,
+                                stage=selectors.live_stage(r) or None,
                                 verdict=r.verdict, speedup=r.speedup, flags=r.flags,
                                 provisional=timing_flags.is_provisional(r))
                   for r in selectors.latest_runs(submission)],

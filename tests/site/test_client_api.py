@@ -128,6 +128,9 @@ def test_each_run_shows_its_live_stage_queue_position_and_elapsed_time(client, s
     running = runs()["cpu"]
     assert (running["status"], running["stage"], running["queue_position"]) == ("running", "timing", None)
     assert running["elapsed_s"] >= 0
+    (listed,) = client.get("/api/v1/submissions", headers=bearer(token)).json()["rows"]
+    assert [(r["gpu_type"], r["status"], r["stage"]) for r in listed["runs"]] == [("c500", "queued", None),
+                                                                                ("cpu", "running", "timing")]
     judging.record_result(cpu_run.pk, agent, secret, passed_result())
     done = runs()["cpu"]
     assert (done["status"], done["stage"], done["elapsed_s"], done["verdict"]) == ("done", None, None, "passed")
