@@ -1,5 +1,6 @@
 """The `gpucf` command line: its options, and the one-line error and exit code that end a failed command."""
 import argparse
+import os
 import sys
 
 from gpucf import __version__, commands, outcomes
@@ -99,13 +100,18 @@ def main(argv=None):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        code = run(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return code
     except outcomes.CommandFailed as exc:
         print(f"gpucf: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("gpucf: interrupted", file=sys.stderr)
         return outcomes.INTERRUPTED
+    except BrokenPipeError:  # `gpucf list | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return outcomes.PASSED
     except (KeyError, TypeError, AttributeError) as exc:  # an answer of another shape than this gpucf knows
         print(f"gpucf: the site's answer is not what gpucf {__version__} expects ({type(exc).__name__}: {exc}); "
               f"is the site newer or older than this client?", file=sys.stderr)

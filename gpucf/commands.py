@@ -23,7 +23,9 @@ class Context:
     def show(self, answer, text):
         """--json: the API's answer and nothing else; else the text for people."""
         if self.json_output:
-            print(json.dumps(answer, indent=2, ensure_ascii=False))
+            # escaped where stdout cannot carry UTF-8: a script's JSON must never lose a character
+            utf8 = (sys.stdout.encoding or "").lower().replace("-", "") == "utf8"
+            print(json.dumps(answer, indent=2, ensure_ascii=not utf8))
         else:
             print(text() if callable(text) else text)
 

@@ -1,6 +1,11 @@
 """Exit codes: by verdict for status and watch, and one per kind of failure, each with one clear line on
 stderr and nothing on stdout (never a traceback). The site's answers come from a real local HTTP server."""
+import json
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,9 +94,11 @@ def test_each_failure_is_one_line_on_stderr_with_its_exit_code(canned, capsys, a
     assert message in captured.err and "Traceback" not in captured.err
 
 
-def test_json_output_is_the_apis_answer_alone(canned, capsys):
-    import json
+SEASONS = [{"code": "S1", "name": "第一赛季", "starts_at": "2025-01-01T00:00:00+00:00", "ends_at": None, "open": True,
+            "ended": False, "gpu_types": [{"slug": "cpu", "name": "CPU"}]}]
 
+
+def test_json_output_is_the_apis_answer_alone(canned, capsys):
     seasons = [{"code": "S1", "name": "Season one", "starts_at": "2025-01-01T00:00:00+00:00", "ends_at": None,
                 "open": True, "ended": False, "gpu_types": [{"slug": "cpu", "name": "CPU"}]}]
     canned({"/api/v1/seasons": [Answer(200, seasons)]})
@@ -124,3 +131,34 @@ def test_a_command_needing_a_token_without_one_is_3(tmp_path, monkeypatch, capsy
     monkeypatch.delenv("GPUCF_TOKEN", raising=False)
     assert main(["list", "--site", "http://127.0.0.1:9"]) == 3
     assert "not logged in to http://127.0.0.1:9: run `gpucf login`" in capsys.readouterr().err
+
+
+def gpucf_process(site, *args, **options):
+    env = {**os.environ, "GPUCF_SITE": site.url, "XDG_CONFIG_HOME": options.pop("home")}
+    env.update(options.pop("env", {}))
+    return subprocess.Popen([sys.executable, "-m", "gpucf", *args], cwd=Path(__file__).resolve().parents[2], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
+
+
+def test_json_keeps_every_character_on_a_terminal_that_cannot_show_them(tmp_path):
+    site = CannedSite({"/api/v1/seasons": [Answer(200, SEASONS)]})
+    try:
+        shown = gpucf_process(site, "seasons", "--json", home=str(tmp_path), env={"PYTHONIOENCODING": "ascii"})
+        out, err = shown.communicate(timeout=30)
+        table = gpucf_process(site, "seasons", home=str(tmp_path), env={"PYTHONIOENCODING": "ascii"})
+        table_out, table_err = table.communicate(timeout=30)
+    finally:
+        site.close()
+    assert shown.returncode == 0 and json.loads(out) == SEASONS and err == b""
+    assert table.returncode == 0 and b"S1" in table_out and b"Traceback" not in table_err  # "?" for what it cannot show
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    site = CannedSite({"/api/v1/seasons": [Answer(200, SEASONS * 2000)]})
+    try:
+        reading = gpucf_process(site, "seasons", home=str(tmp_path))
+        reading.stdout.close()  # as `gpucf seasons | head -0` would
+        _, err = reading.communicate(timeout=30)
+    finally:
+        site.close()
+    assert reading.returncode == 0 and err == b""
