@@ -245,9 +245,24 @@ def telemetry_trace(runs):
                                             yaxis2={"title": {"text": "MHz"}, "overlaying": "y", "side": "right"})}
 
 
+def batched_figure(run):
+    """The candidate's per-call time in batches of back-to-back calls, beside its per-call median; None
+    without one. Batches slower than single calls (a busy host, colder caches) measure no overhead:
+    `slower` then, and no share (the agent's is 0% there, which read as "no overhead")."""
+    stats = ((run.result or {}).get("timing") or {}).get("candidate") or {}
+    batched, median = stats.get("batched_ms"), stats.get("median_ms")
+    if batched is None:
+        return None
+    slower = median is not None and batched > median
+    return {"ms": batched, "median_ms": median, "slower": slower,
+            "overhead_pct": None if slower else stats.get("overhead_pct")}
+
+
 def submission_figures(submission, runs):
     """The context of templates/leaderboard/_submission_charts.html: a submission's charts, from its
-    judged runs, and the runs for the table of the same numbers."""
+    judged runs, and the rows of the table of the same numbers (each run with its batched figure)."""
     figures = {"latency": latency(runs), "roofline": roofline(runs), "telemetry": telemetry_trace(runs)}
-    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "runs": runs,
+    rows = [{"run": run, "batched": batched_figure(run)} for run in runs]
+    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "rows": rows,
+            "any_batched_slower": any(row["batched"] and row["batched"]["slower"] for row in rows),
             "prefix": f"submission-{submission.pk}"}
