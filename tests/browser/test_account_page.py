@@ -6,6 +6,7 @@ import pytest
 from submissions.models import Contestant
 from submissions.services import accounts
 from tests.browser.test_every_page import log_in_browser
+from tests.browser.test_public_pages import shoot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,4 +69,34 @@ def test_registering_refuses_another_contestants_name_and_hidden_characters(live
     assert not Contestant.objects.filter(user__username="carol").exists()
     assert register("Carol") == []
     assert Contestant.objects.get(user__username="carol").display_name == "Carol"
+    assert page.console_errors == []
+
+
+NEW_TOKEN = {"en-US": ("Create a token", "Your new API token (shown only once)", "Copy", "Copied"),
+             "zh-CN": ("创建令牌", "你的新 API 令牌（仅显示一次）", "复制", "已复制")}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_a_new_token_is_shown_once_in_a_monospace_font_with_a_copy_button(live_server, page, language):
+    """The walk: the token stood in a proportional font inside a sentence (l, 1 and I alike), with
+    nothing to copy it whole."""
+    create, heading, copy, copied = NEW_TOKEN[language]
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    log_in_browser(page, live_server, alice.user)
+    page.goto(f"{live_server.url}/account/")
+    page.get_by_role("button", name=create).click()
+    page.wait_for_load_state()
+    shown = page.locator("#new-token code.token")
+    token = shown.inner_text()
+    assert heading in page.locator("#new-token").inner_text()
+    assert token.startswith(alice.api_tokens.get().prefix) and " " not in token
+    font = shown.evaluate("e => getComputedStyle(e).fontFamily")
+    assert "mono" in font.lower(), font
+    page.get_by_role("button", name=copy, exact=True).click()
+    page.get_by_role("button", name=copied, exact=True).wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == token
+    shoot(page, f"account-new-token-{language[:2]}")
+    page.reload()
+    assert page.locator("#new-token").count() == 0 and token not in page.content()  # once only
     assert page.console_errors == []
