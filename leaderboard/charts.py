@@ -10,9 +10,10 @@ from datetime import timedelta
 
 from django.utils.translation import gettext as _
 
-# A time axis narrower than this is widened around its points (one point: plotly's own range is
-# a millisecond wide, with sub-millisecond ticks).
-MIN_TIME_SPAN = timedelta(days=1)
+# A time axis spans its points and a tenth of their span on each side, at least this much (one point:
+# plotly's own range is a millisecond wide, with sub-millisecond ticks; a fixed day-wide axis drew
+# acceptances minutes apart as one vertical line).
+MIN_TIME_PAD = timedelta(minutes=5)
 # Up to this count a count axis ticks every 1 (plotly's own ticks below ~5 are 0.5 apart); above,
 # plotly's steps are whole numbers and the format keeps them so.
 COUNT_AXIS_UNIT_TICKS = 10
@@ -35,11 +36,13 @@ def _count_axis(title, max_count):
 
 
 def _time_axis(times):
-    """A date axis at least MIN_TIME_SPAN wide, centred on the points when they are closer than that."""
+    """A date axis from the first point to the last (sorted), with a margin of a tenth of their span on
+    each side and at least MIN_TIME_PAD: points minutes apart stand apart, a single point has ticks of
+    minutes."""
     axis = {"type": "date"}
-    if times and times[-1] - times[0] < MIN_TIME_SPAN:
-        middle = times[0] + (times[-1] - times[0]) / 2
-        axis["range"] = [(middle - MIN_TIME_SPAN / 2).isoformat(), (middle + MIN_TIME_SPAN / 2).isoformat()]
+    if times:
+        pad = max((times[-1] - times[0]) / 10, MIN_TIME_PAD)
+        axis["range"] = [(times[0] - pad).isoformat(), (times[-1] + pad).isoformat()]
     return axis
 
 
