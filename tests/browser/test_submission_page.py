@@ -1,11 +1,14 @@
 """A submission's page in Chromium, in both languages: the table under its charts says what the batched
 figure shows, and the message of a new submission never says "queued" once judging has begun."""
 import pytest
+from django.db import transaction
 
-from submissions.models import GpuType, Run, Season
-from submissions.services import accounts
+from submissions.models import GpuType, Run, RunStage, Season
+from submissions.services import accounts, judging, run_states
+from tests.browser.test_every_page import log_in_browser
 from tests.browser.test_public_pages import assert_charts_drawn, shoot
 from tests.judged_data import accepted_sample
+from tests.site.bundle_files import CUDACODE, TORCHCODE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,4 +41,39 @@ def test_a_batched_figure_above_the_median_is_not_shown_as_no_overhead(live_serv
     explained = page.locator("table.chart-table td.batched-slower").get_attribute("title")
     assert "2.0500" in explained and "7.6770" in explained
     shoot(page, f"submission-batched-slower-{language[:2]}")
+    assert page.console_errors == []
+
+
+JUDGING = {"en-US": ("Submit", "Compiling", "queued"), "zh-CN": ("提交", "编译中", "排队")}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_the_new_submissions_message_does_not_say_queued_once_its_run_compiles(live_server, page, queue_prefix,
+                                                                               language):
+    """The walk: "queued for judging" stood above a run that was compiling. The run is started and its
+    stage reported through the services the agents' API calls."""
+    submit, compiling, queued = JUDGING[language]
+    season = Season.objects.create(second_judging="off", code="S1", name="Season one")
+    cpu = GpuType.objects.create(slug="cpu", name="CPU")
+    season.gpu_types.add(cpu)
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice")
+    agent, _ = accounts.create_agent("cpu-host", [cpu])
+    log_in_browser(page, live_server, alice.user)
+    page.goto(f"{live_server.url}/submit/")
+    page.select_option("select[name=season]", label=str(season))
+    page.fill("input[name=new_issue_title]", "ReLU")
+    page.set_input_files("input[name=files]", [{"name": "torchcode.py", "mimeType": "text/x-python", "buffer": TORCHCODE},
+                                               {"name": "cudacode.py", "mimeType": "text/x-python", "buffer": CUDACODE}])
+    page.get_by_role("button", name=submit, exact=True).click()
+    page.wait_for_url("**/submissions/*/")
+    message = page.locator(".message.judging")
+    assert f"#{Run.objects.get().submission_id}" in message.inner_text()
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get()
+        run, secret = run_states.start(run, agent)
+    judging.record_progress(run.pk, agent, secret, run.attempts, RunStage.COMPILING)
+    page.locator("#runs td.state .stage", has_text=compiling).wait_for(timeout=15_000)
+    assert message.count() == 1 and queued not in message.inner_text(), message.inner_text()
+    shoot(page, f"submission-compiling-message-{language[:2]}")
     assert page.console_errors == []
