@@ -105,3 +105,22 @@ def every_page(queue_prefix):
                        "/organizer/", f"/organizer/submissions/{sample.pk}/", f"/organizer/submissions/{pending.pk}/",
                        "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/", "/organizer/seasons/S1/dataset/"]
     return {"visitor": visitor, "organizer": organizer_pages, "organizer_user": organizer.user}
+
+
+@pytest.fixture
+def season_with_results(queue_prefix):
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True)
+    people = [accounts.register_contestant(u, f"pw-{u}-12345", display_name=d, affiliation=a) for u, d, a in (
+        ("alice", "Alice", "Tsinghua University"), ("bob", "Bob", "Zhejiang University"),
+        ("carol", "Carol", "Peking University"))]
+    samples = [
+        accepted_sample(season, people[0], organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)}, title="Fused GELU"),
+        accepted_sample(season, people[0], organizer, {"h100": (1.8, 0.41), "c500": (1.5, 0.62)}, title="Softmax"),
+        accepted_sample(season, people[1], organizer, {"h100": (5.2, 1.2), "c500": (3.9, 2.1)}, title="RMSNorm"),
+        accepted_sample(season, people[2], organizer, {"h100": (1.1, 0.09)}, title="ReLU"),
+    ]
+    return season, samples

@@ -7,7 +7,7 @@ import pytest
 from profiler_agent.benchmark import run as bench_run  # no torch: the upload is urllib alone
 from submissions.models import BenchmarkRun
 from submissions.services import accounts
-from tests.browser.test_public_pages import assert_charts_drawn, season_with_results, shoot  # noqa: F401
+from tests.browser.test_public_pages import assert_charts_drawn, shoot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GPU = "NVIDIA A100-SXM4-80GB"
