@@ -13,6 +13,7 @@ from tests.site.bundle_files import CUDACODE, TORCHCODE
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SLOWER = {"en-US": "slower than single calls", "zh-CN": "比单次调用慢"}
+BATCHED = {"en-US": "Candidate batched (overhead)", "zh-CN": "优化实现批量计时（开销占比）"}  # one word for "candidate"
 
 
 @pytest.fixture
@@ -36,6 +37,7 @@ def test_a_batched_figure_above_the_median_is_not_shown_as_no_overhead(live_serv
     assert_charts_drawn(page, 1)
     batched = {row.locator("td").first.inner_text(): row.locator("td").nth(3).inner_text()
                for row in page.locator("table.chart-table tbody tr").all()}
+    assert page.locator("table.chart-table thead th").nth(3).inner_text() == BATCHED[language]
     assert batched["CPU"] in (f"7.6770 ({SLOWER[language]})", f"7.6770（{SLOWER[language]}）")
     assert batched["NVIDIA H100"] in ("0.0189 (10%)", "0.0189（10%）")  # below the median: its overhead
     explained = page.locator("table.chart-table td.batched-slower").get_attribute("title")
