@@ -19,6 +19,7 @@ from django.utils import translation
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext as _
 
+from config import chunked_bodies
 from leaderboard import board_cache
 from submissions.bundles import human_size
 
@@ -60,12 +61,16 @@ def _refusal_page(request, status, message):
 
 class RequestBodyLimitMiddleware:
     """A body above REQUEST_MAX_BODY_BYTES is refused (413) by its Content-Length, unread: Django would
-    otherwise stream all of it to a temporary file before a view could refuse it."""
+    otherwise stream all of it to a temporary file before a view could refuse it. A chunked body has no
+    Content-Length: config/chunked_bodies.py read it up to the limit and marked it when it went on."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if request.META.get(chunked_bodies.OVER_LIMIT):
+            return _refusal(request, 413, _("request refused: its body is more than %(limit)s, the limit")
+                            % {"limit": human_size(settings.REQUEST_MAX_BODY_BYTES)})
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

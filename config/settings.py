@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # the form widgets' templates, for the site's form renderer (config/forms.py reads templates/forms/)
+    "django.forms",
     "django_rq",
     # django-ninja as an app: /api/v1/docs uses its own Swagger UI files (static/ninja/), not a CDN.
     "ninja",
@@ -77,6 +79,7 @@ TEMPLATES = [
         },
     },
 ]
+FORM_RENDERER = "config.forms.SiteFormRenderer"
 
 DATABASES = {
     "default": dj_database_url.parse(

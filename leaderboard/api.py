@@ -255,9 +255,12 @@ def season_hardware_comparison(request, code: str, a: str = Query("", descriptio
     season = Season.objects.filter(code=code).first()
     if season is None:
         raise HttpError(404, _("season %(season)s does not exist") % {"season": code})
-    comparison = selectors.gpu_comparison(season, a, b)
+    comparison = selectors.gpu_comparison(season, a, b, site_url=request.build_absolute_uri("/").rstrip("/"))
     if comparison["error"]:
         raise HttpError(422, comparison["error"])
+    missing = comparison["missing"]
+    if comparison["bench_command"]:
+        missing = [selectors.no_benchmark_run_line(comparison["bench_command"]), *missing]
     return {
         "season": season.code, "a": comparison["a"].key if comparison["a"] else None,
         "b": comparison["b"].key if comparison["b"] else None,
@@ -267,7 +270,7 @@ def season_hardware_comparison(request, code: str, a: str = Query("", descriptio
                   "uploaded_by_organizer": g.uploaded_by_organizer,
                   "uploaded_at": g.uploaded_at.isoformat() if g.uploaded_at else None,
                   "dataset_name": g.dataset_name, "dataset_version": g.dataset_version} for g in comparison["gpus"]],
-        "rows": comparison["rows"], "ratio_geomean": comparison["ratio_geomean"], "missing": comparison["missing"],
+        "rows": comparison["rows"], "ratio_geomean": comparison["ratio_geomean"], "missing": missing,
     }
 
 

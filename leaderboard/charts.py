@@ -10,9 +10,10 @@ from datetime import timedelta
 
 from django.utils.translation import gettext as _
 
-# A time axis narrower than this is widened around its points (one point: plotly's own range is
-# a millisecond wide, with sub-millisecond ticks).
-MIN_TIME_SPAN = timedelta(days=1)
+# A time axis spans its points and a tenth of their span on each side, at least this much (one point:
+# plotly's own range is a millisecond wide, with sub-millisecond ticks; a fixed day-wide axis drew
+# acceptances minutes apart as one vertical line).
+MIN_TIME_PAD = timedelta(minutes=5)
 # Up to this count a count axis ticks every 1 (plotly's own ticks below ~5 are 0.5 apart); above,
 # plotly's steps are whole numbers and the format keeps them so.
 COUNT_AXIS_UNIT_TICKS = 10
@@ -35,11 +36,13 @@ def _count_axis(title, max_count):
 
 
 def _time_axis(times):
-    """A date axis at least MIN_TIME_SPAN wide, centred on the points when they are closer than that."""
+    """A date axis from the first point to the last (sorted), with a margin of a tenth of their span on
+    each side and at least MIN_TIME_PAD: points minutes apart stand apart, a single point has ticks of
+    minutes."""
     axis = {"type": "date"}
-    if times and times[-1] - times[0] < MIN_TIME_SPAN:
-        middle = times[0] + (times[-1] - times[0]) / 2
-        axis["range"] = [(middle - MIN_TIME_SPAN / 2).isoformat(), (middle + MIN_TIME_SPAN / 2).isoformat()]
+    if times:
+        pad = max((times[-1] - times[0]) / 10, MIN_TIME_PAD)
+        axis["range"] = [(times[0] - pad).isoformat(), (times[-1] + pad).isoformat()]
     return axis
 
 
@@ -245,9 +248,24 @@ def telemetry_trace(runs):
                                             yaxis2={"title": {"text": "MHz"}, "overlaying": "y", "side": "right"})}
 
 
+def batched_figure(run):
+    """The candidate's per-call time in batches of back-to-back calls, beside its per-call median; None
+    without one. Batches slower than single calls (a busy host, colder caches) measure no overhead:
+    `slower` then, and no share (the agent's is 0% there, which read as "no overhead")."""
+    stats = ((run.result or {}).get("timing") or {}).get("candidate") or {}
+    batched, median = stats.get("batched_ms"), stats.get("median_ms")
+    if batched is None:
+        return None
+    slower = median is not None and batched > median
+    return {"ms": batched, "median_ms": median, "slower": slower,
+            "overhead_pct": None if slower else stats.get("overhead_pct")}
+
+
 def submission_figures(submission, runs):
     """The context of templates/leaderboard/_submission_charts.html: a submission's charts, from its
-    judged runs, and the runs for the table of the same numbers."""
+    judged runs, and the rows of the table of the same numbers (each run with its batched figure)."""
     figures = {"latency": latency(runs), "roofline": roofline(runs), "telemetry": telemetry_trace(runs)}
-    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "runs": runs,
+    rows = [{"run": run, "batched": batched_figure(run)} for run in runs]
+    return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "rows": rows,
+            "any_batched_slower": any(row["batched"] and row["batched"]["slower"] for row in rows),
             "prefix": f"submission-{submission.pk}"}

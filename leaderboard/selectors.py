@@ -361,20 +361,33 @@ def _pick(gpus, key, which):
     return found
 
 
-def gpu_comparison(season, a=None, b=None, hardware=None):
+def bench_command(site_url):
+    """The command that benchmarks a GPU on a season's dataset and uploads the run to this site; the
+    token goes through the environment (a command line is visible to the host's other users)."""
+    return f"PROFILER_AGENT_USER_TOKEN=TOKEN python -m profiler_agent bench DATASET --upload {site_url}"
+
+
+def no_benchmark_run_line(command):
+    """The JSON twin's line for a season without benchmark runs (the page shows the command apart)."""
+    return gettext("No benchmark run has been uploaded for this season's dataset yet. To add one, run on a "
+                   "machine with the GPU and the agent (pip install ./agent): %(command)s, where DATASET is the "
+                   "season's exported dataset (its folder or .tar.gz) and TOKEN a personal API token from the "
+                   "account page.") % {"command": command}
+
+
+def gpu_comparison(season, a=None, b=None, hardware=None, site_url="SITE"):
     """Two GPUs compared on the samples both timed: per sample, b's candidate time over a's (the ratio),
     with each GPU's weighted score and roofline position. `a`/`b` name GPUs by key; left out, the two
     with the most timed samples. `error` says what is wrong with ?a=/?b= (then no rows); `missing`
-    says what the page lacks (benchmark runs, a second GPU, shared samples). `judged` and `uploaded`
-    split `gpus`: the page shows uploads apart, naming who measured them."""
+    says what the page lacks (a second GPU, shared samples), and `bench_command` how to add the first
+    benchmark run to `site_url` while there is none. `judged` and `uploaded` split `gpus`: the page
+    shows uploads apart, naming who measured them."""
     judged, uploaded = _judged_series(season, hardware), _benchmark_series(season)
     gpus = judged + uploaded
     answer = {"gpus": gpus, "judged": judged, "uploaded": uploaded, "a": None, "b": None, "rows": [], "ratio_geomean": None, "error": None, "missing": [],
-              "benchmark_runs": BenchmarkRun.objects.filter(season=season).count()}
+              "benchmark_runs": BenchmarkRun.objects.filter(season=season).count(), "bench_command": None}
     if not answer["benchmark_runs"]:
-        answer["missing"].append(gettext(
-            "No benchmark run has been uploaded for this season's dataset yet: `python -m profiler_agent bench "
-            "DATASET --upload` adds one."))
+        answer["bench_command"] = bench_command(site_url)
     timed = sorted((g for g in gpus if g.samples), key=lambda g: -g.sample_count)
     if len(timed) < 2:
         answer["missing"].append(

@@ -138,7 +138,8 @@ def hardware_comparison(request, code):
     season = get_object_or_404(Season, code=code)
     gpu_types, rows = selectors.hardware_comparison(season)
     comparison = selectors.gpu_comparison(season, request.GET.get("a"), request.GET.get("b"),
-                                          hardware=(gpu_types, rows))
+                                          hardware=(gpu_types, rows),
+                                          site_url=request.build_absolute_uri("/").rstrip("/"))
     roofline = charts.gpu_roofline_position(comparison["gpus"])
     figures = {
         # none without a single speedup (a season benched offline: its GPUs are benchmark runs): an empty heatmap

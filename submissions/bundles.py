@@ -14,7 +14,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _, ngettext
 
 from submissions.agent_protocol import CANDIDATE_NAMES, REFERENCE_NAMES, SELF_TEST_NAME
-from submissions.zip_members import MemberError, MemberLies, MemberUnsupported, member_name, read_member
+from submissions.zip_members import (MemberError, MemberLies, MemberUnsupported, NameNotUtf8, member_name, open_zip,
+                                     read_member)
 
 # Archive clutter that macOS and editors add; dropping it loses nothing of the bundle.
 IGNORED_PARTS = {"__MACOSX", ".DS_Store", "__pycache__", ".git"}
@@ -156,9 +157,13 @@ def read_zip(data: bytes) -> dict[str, bytes]:
     a counting reader (zip_members) that stops at the limits and at the size the header claims."""
     max_file, max_total, max_files = _limits()
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = open_zip(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise BundleError([_("the archive is not a valid zip file")])
+    except NameNotUtf8 as exc:
+        raise BundleError([_("'%(path)s': the zip marks this file name as UTF-8, but it is not; zip the folder again "
+                             "with a tool that writes UTF-8 names (7-Zip, or zip on Linux or macOS), or rename the "
+                             "file") % {"path": exc.name}])
     errors, entries, files, total = [], [], {}, 0
     with archive:
         for info in archive.infolist():

@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from submissions.pages import accounts, contest, datasets, organizer, pull_requests
+from submissions.pages.forms import ResetPasswordForm
 
 urlpatterns = [
     path("issues/", contest.issue_list, name="issue_list"),
@@ -19,7 +20,7 @@ urlpatterns = [
     path("accounts/register/", accounts.register, name="register"),
     path("accounts/password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
     path("accounts/password_reset/done/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
-    path("accounts/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+    path("accounts/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(form_class=ResetPasswordForm),
          name="password_reset_confirm"),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     # The organizer console.

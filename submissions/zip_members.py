@@ -57,6 +57,31 @@ class MemberUnsupported(MemberError):
         super().__init__(name, f"{method} members are not supported (use stored or deflate)")
 
 
+class NameNotUtf8(MemberError):
+    """A member's name is flagged UTF-8 (bit 11) and is not: zipfile cannot even list such an archive.
+    `raw` is the name's bytes, `name` a legible reading of them (GBK, the usual culprit, else escaped)."""
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
+        super().__init__(_legible(raw), "its name is marked UTF-8 but is not UTF-8")
+
+
+def _legible(raw: bytes) -> str:
+    try:
+        return raw.decode("gbk")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def open_zip(file) -> zipfile.ZipFile:
+    """zipfile.ZipFile(file), with NameNotUtf8 for the UnicodeDecodeError zipfile lets out of a name
+    flagged UTF-8 that is not (BadZipFile for the rest, as zipfile raises it)."""
+    try:
+        return zipfile.ZipFile(file)
+    except UnicodeDecodeError as exc:
+        raise NameNotUtf8(bytes(exc.object)) from None
+
+
 def member_name(info: zipfile.ZipInfo) -> str:
     """The member's name as its author wrote it. Without the UTF-8 flag zipfile decodes names as
     cp437, but Windows' own zip writes the ANSI code page (GBK in China) and macOS writes UTF-8."""

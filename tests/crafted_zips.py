@@ -54,3 +54,24 @@ def legacy_named_zip(files: dict[str, bytes], encoding: str = "gbk") -> bytes:
         assert data.count(stand_in) == 2  # local header and central directory
         data = data.replace(stand_in, raw)
     return data
+
+
+def misflagged_zip(files: dict[bytes, bytes]) -> bytes:
+    """A zip whose member names are the raw bytes given, each flagged UTF-8 (bit 11) whether it is or
+    not, as some archivers write a legacy code page's name. Each name is written as a stand-in of the
+    same length that sets the flag (it starts with "é"), then swapped."""
+    stand_ins = {}
+    for index, raw in enumerate(files):
+        stand_in = f"é{index}~".ljust(len(raw) - 1, "~")  # "é" is two bytes
+        assert len(stand_in.encode()) == len(raw), "names of at least four bytes"
+        stand_ins[stand_in.encode()] = raw
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for stand_in, data in zip(stand_ins, files.values()):
+            assert stand_in not in data
+            archive.writestr(stand_in.decode(), data)
+    data = buffer.getvalue()
+    for stand_in, raw in stand_ins.items():
+        assert data.count(stand_in) == 2  # local header and central directory
+        data = data.replace(stand_in, raw)
+    return data

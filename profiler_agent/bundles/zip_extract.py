@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import stat
-import zipfile
 from pathlib import Path, PurePosixPath
 
-from profiler_agent.bundles.zip_members import iter_member, member_name
+from profiler_agent.bundles.zip_members import iter_member, member_name, open_zip
 
 MAX_MEMBERS = 2000
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
@@ -25,7 +24,7 @@ def extract_zip(zip_path: Path, target: Path) -> None:
     or disk (zip_members raises a ValueError naming the member)."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(zip_path) as archive:
+    with open_zip(zip_path) as archive:
         members = archive.infolist()
         if len(members) > MAX_MEMBERS:
             raise ValueError(f"zip has {len(members)} entries, more than {MAX_MEMBERS}")

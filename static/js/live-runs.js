@@ -1,6 +1,6 @@
 // While any run of the submission waits or is judged: refreshes the runs table (state, stage, queue
 // position) and ticks each run's elapsed time; when the last verdict arrives, draws the charts and
-// removes the "queued for judging" message. All without reloading the page.
+// removes the new submission's message. All without reloading the page.
 (function () {
   const box = document.getElementById("runs");
   if (!box) return;

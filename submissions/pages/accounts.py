@@ -30,16 +30,21 @@ def register(request):
     return render(request, "registration/register.html", {"form": form, "agreement_version": settings.CONTEST_AGREEMENT_VERSION})
 
 
+# Where a new token waits for the account page that shows it, once (the session, never a cookie).
+NEW_TOKEN_KEY = "new_api_token"
+
+
 @login_required
 def account(request):
     contestant = accounts.contestant_for(request.user)
+    new_token = request.session.pop(NEW_TOKEN_KEY, None)
     form = ProfileForm(request.POST or None, instance=contestant)
     if request.method == "POST" and form.is_valid():
         accounts.update_profile(contestant, **form.cleaned_data)
         messages.success(request, _("Profile saved."))
         return redirect("account")
     return render(request, "submissions/account.html", {
-        "contestant": contestant, "form": form,
+        "contestant": contestant, "form": form, "new_token": new_token,
         "agreement_current": accounts.has_current_agreement(contestant),
         "agreement_version": settings.CONTEST_AGREEMENT_VERSION,
         "tokens": contestant.api_tokens.order_by("-created_at"),
@@ -76,7 +81,7 @@ def create_token(request):
                        % {"count": longest, "length": len(name)})
         return redirect("account")
     token, raw = accounts.create_api_token(contestant, name=name)
-    messages.success(request, _("Your new API token (shown only once): %(token)s") % {"token": raw})
+    request.session[NEW_TOKEN_KEY] = raw  # for the next page only: the account page takes it out
     return redirect("account")
 
 

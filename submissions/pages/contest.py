@@ -139,8 +139,10 @@ def submit(request):
             form.add_error(None, str(exc))
             status = 429 if isinstance(exc, submitting.TooManyRequests) else 200
         else:
-            # "judging": the page's script removes it once every run has its verdict
-            messages.success(request, _("Submission #%(id)s for %(issue)s is queued for judging.")
+            # "judging": the page's script removes it once every run has its verdict. It names no state:
+            # the runs table follows theirs ("queued" stood above a run compiling).
+            messages.success(request, _("Submission #%(id)s for %(issue)s is in: its runs below show how far "
+                                        "judging has come.")
                              % {"id": submission.pk, "issue": issue.code}, extra_tags="judging")
             return redirect("submission_detail", submission_id=submission.pk)
     return render(request, "submissions/submit.html",

@@ -2,7 +2,7 @@
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, SetPasswordForm, UserCreationForm
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
@@ -135,6 +135,10 @@ class RegisterForm(UserCreationForm):
     def clean_affiliation(self):
         return refuse_hidden_characters(self.cleaned_data["affiliation"].strip())
 
+    def validate_password_for_user(self, user, password_field_name="password1"):
+        # Django puts a weak password's errors under the confirmation; they are about the password.
+        super().validate_password_for_user(user, password_field_name="password1")
+
     def clean_email(self):
         email = self.cleaned_data["email"]
         return unless_refused(accounts.email_refusal(email), email)
@@ -148,6 +152,13 @@ class RegisterForm(UserCreationForm):
             except forms.ValidationError as exc:
                 self.add_error("display_name" if data.get("display_name") else "username", exc)
         return data
+
+
+class ResetPasswordForm(SetPasswordForm):
+    """The password reset's new password, its errors under it (Django's are under the confirmation)."""
+
+    def validate_password_for_user(self, user, password_field_name="new_password1"):
+        super().validate_password_for_user(user, password_field_name="new_password1")
 
 
 class ThrottledLoginMixin:

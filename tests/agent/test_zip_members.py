@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from profiler_agent.bundles import zip_members
-from profiler_agent.bundles.zip_members import MemberLies, MemberTooLarge, iter_member, member_name, read_member
-from tests.crafted_zips import deflated_zip, legacy_named_zip, lying_zip
+from profiler_agent.bundles.zip_extract import extract_zip
+from profiler_agent.bundles.zip_members import (MemberLies, MemberTooLarge, NameNotUtf8, iter_member, member_name,
+                                               open_zip, read_member)
+from tests.crafted_zips import deflated_zip, legacy_named_zip, lying_zip, misflagged_zip
 
 REPO = Path(__file__).resolve().parents[2]
 BOMB_BYTES = 64 * 1024 * 1024  # inflates from a ~64 KiB zip
@@ -55,6 +57,20 @@ def test_legacy_names_are_decoded(name, encoding):
     archive, info = first_member(legacy_named_zip({name: b"x"}, encoding))
     assert not info.flag_bits & zip_members.UTF8_NAME_FLAG
     assert member_name(info) == name
+
+
+@pytest.mark.parametrize("raw, legible", [("提示词.txt".encode("gbk"), "提示词.txt"), (b"caf\xe9\xff.py", "caf\\xe9\\xff.py")])
+def test_a_name_flagged_utf8_that_is_not_is_refused_naming_it(tmp_path, raw, legible):
+    """zipfile raises UnicodeDecodeError, not BadZipFile, for such an archive: it cannot list it at all."""
+    data = misflagged_zip({b"torchcode.py": b"x = 1\n", raw: b"relu"})
+    with pytest.raises(NameNotUtf8) as refused:
+        open_zip(io.BytesIO(data))
+    assert refused.value.name == legible and refused.value.raw == raw
+    assert isinstance(refused.value, ValueError)  # what extract_zip's callers catch
+    (tmp_path / "bundle.zip").write_bytes(data)
+    with pytest.raises(NameNotUtf8, match="marked UTF-8"):
+        extract_zip(tmp_path / "bundle.zip", tmp_path / "out")
+    assert not list((tmp_path / "out").rglob("*.*"))
 
 
 def test_site_and_agent_hold_the_same_reader():

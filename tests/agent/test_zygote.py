@@ -178,17 +178,68 @@ def subprocess_pid_that_ended() -> int:
     return child.pid
 
 
+# A bundle judged in seconds: nothing to compile (the home's removal does not depend on a build).
+PLAIN_TORCH_BUNDLE = {
+    "torchcode.py": textwrap.dedent('''
+        import torch
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return torch.relu(x)
+
+
+        def get_inputs():
+            return [torch.randn(256)]
+
+
+        def get_init_inputs():
+            return []
+    '''),
+    "cudacode.py": textwrap.dedent('''
+        import torch
+
+
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                return x.clamp_min(0)
+    '''),
+}
+# `python -m profiler_agent judge ...`, which writes the zygote homes it sees just before it exits (after
+# the judging, before the interpreter's exit handlers run) to the file named by the first argument.
+JUDGE_AND_LIST_HOMES = textwrap.dedent('''
+    import json, runpy, sys, tempfile
+    from pathlib import Path
+    seen, sys.argv = sys.argv[1], ["profiler_agent", *sys.argv[2:]]
+    try:
+        runpy.run_module("profiler_agent", run_name="__main__", alter_sys=True)
+    finally:
+        from profiler_agent.sandbox.zygote import HOME_PREFIX
+        homes = sorted(p.name for p in Path(tempfile.gettempdir()).glob(HOME_PREFIX + "*"))
+        Path(seen).write_text(json.dumps(homes))
+''')
+
+
 def test_a_judging_leaves_no_zygote_home_behind(tmp_path):
-    """`python -m profiler_agent judge` (its zygote's home once stayed in /tmp after every judging)."""
+    """`python -m profiler_agent judge` (its zygote's home once stayed in /tmp after every judging): the
+    judging made one, and it is gone once the process has exited."""
+    import json
     import subprocess
 
-    scratch = tmp_path / "tmp"
+    scratch, bundle = tmp_path / "tmp", tmp_path / "bundle"
     scratch.mkdir()
+    bundle.mkdir()
+    for name, text in PLAIN_TORCH_BUNDLE.items():
+        (bundle / name).write_text(text)
     repo = Path(__file__).resolve().parents[2]
     completed = subprocess.run(
-        [sys.executable, "-m", "profiler_agent", "judge", str(repo / "examples" / "relu-cpu"), "--device", "cpu",
-         "--json", str(tmp_path / "result.json"), "--timing-budget", "0.2", "--cache-dir", str(tmp_path / "builds")],
-        cwd=repo, env=dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(repo)), capture_output=True, text=True,
-        timeout=600)
+        [sys.executable, "-c", JUDGE_AND_LIST_HOMES, str(tmp_path / "seen.json"), "judge", str(bundle),
+         "--device", "cpu", "--json", str(tmp_path / "result.json"), "--timing-budget", "0.2",
+         "--cache-dir", str(tmp_path / "builds")],
+        cwd=repo, env={**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(repo), zygote.ZYGOTE_ENV: "1"},
+        capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
+    assert json.loads((tmp_path / "result.json").read_text())["status"] == "passed"
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert len(seen) == 1 and seen[0].startswith(zygote.HOME_PREFIX), seen  # the judging had its zygote
     assert not list(scratch.glob(f"{zygote.HOME_PREFIX}*"))

@@ -3,6 +3,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
+
+from submissions.bundles import build_bundle
+from submissions.models import AgentWorker, GpuType, RejudgeScope, Season
+from submissions.services import accounts, rejudging, submitting
+from tests.judged_data import accepted_sample
+from tests.site.bundle_files import valid_files
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -65,3 +72,55 @@ def page(request, chromium):
     yield page
     for other in chromium.contexts:  # the test's own, and any it opened besides (test_every_page's no-JS one)
         other.close()
+
+
+@pytest.fixture
+def every_page(queue_prefix):
+    """A season with results, issues, a running submission, a rejudge and a worker; the pages that
+    show them, as (visitor pages, organizer pages)."""
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True,
+                                             display_name="Organizer of the contest")
+    alice = accounts.register_contestant("alice", "pw-alice-12345", display_name="Alice",
+                                         affiliation="Tsinghua University")
+    bob = accounts.register_contestant("bob", "pw-bob-12345", display_name="Bob", affiliation="Zhejiang University")
+    sample = accepted_sample(season, alice, organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)},
+                             title="Fused GELU with a rather long title for a narrow screen")
+    accepted_sample(season, bob, organizer, {"h100": (5.2, 1.2)}, title="RMSNorm")
+    issue = submitting.open_issue(season, bob, title="Softmax", operator="torch.softmax")
+    pending = submitting.create_submission(bob, issue, build_bundle(valid_files()))
+    batch = rejudging.rejudge(RejudgeScope.SUBMISSION, sample, organizer.user, "new harness")
+    agent, _ = accounts.create_agent("gpu-host-1", [h100])
+    AgentWorker.objects.create(agent=agent, name="gpu-host-1-gpu0", gpu_index=0, gpu_model="NVIDIA H100",
+                               gpu_uuid="GPU-0123456789abcdef", memory_bytes=80 * 2**30, harness_version="1.2",
+                               last_heartbeat_at=timezone.now())
+    visitor = ["/", "/seasons/S1/", "/seasons/S1/leaderboard/", "/seasons/S1/hardware/", "/seasons/S1/gpus/h100/",
+               f"/contestants/{alice.pk}/", "/issues/", f"/issues/{sample.issue.code}/", f"/submissions/{sample.pk}/",
+               f"/submissions/{pending.pk}/", "/accounts/login/", "/accounts/register/", "/accounts/password_reset/",
+               "/accounts/password_reset/done/", "/accounts/reset/done/", "/accounts/reset/MQ/bad-token/"]
+    organizer_pages = ["/issues/new/", "/submit/", "/submit/pull-request/", "/account/", "/account/agreement/",
+                       "/organizer/", f"/organizer/submissions/{sample.pk}/", f"/organizer/submissions/{pending.pk}/",
+                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/", "/organizer/seasons/S1/dataset/"]
+    return {"visitor": visitor, "organizer": organizer_pages, "organizer_user": organizer.user}
+
+
+@pytest.fixture
+def season_with_results(queue_prefix):
+    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
+    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
+    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
+    season.gpu_types.add(h100, c500)
+    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True)
+    people = [accounts.register_contestant(u, f"pw-{u}-12345", display_name=d, affiliation=a) for u, d, a in (
+        ("alice", "Alice", "Tsinghua University"), ("bob", "Bob", "Zhejiang University"),
+        ("carol", "Carol", "Peking University"))]
+    samples = [
+        accepted_sample(season, people[0], organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)}, title="Fused GELU"),
+        accepted_sample(season, people[0], organizer, {"h100": (1.8, 0.41), "c500": (1.5, 0.62)}, title="Softmax"),
+        accepted_sample(season, people[1], organizer, {"h100": (5.2, 1.2), "c500": (3.9, 2.1)}, title="RMSNorm"),
+        accepted_sample(season, people[2], organizer, {"h100": (1.1, 0.09)}, title="ReLU"),
+    ]
+    return season, samples

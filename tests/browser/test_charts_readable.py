@@ -2,10 +2,12 @@
 fractions of a millisecond; count axes tick in whole numbers; an issue title or GPU name is shown as
 written in labels and hover text, never drawn as HTML."""
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from submissions.models import GpuType, Season
+from submissions.models import GpuType, Review, Season
 from submissions.services import accounts
 from tests.browser.test_public_pages import assert_charts_drawn, shoot
 from tests.judged_data import accepted_sample
@@ -110,3 +112,30 @@ def test_submission_charts_show_gpu_names_as_written(live_server, page, one_acce
         assert markup_drawn(page, figure) == 0, name
     legend = page.locator(f"[data-figure='figure-submission-{one_accepted_sample.pk}-roofline'] .legendtext")
     assert GPU_NAME in legend.all_text_contents()
+
+
+MARKER_X = """figure => [...document.querySelectorAll(`[data-figure='${figure}'] .scatterlayer path.point`)]
+  .map(p => Number(/translate\\(([\\d.]+),/.exec(p.getAttribute('transform'))[1]))"""
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_acceptances_minutes_apart_stand_apart_on_the_time_axis(live_server, page, one_accepted_sample, language):
+    """The walk: three acceptances 16 minutes apart drew one vertical line, on an axis a day wide."""
+    first = one_accepted_sample
+    organizer, alice = first.reviews.get().reviewer.contestant, first.contestant
+    samples = [first] + [accepted_sample(first.issue.season, alice, organizer, {"h100": (2.0 + i, 0.05)},
+                                         title=f"Op {i}") for i in (1, 2)]
+    start = timezone.now() - timedelta(hours=2)
+    for minutes, sample in zip((0, 16, 32), samples):
+        Review.objects.filter(submission=sample).update(created_at=start + timedelta(minutes=minutes))
+    page.goto(f"{live_server.url}/seasons/S1/")
+    assert_charts_drawn(page, 2)
+    figure = "figure-season-accepted"
+    xs = sorted(page.evaluate(MARKER_X, figure))
+    width = page.locator(f"[data-figure='{figure}'] .nsewdrag").first.bounding_box()["width"]
+    assert len(xs) == 3
+    gaps = [(b - a) / width for a, b in zip(xs, xs[1:])]
+    assert min(gaps) > 0.25, (xs, width)  # each 16 minutes a quarter of the plot at least
+    assert not [t for t in tick_labels(page, figure, "x") if FRACTION_OF_A_SECOND.search(t)]
+    shoot(page, f"season-three-acceptances-{language[:2]}")
+    assert page.console_errors == []

@@ -7,7 +7,7 @@ import pytest
 from profiler_agent.benchmark import run as bench_run  # no torch: the upload is urllib alone
 from submissions.models import BenchmarkRun
 from submissions.services import accounts
-from tests.browser.test_public_pages import assert_charts_drawn, season_with_results, shoot  # noqa: F401
+from tests.browser.test_public_pages import assert_charts_drawn, shoot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GPU = "NVIDIA A100-SXM4-80GB"
@@ -62,3 +62,25 @@ def test_two_gpus_compared_in_the_browser(live_server, page, season_with_results
     page.goto(f"{live_server.url}/seasons/S1/hardware/?a=h100&b=tpu-v9")
     assert "no GPU of this season is called 'tpu-v9'" in page.locator("#comparison-error").inner_text()
     assert page.console_errors == [] or all("400" in e for e in page.console_errors)
+
+
+BENCH_HINT = {"en-US": ("No benchmark run has been uploaded for this season's dataset yet", "account page"),
+              "zh-CN": ("本赛季的数据集还没有上传的基准测试", "账户页面")}
+
+
+@pytest.mark.parametrize("language", ["en-US", "zh-CN"])
+def test_without_a_benchmark_run_the_page_gives_the_whole_command_to_upload_one(
+        live_server, page, season_with_results, language):
+    """The walk: "`python -m profiler_agent bench DATASET --upload` adds one.", backticks drawn as text,
+    and --upload without the site it needs, nor the token."""
+    missing, account = BENCH_HINT[language]
+    page.goto(f"{live_server.url}/seasons/S1/hardware/")
+    hint = page.locator("#bench-command")
+    assert missing in hint.inner_text()
+    command = hint.locator("pre code").inner_text()
+    assert command == ("PROFILER_AGENT_USER_TOKEN=TOKEN python -m profiler_agent bench DATASET "
+                       f"--upload {live_server.url}")
+    assert hint.get_by_role("link", name=account).get_attribute("href") == "/account/"
+    assert "`" not in page.locator("main").inner_text()
+    shoot(page, f"hardware-bench-command-{language[:2]}")
+    assert page.console_errors == []

@@ -7,10 +7,7 @@ import shutil
 
 import pytest
 
-from submissions.models import GpuType, Season
-from submissions.services import accounts
 from tests.browser.conftest import ARTIFACTS, CJK_FONT_HINT, ROOT, draws_chinese
-from tests.judged_data import accepted_sample
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DOCS = ROOT / "docs" / "screenshots"
@@ -23,25 +20,6 @@ def shoot(page, name):
         assert draws_chinese(page), CJK_FONT_HINT  # never a screenshot of boxes into docs/
         DOCS.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, DOCS / path.name)
-
-
-@pytest.fixture
-def season_with_results(queue_prefix):
-    season = Season.objects.create(second_judging="off", code="S1", name="GPUCodeForces S1")
-    h100 = GpuType.objects.create(slug="h100", name="NVIDIA H100")
-    c500 = GpuType.objects.create(slug="c500", name="MetaX C500")
-    season.gpu_types.add(h100, c500)
-    organizer = accounts.register_contestant("organizer", "pw-organizer-1", is_staff=True)
-    people = [accounts.register_contestant(u, f"pw-{u}-12345", display_name=d, affiliation=a) for u, d, a in (
-        ("alice", "Alice", "Tsinghua University"), ("bob", "Bob", "Zhejiang University"),
-        ("carol", "Carol", "Peking University"))]
-    samples = [
-        accepted_sample(season, people[0], organizer, {"h100": (3.1, 0.021), "c500": (2.4, 0.034)}, title="Fused GELU"),
-        accepted_sample(season, people[0], organizer, {"h100": (1.8, 0.41), "c500": (1.5, 0.62)}, title="Softmax"),
-        accepted_sample(season, people[1], organizer, {"h100": (5.2, 1.2), "c500": (3.9, 2.1)}, title="RMSNorm"),
-        accepted_sample(season, people[2], organizer, {"h100": (1.1, 0.09)}, title="ReLU"),
-    ]
-    return season, samples
 
 
 def assert_charts_drawn(page, expected):

@@ -1,6 +1,6 @@
 """In a real browser: log in, upload a bundle, and watch it being judged without reloading the page: its
 stage (queued, position, compiling, checking, timing, ...) and elapsed time, then its verdict and charts,
-the "queued for judging" message gone, and the submission now awaiting an organizer's review."""
+the new submission's message gone, and the submission now awaiting an organizer's review."""
 import re
 import shutil
 
@@ -73,7 +73,7 @@ def test_uploaded_bundle_shows_its_stages_then_its_verdict_and_charts_live(
     page.wait_for_url("**/submissions/*/")
     page.evaluate(RECORD_STATES)
     assert page.locator("#runs td.state").first.inner_text().startswith(("Queued", "Running"))
-    assert "queued for judging" in page.locator(".message").inner_text()
+    assert "its runs below show how far judging has come" in page.locator(".message.judging").inner_text()
     assert page.locator("#submission-state").inner_text() == "Submission state: Judging"
     page.evaluate("window.__marker = 'not reloaded'")
     page.screenshot(path=str(ARTIFACTS / "submission-queued.png"), full_page=True)
@@ -89,7 +89,7 @@ def test_uploaded_bundle_shows_its_stages_then_its_verdict_and_charts_live(
     page.locator("#charts [data-figure][data-drawn='1']").first.wait_for(timeout=30_000)  # drawn on arrival
     assert page.evaluate("window.__marker") == "not reloaded"
     assert page.locator("#runs table").get_attribute("data-live") == "false"
-    assert page.locator(".message.judging").count() == 0 and "queued for judging" not in page.content()
+    assert page.locator(".message.judging").count() == 0 and "how far judging has come" not in page.content()
     # not the end: an organizer reviews it next
     assert page.locator("#submission-state").inner_text() == "Submission state: Passed — awaiting review"
 

@@ -55,7 +55,7 @@ def test_judged_gpus_compare_sample_by_sample(judged):
     tflops = sorted(2.0e9 / (ms * 1e9) for ms in (0.5, 2.0))
     assert roof["samples"] == 2 and roof["tflops"] == pytest.approx(sum(tflops) / 2)
     assert roof["tflops_pct"] == pytest.approx(100 * roof["tflops"] / 67.0) and roof["peak_gbps"] == 3352.0
-    assert any("No benchmark run" in line for line in comparison["missing"])
+    assert comparison["bench_command"] == "PROFILER_AGENT_USER_TOKEN=TOKEN python -m profiler_agent bench DATASET --upload SITE"
 
 
 def test_a_benchmark_run_is_a_gpu_to_compare_with(client, judged, alice):
@@ -71,7 +71,7 @@ def test_a_benchmark_run_is_a_gpu_to_compare_with(client, judged, alice):
     # the score is the one the site computed from the uploaded rows, not the page's own
     assert h100.source == "benchmark" and h100.score == run.speedup_score
     assert h100.score == pytest.approx(math.exp((2 * math.log(20.0) + math.log(2.0)) / 3))
-    assert h100.roofline is None and not any("No benchmark run" in line for line in comparison["missing"])
+    assert h100.roofline is None and comparison["bench_command"] is None
 
 
 def test_the_json_twin_has_the_rows_and_scores(client, judged, alice):
@@ -185,3 +185,10 @@ def test_an_uploaded_h100_never_reads_as_the_judged_h100_type(client, season, al
     assert "Bob" not in judged_table and "1000" not in judged_table and "2.000×" in judged_table
     uploads = html[html.index('id="uploaded-scores"'):html.index("</table>", html.index('id="uploaded-scores"'))]
     assert uploads.count("Bob") == 2 and "1000.000×" in uploads
+
+
+def test_the_json_twin_gives_the_whole_command_to_upload_a_benchmark_run(client, judged):
+    body = client.get("/api/v1/seasons/S1/hardware/comparison").json()
+    (line,) = [line for line in body["missing"] if "No benchmark run" in line]
+    assert "PROFILER_AGENT_USER_TOKEN=TOKEN python -m profiler_agent bench DATASET --upload http://testserver" in line
+    assert "`" not in line

@@ -115,6 +115,26 @@ def test_the_compiled_catalog_matches_the_source():
     assert pairs(compiled) == pairs(source.translated_entries())
 
 
+# One Chinese word per term of the contest, everywhere a reader meets it (the pages and the Chinese
+# guide): the term, its translation, and the other translations it once had.
+GLOSSARY = {"candidate": ("优化实现", ("候选",))}
+
+
+def test_each_term_of_the_contest_has_one_chinese_translation():
+    """The walk: "candidate" read 优化实现 in the runs table and 候选 under the charts."""
+    for term, (translation, others) in GLOSSARY.items():
+        word = re.compile(rf"\b{term}s?\b", re.IGNORECASE)
+        for entry in polib.pofile(str(CATALOG / "django.po")).translated_entries():
+            english = PLACEHOLDER.sub("", " ".join(filter(None, [entry.msgid, entry.msgid_plural])))
+            chinese = [entry.msgstr] if not entry.msgid_plural else list(entry.msgstr_plural.values())
+            if word.search(english):
+                assert all(translation in text for text in chinese), (term, entry.msgid, chinese)
+            assert not any(other in text for text in chinese for other in others), (term, entry.msgid, chinese)
+        for guide in (ROOT / "docs").glob("*.zh.md"):
+            text = guide.read_text()
+            assert not [other for other in others if other in text], (term, guide.name)
+
+
 # ---- messages through the real views and the API ----------------------------------------------
 
 

@@ -123,7 +123,7 @@ def noisy_result(speedup=2.0, candidate_std_ms=0.6):
 
 @pytest.mark.parametrize("headers, note", [
     (EN, "Noisy timing: the per-call times spread 5% (reference) and 60% (candidate) around their medians"),
-    (ZH, "计时噪声大：每次调用的时间围绕中位数的离散度为 5%（参考实现）和 60%（候选实现）"),
+    (ZH, "计时噪声大：每次调用的时间围绕中位数的离散度为 5%（参考实现）和 60%（优化实现）"),
 ])
 def test_noisy_timing_is_flagged_and_explained(client, season, alice, agent_and_token,
                                                django_capture_on_commit_callbacks, headers, note):

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from submissions.models import Submission
 from submissions.services import submitting
 from submissions.services.accounts import create_api_token
-from tests.crafted_zips import legacy_named_zip, lying_zip
+from tests.crafted_zips import legacy_named_zip, lying_zip, misflagged_zip
 from tests.site.bundle_files import CUDACODE, TORCHCODE
 
 BOMB_BYTES = 64 * 1024 * 1024  # inflates from a ~64 KiB zip
@@ -64,6 +64,17 @@ def test_gbk_file_name_in_a_zip_is_named_legibly_when_refused(client, issue, bea
     windows_zip = legacy_named_zip({"torchcode.py": TORCHCODE, "cudacode.py": CUDACODE, "提示词.txt": b"relu"})
     status, text = post_zip(client, through, issue, bearer, windows_zip)
     assert "'提示词.txt': file names may use letters, digits" in text
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize("through", ["api", "page"])
+def test_zip_member_flagged_utf8_whose_name_is_not_utf8_is_refused_naming_it(client, issue, bearer, through):
+    """The walk: a name in GBK with the zip's UTF-8 flag set was a server error (zipfile cannot list it)."""
+    misflagged = misflagged_zip({b"torchcode.py": TORCHCODE, b"cudacode.py": CUDACODE,
+                                 "提示词.txt".encode("gbk"): b"relu"})
+    status, text = post_zip(client, through, issue, bearer, misflagged)
+    assert status == (400 if through == "api" else 200)
+    assert "'提示词.txt': the zip marks this file name as UTF-8, but it is not" in text
     assert not Submission.objects.exists()
 
 
