@@ -1,7 +1,12 @@
 """The fleet with real parts: the site over HTTP (live_server), the real Redis under the host's ACL user,
 `python -m profiler_agent fleet` running two real CPU workers on one host, and a worker of an older
 harness release. Every run records the worker that judged it; a drained worker takes no run while
-its sibling takes them all; an outdated worker is refused and an up-to-date one judges the run."""
+its sibling takes them all; an outdated worker is refused and an up-to-date one judges the run.
+
+The first two runs are the examples (a compiled extension that passes, a wrong answer), one on each
+worker; the runs that only show which worker took them, and the outdated worker's run, are of
+bench/fixtures/bundles/dispatch-cpu (pure torch on a 256 x 256 input: a judging costs half the CPU of
+the example's 4096 x 1024 ReLU, and the question is who judges, not what)."""
 import os
 import signal
 import subprocess
@@ -22,6 +27,7 @@ from tests.conftest import ROOT
 from tests.e2e.test_judging_end_to_end import bundle_files, contest  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
+CHEAP = ROOT / "bench" / "fixtures" / "bundles" / "dispatch-cpu"  # the cheapest judging that passes
 
 
 class HostProcess:
@@ -89,12 +95,12 @@ def db(query, tries=50):
             time.sleep(0.1)
 
 
-def submit(site, contest, example="relu-cpu"):
+def submit(site, contest, example=CHEAP):
     """A submission through the API (again after a 500: see `db`; a failed request stored nothing). Each with
     a readme of its own: the site refuses a bundle submitted to the issue before (its code, built once, is the
-    same)."""
-    files = [(field, (name, f"submission {uuid.uuid4().hex}".encode() if name == "readme.md" else data))
-             for field, (name, data) in bundle_files(example)]
+    same). `example`: a folder of examples/ by name, or a bundle's folder."""
+    files = [(field, (name, data)) for field, (name, data) in bundle_files(example) if name != "readme.md"]
+    files.append(("files", ("readme.md", f"submission {uuid.uuid4().hex}".encode())))
     for _ in range(10):
         response = requests.post(f"{site}/api/v1/submissions", data={"issue": contest["issue"].code},
                                  files=files, headers={"Authorization": f"Bearer {contest['token']}"}, timeout=30)
