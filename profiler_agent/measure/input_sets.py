@@ -257,4 +257,3 @@ class ShiftedValues:
             except RuntimeError:  # an expanded view, whose elements share memory: its drawn values stay
                 pass
         return buffers
-

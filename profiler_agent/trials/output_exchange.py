@@ -103,4 +103,3 @@ def load_timed_output(directory: Path, call: int, draws: int) -> tuple[int, obje
             or not 0 <= saved["draw"] < draws or "output" not in saved):
         raise MissingOutput("unreadable output: not what the harness saves for a timed call")
     return saved["draw"], saved["output"]
-

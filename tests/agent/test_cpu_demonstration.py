@@ -204,4 +204,3 @@ def test_shifted_values_need_the_secret_and_keep_integers():
     made = input_sets.ShiftedValues(transposed, seed=3).values(secret=11, call=0)[0]
     assert made.shape == (8, 16) and not torch.equal(made, transposed[0][0])
     assert torch.equal(input_sets.ShiftedValues(transposed, seed=3).values(secret=11, call=0)[0], made)
-

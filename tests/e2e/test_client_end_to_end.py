@@ -155,4 +155,3 @@ def test_leaderboards_and_an_unreachable_site(platform, homes):
     assert unknown.returncode == 2 and "not judged on GPU type h100" in unknown.stderr
     away = gpucf(platform, homes.alice, "seasons", "--site", f"http://127.0.0.1:{free_port()}")
     assert away.returncode == 4 and "cannot reach" in away.stderr and away.stdout == ""
-
