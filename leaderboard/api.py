@@ -13,6 +13,7 @@ from leaderboard import board_cache, season_reads, selectors
 from submissions.api.answers import answers
 from submissions.api.contestant import IssueOut
 from submissions.api.fields import LIMIT, OFFSET
+from submissions import board_versions
 from submissions.models import Season
 from submissions.rules import ranked_runs, timing_flags
 
@@ -59,20 +60,23 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
             season=season.code, ranking_rule=season.ranking_rule, ranking_settings=selectors.rule_of(season).settings,
             frozen_at=freeze.frozen_at.isoformat() if freeze else None, offset=offset,
             # read as the board's pages read them: a burst's page of the same rows reads them once
-            total=board_cache.cached(season, (board, "", "count"), query.count),
+            total=board_cache.cached(season, (board, "", "count"), query.count, narrow=True),
             rows=[StandingOut(rank=s.rank, contestant=s.contestant.display_name, affiliation=s.contestant.affiliation,
                               accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
                               total_score=s.total_score, submission_count=s.submission_count,
                               best_speedup=s.best_speedup)
-                  for s in board_cache.per_version(season, (board, "rows", offset, limit),
-                                                   lambda: selectors.rows_at(query, offset, limit, whole_board=True))])
+                  for s in board_cache.shown_rows(board, board_cache.per_version(
+                      season, (board, "rows", offset, limit),
+                      lambda: selectors.rows_at(query, offset, limit, whole_board=True)))])
 
-    return cached_json(request, season, (board, "json", offset, limit), page)
+    return cached_json(request, season, (board, "json", offset, limit), page, narrow=True)
 
 
-def cached_json(request, season, parts, make):
-    """The answer `make()` gives (a response schema's instance), its JSON bytes kept in the board cache."""
-    content = board_cache.cached(season, parts, lambda: JSON.render(request, make().model_dump(), response_status=200))
+def cached_json(request, season, parts, make, *, narrow=False):
+    """The answer `make()` gives (a response schema's instance), its JSON bytes kept in the board cache
+    (`narrow`: as board_cache.cached)."""
+    content = board_cache.cached(season, parts, lambda: JSON.render(request, make().model_dump(), response_status=200),
+                                 narrow=narrow)
     return HttpResponse(content, content_type=f"{JSON.media_type}; charset={JSON.charset}")
 
 
@@ -292,8 +296,9 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
     gpu_type = selectors.season_gpu_type(season, slug) if season else None
     if gpu_type is None:
         raise HttpError(404, _("season %(season)s is not judged on GPU type %(gpu)s") % {"season": code, "gpu": slug})
-    return cached_json(request, season, (f"gpu-{gpu_type.pk}", "json", offset, limit), lambda: GpuBoardOut(
+    board = board_versions.gpu_board(gpu_type.pk)
+    return cached_json(request, season, (board, "json", offset, limit), lambda: GpuBoardOut(
         [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                         geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup)
-         for r in selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset, limit,
-                                        whole_board=True)]))
+         for r in board_cache.shown_rows(board, selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset,
+                                                            limit, whole_board=True))]), narrow=True)

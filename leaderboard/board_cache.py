@@ -28,6 +28,15 @@ change replaces it). If this process read V as the current version at time s (st
 season's query, `read`), V was replaced after s, so whatever the entry misses committed after s; it is
 served only while now - s <= BOARD_STALE_SECONDS.
 
+An entry of an earlier version is still the current version's when nothing it shows has changed
+since: the season's journal (submissions/board_versions.py) says what each version changed, and an
+entry records what its rendering read (`narrow` renderings: the span of board keys of their rows,
+`depends_on`, and the season's own fields and row count, which only journal entries of "anything"
+change). When every change since its version lies outside those spans, the entry is stamped with the
+current version and served as it: a review re-renders the pages between the contestant's old place
+and new one, not every page of the board. An entry is never stamped past BOARD_CACHE_SECONDS after
+its rendering.
+
 When the cache cannot be reached the page is rendered as if it had no entry (and said once a minute).
 """
 import hashlib
@@ -45,6 +54,8 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.db import close_old_connections
 from django.utils import translation
 
+from submissions import board_versions
+
 logger = logging.getLogger(__name__)
 _warned_at = [0.0]
 
@@ -61,6 +72,51 @@ _in_flight = [0]  # requests this process is answering (counted by RequestsInFli
 _renderer = []  # the process's board renderer: one thread, made when first needed (after a fork)
 _kept = OrderedDict()  # (season pk, version, parts) -> a value `per_version` keeps in this process
 KEPT_VALUES = 64
+
+
+_collecting = threading.local()  # .stack: what the renderings under way in this thread read
+
+
+class _Reads:
+    """What a rendering read of its season's boards: {board: [[low, high] key span (hex), ...] or
+    None (the whole board)}, or None when it may show anything of the season."""
+
+    def __init__(self, narrow):
+        self.boards = {} if narrow else None
+
+    def add(self, boards):
+        self.boards = None if self.boards is None or boards is None else board_versions.merged(self.boards, boards)
+
+
+def _stack():
+    stack = getattr(_collecting, "stack", None)
+    if stack is None:
+        stack = _collecting.stack = []
+    return stack
+
+
+def _report(boards):
+    """The value being served read `boards` (an entry's reads): so did the rendering it is part of."""
+    stack = _stack()
+    if stack:
+        stack[-1].add(boards)
+
+
+def depends_on(board, *keys):
+    """The rendering under way shows the rows of `board` whose board keys (bytes) lie between `keys`'
+    lowest and highest, or the whole board when no key is given."""
+    _report({board: [board_versions.span(*keys)] if keys else None})
+
+
+def shown_rows(board, rows):
+    """`rows`, a whole board's consecutive rows in board order, named as what the rendering under way
+    shows of `board` (depends_on): a snapshot's rows (no keys) or none, the whole board."""
+    keyed = [row for row in rows if hasattr(row, "board_key")]
+    if keyed and len(keyed) == len(rows):
+        depends_on(board, bytes(keyed[0].board_key), bytes(keyed[-1].board_key))
+    else:
+        depends_on(board)
+    return rows
 
 
 class _Flight:
@@ -95,7 +151,7 @@ def code_version():
 
 def board_of(freeze):
     """The board a viewer held to `freeze` (None: the live one) sees."""
-    return f"frozen-{freeze.pk}" if freeze is not None else "live"
+    return f"frozen-{freeze.pk}" if freeze is not None else board_versions.LIVE
 
 
 def key(season, *parts):
@@ -179,23 +235,66 @@ def _land(name, version, flight, value=None):
     flight.landed.set()
 
 
-def _render(cache, name, version, compute, flight):
+def _render(cache, name, version, compute, flight, narrow):
+    reads = _Reads(narrow)
+    stack = _stack()
+    stack.append(reads)
     try:
         value = compute()
     except BaseException:
         _land(name, version, flight)
         raise
+    finally:
+        stack.pop()
     try:
-        cache.set(name, (version, value), settings.BOARD_CACHE_SECONDS)
+        cache.set(name, (version, value, reads.boards, time.time()), settings.BOARD_CACHE_SECONDS)
         if _shared(cache):
             cache.delete(_claim_name(name, version))
     except (redis.RedisError, OSError) as exc:
         _unreachable(exc)
-    _land(name, version, flight, (value,))
+    _land(name, version, flight, (value, reads.boards))
+    _report(reads.boards)
     return value
 
 
-def _wait_for(cache, name, version, compute):
+def _uncached(compute):
+    _report(None)
+    return compute()
+
+
+def _served(entry):
+    _report(entry[2])
+    return entry[1]
+
+
+def _still_current(season, cache, name, entry):
+    """Whether `entry`, rendered at an earlier version, shows what the season's current version would
+    (the module's docstring); it is then stamped with that version."""
+    version, value, reads, rendered_at = entry
+    age = time.time() - rendered_at
+    if reads is None or not 0 <= age < settings.BOARD_CACHE_SECONDS:
+        return False
+    journal = board_versions.journal(season)
+    since = next((i for i, (v, _) in enumerate(journal) if v == version), None)
+    if since is None:
+        return False
+    for _, changes in journal[since + 1:]:
+        if changes is None:
+            return False
+        for board, spans in changes.items():
+            if board not in reads:
+                continue
+            if spans is None or reads[board] is None or any(
+                    low <= shown_high and high >= shown_low for low, high in spans for shown_low, shown_high in reads[board]):
+                return False
+    try:
+        cache.set(name, (season.board_version, value, reads, rendered_at), settings.BOARD_CACHE_SECONDS - age)
+    except (redis.RedisError, OSError) as exc:
+        _unreachable(exc)
+    return True
+
+
+def _wait_for(cache, name, version, compute, narrow):
     """The rendering under way (here, or in another process through the shared cache); this
     request's own when it does not come within WAIT_SECONDS."""
     deadline = time.monotonic() + WAIT_SECONDS
@@ -203,9 +302,11 @@ def _wait_for(cache, name, version, compute):
         flight = _flights.get((name, version))
     if flight is not None:
         if _take_over(flight):
-            return _render(cache, name, version, compute, flight)
+            return _render(cache, name, version, compute, flight, narrow)
         if flight.landed.wait(WAIT_SECONDS) and flight.value is not None:
-            return flight.value[0]
+            value, reads = flight.value
+            _report(reads)
+            return value
     elif _shared(cache):
         while time.monotonic() < deadline:
             time.sleep(0.005)
@@ -213,14 +314,14 @@ def _wait_for(cache, name, version, compute):
             if not reachable:
                 break
             if entry is not None and entry[0] == version:
-                return entry[1]
+                return _served(entry)
     reachable, entry = _entry(cache, name)
     if not reachable:
-        return compute()
+        return _uncached(compute)
     if entry is not None and entry[0] == version:
-        return entry[1]
+        return _served(entry)
     flight = _claim(cache, name, version)
-    return _render(cache, name, version, compute, flight) if flight is not None else compute()
+    return _render(cache, name, version, compute, flight, narrow) if flight is not None else _uncached(compute)
 
 
 def _entry(cache, name):
@@ -232,11 +333,14 @@ def _entry(cache, name):
         return False, None
 
 
-def cached(season, parts, compute, *, per_language=False, fresh=False):
+def cached(season, parts, compute, *, per_language=False, fresh=False, narrow=False):
     """`compute()`, or what it returned for the same season version and `parts` (and language, when
     the value is text in it), or while another request computes that: what it returned for a version
     at most BOARD_STALE_SECONDS behind (the module's docstring). `fresh`: never an earlier version's
-    (what a rendering kept as this version's is made of)."""
+    (what a rendering kept as this version's is made of). `narrow`: what `compute()` shows of the
+    season's boards is the rows it names with `depends_on` (and the values `cached` hands it), and of
+    the season otherwise only what a journal entry of "anything" changes: its rendering is then still
+    the current one after changes to other rows."""
     if per_language:
         parts = (*parts, translation.get_language())
     name = key(season, *parts)
@@ -245,18 +349,18 @@ def cached(season, parts, compute, *, per_language=False, fresh=False):
     _note_read(season)
     reachable, entry = _entry(cache, name)
     if not reachable:
-        return compute()
-    if entry is not None and entry[0] == version:
-        return entry[1]
+        return _uncached(compute)
+    if entry is not None and (entry[0] == version or _still_current(season, cache, name, entry)):
+        return _served(entry)
     flight = _claim(cache, name, version)
     if flight is not None:
         if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
-            _render_later(cache, name, version, compute, flight)
-            return entry[1]
-        return _render(cache, name, version, compute, flight)
+            _render_later(cache, name, version, compute, flight, narrow)
+            return _served(entry)
+        return _render(cache, name, version, compute, flight, narrow)
     if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
-        return entry[1]
-    return _wait_for(cache, name, version, compute)
+        return _served(entry)
+    return _wait_for(cache, name, version, compute, narrow)
 
 
 def per_version(season, parts, compute):
@@ -291,7 +395,7 @@ def _others_in_flight():
         return _in_flight[0] > 1
 
 
-def _render_later(cache, name, version, compute, flight):
+def _render_later(cache, name, version, compute, flight, narrow):
     """`compute()` rendered by the board renderer thread, in this request's language; the flight lands
     when it is done, and until then the requests of this version wait for it or are served the
     previous rendering as they would be for a request rendering it."""
@@ -299,16 +403,17 @@ def _render_later(cache, name, version, compute, flight):
         if not _renderer:
             _renderer.append(ThreadPoolExecutor(1, thread_name_prefix="board-renderer"))
         flight.begun = False
-    _renderer[0].submit(_render_in_background, translation.get_language(), cache, name, version, compute, flight)
+    _renderer[0].submit(_render_in_background, translation.get_language(), cache, name, version, compute, flight,
+                        narrow)
 
 
-def _render_in_background(language, cache, name, version, compute, flight):
+def _render_in_background(language, cache, name, version, compute, flight, narrow):
     if not _take_over(flight):  # a request needed it first and rendered it
         return
     close_old_connections()  # as a request does: the thread's connection is kept (CONN_MAX_AGE) or renewed
     try:
         with translation.override(language):
-            _render(cache, name, version, compute, flight)
+            _render(cache, name, version, compute, flight, narrow)
     except Exception:  # _render has landed the flight: its waiters render for themselves
         logger.exception("rendering a board in the background failed")
     finally:

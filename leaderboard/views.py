@@ -10,6 +10,7 @@ from django.utils.safestring import mark_safe
 from django.views import defaults
 
 from leaderboard import board_cache, charts, season_reads, selectors, standing_cells
+from submissions import board_versions
 from submissions.models import Season, Submission
 from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
 
@@ -26,16 +27,17 @@ def home(request):
     freeze = selectors.active_freeze(season, request.user)
 
     def page(fresh):
-        top = mark_safe(board_cache.cached(season, (board_cache.board_of(freeze), "home"), lambda: render_to_string(
+        board = board_cache.board_of(freeze)
+        top = mark_safe(board_cache.cached(season, (board, "home"), lambda: render_to_string(
             "leaderboard/_standings.html",
-            {"rows": standing_cells.with_cells(selectors.rows_at(selectors.board_query(season, freeze), 0, HOME_ROWS,
-                                                                     whole_board=True),
-                                               rule), "rule": rule}),
-            per_language=True, fresh=fresh))
+            {"rows": standing_cells.with_cells(board_cache.shown_rows(board, selectors.rows_at(
+                selectors.board_query(season, freeze), 0, HOME_ROWS, whole_board=True)), rule), "rule": rule}),
+            per_language=True, fresh=fresh, narrow=True))
         return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
 
     # what the page shows of the seasons is in the key: a season renamed or added is a new page
     return whole_page(request, season, (board_cache.board_of(freeze), "home-page", tuple(seasons)), page)
+
 
 
 def cached_board_page(season, parts, make_query, search, asked, render_part, *, fresh=False):
@@ -48,11 +50,19 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
     paginator = selectors.BoardPaginator((), PAGE_SIZE)
     paginator.whole_board = not search
     if not search:
-        paginator.read_rows = lambda query, offset, limit, whole_board: board_cache.per_version(
+        paginator.read_rows = lambda query, offset, limit, whole_board: board_cache.shown_rows(parts[0], board_cache.per_version(
             season, (parts[0], "rows", offset, limit), lambda: selectors.rows_at(query, offset, limit,
-                                                                                 whole_board=whole_board))
+                                                                                 whole_board=whole_board)))
     board = functools.cache(make_query)  # built on a miss only
-    paginator.count = board_cache.cached(season, (parts[0], search, "count"), lambda: board().count(), fresh=fresh)
+
+    def count():
+        # The live board shows every standing of the season: its count changes only with rows made or
+        # removed (journal entries of "anything"). A GPU board shows the rows that passed there.
+        if parts[0] != board_versions.LIVE:
+            board_cache.depends_on(parts[0])
+        return board().count()
+
+    paginator.count = board_cache.cached(season, (parts[0], search, "count"), count, fresh=fresh, narrow=True)
     try:
         number = paginator.validate_number(asked)
     except PageNotAnInteger:
@@ -64,7 +74,9 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
         paginator.object_list = board()
         return render_part(paginator.page(number))
 
-    html = board_cache.cached(season, (*parts, search, "page", number), render, per_language=True, fresh=fresh)
+    # a search's matches are ranked on the whole board: any change may show
+    html = board_cache.cached(season, (*parts, search, "page", number), render, per_language=True, fresh=fresh,
+                              narrow=not search)
     return Page((), number, paginator), mark_safe(html)
 
 
@@ -131,7 +143,7 @@ def whole_page(request, season, parts, render_page):
             or not set(request.GET) <= WHOLE_PAGE_PARAMETERS):
         return render_page(False)
     return HttpResponse(board_cache.cached(season, (*parts, request.get_full_path()),
-                                           lambda: render_page(True).content, per_language=True))
+                                           lambda: render_page(True).content, per_language=True, narrow=True))
 
 
 def hardware_comparison(request, code):
@@ -170,7 +182,7 @@ def gpu_leaderboard(request, code, slug):
     if cut:
         notify_cut(request)
     page, table = cached_board_page(
-        season, (f"gpu-{gpu_type.pk}", "table"), lambda: selectors.gpu_standings_query(season, gpu_type, search), search,
+        season, (board_versions.gpu_board(gpu_type.pk), "table"), lambda: selectors.gpu_standings_query(season, gpu_type, search), search,
         request.GET.get("page"),
         lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {

@@ -7,14 +7,121 @@ written for another database or a rolled-back transaction never match.
 
 Writers bump first (`refresh_for`): the season's row lock then orders writers of one season before
 they touch its standings.
+
+The season keeps a journal of what its latest versions changed (`Season.board_changes`, written with
+the version): for each version, either anything (None) or, board by board, the spans of board keys
+whose rows changed (None for a whole board). A standing stored by the standings service names the
+span between its old key and its new one; every other write changes anything. A rendering of a page
+whose rows lie outside every span since its version shows what the current version would show
+(leaderboard/board_cache.py), so a review re-renders the pages between the contestant's old place
+and new one, not every page. The bumps of one transaction make one entry.
 """
+import json
+import threading
+from collections import OrderedDict
+
+from django.db import connection, transaction
 from django.db.models.signals import m2m_changed, post_save, pre_delete
 
 from submissions.models import Contestant, GpuStanding, GpuType, Season, Standing, new_board_version
 
+LIVE = "live"  # the live board's name in the journal (a freeze's snapshot never changes)
+KEPT_CHANGES = 32  # versions a season's journal describes
 
-def bump(*season_ids):
-    Season.objects.filter(pk__in=season_ids).update(board_version=new_board_version())
+
+def gpu_board(gpu_type_id):
+    return f"gpu-{gpu_type_id}"
+
+
+def bump(*season_ids, changes=None):
+    """A new board version for each season. `changes`: what it changes on the season's boards,
+    {board: [[lowest key, highest key] (hex), ...] or None (the whole board)}; None: anything."""
+    if changes is None:
+        version = new_board_version()
+        Season.objects.filter(pk__in=season_ids).update(
+            board_version=version, board_changes=json.dumps([[version, None]]))
+        return
+    for season_id in season_ids:
+        _bump_with(season_id, changes)
+
+
+def _bump_with(season_id, changes):
+    with transaction.atomic():
+        row = Season.objects.select_for_update().filter(pk=season_id).values_list(
+            "board_version", "board_changes").first()
+        if row is None:
+            return
+        current, text = row
+        entries = _parsed(text)
+        version = new_board_version()
+        if not entries or entries[-1][0] != current:  # the journal does not describe the current version
+            entries = [[version, None]]
+        elif _written_in_this_transaction(season_id) == current:  # one entry for the whole transaction
+            entries[-1] = [version, merged(entries[-1][1], changes)]
+        else:
+            entries = [*entries[-(KEPT_CHANGES - 1):], [version, changes]]
+        Season.objects.filter(pk=season_id).update(board_version=version, board_changes=json.dumps(entries))
+        _note_written(season_id, version)
+
+
+def _written_in_this_transaction(season_id):
+    return getattr(connection, "board_versions_written", {}).get(season_id)
+
+
+def _note_written(season_id, version):
+    """Remembers, until this connection's transaction commits, the version it wrote: a version written
+    by a transaction that rolled back is never the current one, so a leftover mark never matches."""
+    written = connection.__dict__.setdefault("board_versions_written", {})
+    transaction.on_commit(written.clear)
+    written[season_id] = version
+
+
+def merged(first, second):
+    """Two journal entries' changes as one."""
+    if first is None or second is None:
+        return None
+    merged = {board: None if spans is None else list(spans) for board, spans in first.items()}
+    for board, spans in second.items():
+        if board in merged and merged[board] is None:
+            continue
+        merged[board] = None if spans is None else [*merged.get(board, []), *spans]
+    return merged
+
+
+def span(*keys):
+    """The journal's span of board keys (bytes) `keys`: [lowest, highest], as hex (hex compares as the
+    bytes do)."""
+    hexed = [bytes(key).hex() for key in keys]
+    return [min(hexed), max(hexed)]
+
+
+def _parsed(text):
+    try:
+        entries = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return entries if isinstance(entries, list) else []
+
+
+_journals = OrderedDict()  # (season pk, version) -> the journal read with it
+_journals_lock = threading.Lock()
+
+
+def journal(season):
+    """[(version, changes), ...] of the season's latest versions as read with it, the oldest first;
+    empty when they do not end at its current version."""
+    name = (season.pk, season.board_version)
+    with _journals_lock:
+        if name in _journals:
+            return _journals[name]
+    entries = [(version, changes) for version, changes in _parsed(season.board_changes)]
+    if not entries or entries[-1][0] != season.board_version:
+        entries = []
+    with _journals_lock:
+        _journals[name] = entries
+        while len(_journals) > 64:
+            _journals.popitem(last=False)
+    return entries
 
 
 def seasons_showing(contestant_id):
@@ -29,8 +136,14 @@ def _contestant_changed(sender, instance, created=False, **kwargs):
         bump(*seasons_showing(instance.pk))
 
 
-def _standing_saved(sender, instance, **kwargs):
-    bump(instance.season_id)
+def _standing_saved(sender, instance, created=False, **kwargs):
+    moved = getattr(instance, "board_move", None)  # (old key, new key), set by the standings service
+    if sender is GpuStanding:  # its GPU type's board alone
+        bump(instance.season_id, changes={gpu_board(instance.gpu_type_id): None})
+    elif moved is not None and not created:  # the rows between its old place and its new one
+        bump(instance.season_id, changes={LIVE: [span(*moved)]})
+    else:  # a new row moves every row after it, and the count every page shows
+        bump(instance.season_id)
 
 
 def _gpu_type_changed(sender, instance, **kwargs):

@@ -104,7 +104,7 @@ def review_one(season, standing_id, accepted_count):
     from submissions.services.standings import store
 
     with transaction.atomic():
-        board_versions.bump(season.pk)
+        board_versions.bump(season.pk, changes={})  # the season's lock first, as refresh_for takes it
         standing = Standing.objects.select_for_update().get(pk=standing_id)
         store(season, standing, {"accepted_count": accepted_count})
 

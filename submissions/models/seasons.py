@@ -1,4 +1,5 @@
 """Seasons: their rules, GPU types and the board version every cached board is keyed by."""
+import json
 import secrets
 
 from django.db import models
@@ -66,6 +67,9 @@ class Season(models.Model):
     # Replaced by a fresh random token in the transaction of every change to what the season's boards
     # show (submissions/board_versions.py); the public pages' cached renderings are keyed on it.
     board_version = models.CharField(max_length=16, default=new_board_version, editable=False)
+    # What each of the latest versions changed (board_versions.journal), as JSON text: a page whose rows
+    # no change touched is still the page of the new version.
+    board_changes = models.TextField(default="", editable=False)
 
     class Meta:
         ordering = ["-starts_at"]
@@ -76,8 +80,9 @@ class Season(models.Model):
     def save(self, *args, **kwargs):
         # Its name and ranking rule are on its boards: any edit gives them a new version.
         self.board_version = new_board_version()
+        self.board_changes = json.dumps([[self.board_version, None]])  # anything may have changed
         if kwargs.get("update_fields") is not None:
-            kwargs["update_fields"] = {*kwargs["update_fields"], "board_version"}
+            kwargs["update_fields"] = {*kwargs["update_fields"], "board_version", "board_changes"}
         super().save(*args, **kwargs)
 
     def clean(self):

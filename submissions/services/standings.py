@@ -101,7 +101,8 @@ def _audited(values):
 @transaction.atomic
 def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
     """Recompute one contestant's row and its place in the season's order; a change is audited."""
-    board_versions.bump(season.pk)  # first: the season's row lock orders this season's writers
+    # first: the season's row lock orders this season's writers; nothing has changed yet
+    board_versions.bump(season.pk, changes={})
     values = compute_row(season, contestant)
     standing, _ = Standing.objects.select_for_update().get_or_create(season=season, contestant=contestant)
     changed = {k: v for k, v in values.items() if getattr(standing, k) != v}
@@ -123,10 +124,16 @@ def _current_rule(season):
 def store(season, standing, values):
     """Writes `values` to the standing (locked by the caller, in the season's lock) with its board key:
     one row, wherever the contestant moves (board_ranks reads the ranks)."""
+    before = board_ranks.key_of(standing)
     for key, value in values.items():
         setattr(standing, key, value)
     standing.board_key = _current_rule(season).board_key(standing)
-    standing.save()
+    # the rows between its old place and its new one are all that changed (board_versions' journal)
+    standing.board_move = (before, standing.board_key)
+    try:
+        standing.save()
+    finally:
+        del standing.board_move
 
 
 @transaction.atomic  # the new board version is published with the new keys, never before them
