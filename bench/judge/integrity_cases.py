@@ -78,6 +78,12 @@ def _batched_physical(judgings: list[dict]) -> tuple[bool, str]:
     return batched >= 0.5 * floor, f"batched {batched:.4g} ms vs kernel {floor:.4g} ms"
 
 
+def _still_being_written(judgings: list[dict]) -> tuple[bool, str]:
+    """The wrong answer's reason says the output was still being written when the call returned."""
+    reason = judgings[-1].get("reason") or ""
+    return "still being written after the call returned" in reason, reason[:160]
+
+
 def _phase_named(judgings: list[dict]) -> tuple[bool, str]:
     """The memory-limit message names the phase it happened in."""
     result = judgings[-1]
@@ -123,10 +129,11 @@ CASES = [
     Case("adv-timer-wrap", "4: timing function wrapped",
          Outcome("passed + timing_unconfirmed", ("passed",), flags=("timing_unconfirmed",)),
          cpu=Outcome("passed (no profiler on CPU: no bound)", ("passed",))),
-    # a wrong answer ends these too: the side stream's reads and the caller's race
+    # its output is still being written when the call returns: read unfinished on every judging
+    # (profiler_agent/trials/side_streams.py)
     Case("adv-side-stream", "5: side stream never joins",
-         Outcome("unsynchronized_work or timing_unconfirmed (or failed)", ("passed", "wrong_answer"),
-                 any_flag=("unsynchronized_work", "timing_unconfirmed"))),
+         Outcome("wrong_answer: output still being written", ("wrong_answer",), check=_still_being_written)),
+    # a wrong answer ends this one too: the side stream's reads and the caller's race
     Case("adv-side-stream-nowait", "5: side stream starts early, joins",
          Outcome("flagged, or reported >= ncu record (or failed)", ("passed", "wrong_answer"),
                  check=_reported_at_least_record, or_flags=("unsynchronized_work", "timing_unconfirmed"))),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from profiler_agent.judge.verdicts import is_memory_error, memory_limit_message
 from profiler_agent.sandbox.process import SandboxRun
+from profiler_agent.trials import side_streams
 from profiler_agent.util.sizes import format_size
 
 MAX_REASON_CHARS = 300
@@ -140,6 +141,15 @@ def name_first_failure(verdict_correctness: dict, preliminary) -> None:
     seen = preliminary.get("reason") if isinstance(preliminary, dict) else None
     if "no output" in reason and isinstance(seen, str) and seen:
         verdict_correctness["reason"] = f"{reason}; the judged process had stopped at {one_line(seen)}"
+
+
+def name_unjoined_stream(verdict_correctness: dict, preliminary) -> None:
+    """A wrong answer whose output the judged process saw still being written after the call returned
+    (profiler_agent.trials.side_streams): the verifier's verdict stands, and the reason says why."""
+    seen = preliminary.get("reason") if isinstance(preliminary, dict) and preliminary.get("passed") is False else None
+    if (verdict_correctness.get("passed") is False and isinstance(seen, str) and side_streams.UNJOINED in seen
+            and side_streams.UNJOINED not in (verdict_correctness.get("reason") or "")):
+        verdict_correctness["reason"] = f"{one_line(seen)}; the verifier: {verdict_correctness.get('reason')}"
 
 
 def timed_call_failure_stands(verdict_correctness: dict, preliminary) -> None:

@@ -166,6 +166,7 @@ def verify_outputs(verifier: trusted_process.TrustedAhead, bundle: Bundle, sourc
                                       f"without a verdict:\n{run.stderr[-4000:]}"}
         return "internal_error"
     failure_reasons.name_first_failure(verdict["correctness"], report.get("correctness"))
+    failure_reasons.name_unjoined_stream(verdict["correctness"], report.get("correctness"))
     failure_reasons.timed_call_failure_stands(verdict["correctness"], report.get("correctness"))
     report["correctness"] = verdict["correctness"]
     report["inputs"] = verdict.get("inputs")  # the verifier's: drawn outside the judged process

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from profiler_agent.trials import call_plan, output_exchange
+from profiler_agent.trials import call_plan, output_exchange, side_streams
 from profiler_agent.checkers import compare_outputs
 from profiler_agent.trials.call_plan import Call
 from profiler_agent.util import tensors
@@ -112,7 +112,7 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
     drawn = call_inputs(get_inputs, seed, device, plan, first)
     del first
     for call in plan:
-        expected = actual = None  # free the last call's copies before the next call allocates
+        expected = actual = returned = None  # free the last call's copies before the next call allocates
         if call.repeat:  # drawn now, not before: the trial it is written into had to see its own values
             values = make_inputs(get_inputs, seed + 1 + call.trial, device)
             reference_buffers, candidate_buffers = drawn[call.into]
@@ -126,12 +126,17 @@ def check_correctness(reference, candidate, get_inputs, device, settings: dict, 
             synchronize(device)
         poison_freed_memory(device, tensors.tensor_bytes([expected]))
         with submission_code(f"candidate ({call.label})"), torch.no_grad():
-            actual = tensors.detached_copies(candidate(*candidate_inputs))
+            side_streams.hold_other_streams(device)  # work left on another stream lands late, every time
+            returned = candidate(*candidate_inputs)
+            actual = tensors.detached_copies(returned)  # on the caller's stream, as its next reader would
             synchronize(device)
         output_exchange.save_output(outputs_dir, call.trial, actual, again=call.repeat)
         outcome = compare_outputs.compare_outputs(expected, actual, settings.get("atol"), settings.get("rtol"),
                                           getattr(reference, "output_names", None),
                                           getattr(reference, "scaled_outputs", frozenset()))
+        if not outcome.passed and device.type == "cuda" and side_streams.still_written(actual, returned):
+            outcome.reason = f"{side_streams.UNJOINED} ({outcome.reason})"
+        returned = None
         if not record_comparison(result, call, outcome):
             print(f"[profiler_agent] wrong answer: {result['reason']}", file=sys.stderr)
             return False

@@ -55,11 +55,13 @@ def test_a_wrong_answer_needs_its_reason():
     assert judge_outcome(outcome, [_passed()]) == (False, ["status passed"])
 
 
-def test_side_stream_needs_a_flag_when_it_passes_but_not_when_it_failed():
+def test_an_unjoined_side_stream_must_be_a_wrong_answer_that_says_why():
     outcome = CASE["adv-side-stream"].expected
     assert not judge_outcome(outcome, [_passed()])[0]
-    assert judge_outcome(outcome, [_passed(["unsynchronized_work"])])[0]
-    assert judge_outcome(outcome, [{"status": "wrong_answer", "flags": [], "reason": "trial 0: ..."}])[0]
+    assert not judge_outcome(outcome, [_passed(["unsynchronized_work"])])[0]
+    assert not judge_outcome(outcome, [{"status": "wrong_answer", "flags": [], "reason": "trial 0: output 0: NaN"}])[0]
+    assert judge_outcome(outcome, [{"status": "wrong_answer", "flags": [], "reason": (
+        "trial 0: its output was still being written after the call returned: work on a stream ...")}])[0]
 
 
 def test_early_side_stream_is_right_flagged_or_reported_at_least_its_record():

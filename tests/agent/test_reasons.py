@@ -7,7 +7,7 @@ import signal
 
 from profiler_agent.judge.judging import unjudged_result
 from profiler_agent.judge.failure_reasons import (
-    MAX_REASON_CHARS, Limits, explain, name_first_failure, one_line, verifier_note,
+    MAX_REASON_CHARS, Limits, explain, name_first_failure, name_unjoined_stream, one_line, verifier_note,
 )
 from profiler_agent.sandbox.process import SandboxRun
 from profiler_agent.protocol.result_schema import validate_result
@@ -78,6 +78,28 @@ def test_a_missing_output_names_where_the_judged_process_had_stopped():
     assert untouched["reason"] == "trial 1: output 0: 3 elements differ"
     note = verifier_note({"notes": ["only 1 of 3 trials fit"], "correctness": verdict})
     assert note.startswith("[profiler_agent] verifier: only 1 of 3 trials fit\n[profiler_agent] verifier: wrong answer: trial 1")
+
+
+def test_an_output_still_being_written_is_named_beside_the_verifiers_wrong_answer():
+    """The judged process saw the output change after the call returned (side_streams.still_written,
+    judged for real on a GPU in test_timing_gpu.py); its word only explains a wrong answer the
+    verifier found, never makes one."""
+    import torch
+
+    from profiler_agent.trials import side_streams
+
+    copied = torch.tensor([1.0, float("nan")])
+    assert side_streams.still_written(copied, torch.tensor([1.0, 2.0]))
+    assert not side_streams.still_written(copied, copied.clone())  # NaN where it was NaN: settled
+    seen = {"passed": False, "reason": f"trial 1: {side_streams.UNJOINED} (output 0: NaN/inf)"}
+    verdict = {"passed": False, "reason": "trial 1: output 0: NaN/inf"}
+    name_unjoined_stream(verdict, seen)
+    assert verdict["reason"].startswith(f"trial 1: {side_streams.UNJOINED}")
+    assert verdict["reason"].endswith("; the verifier: trial 1: output 0: NaN/inf")
+    passed = {"passed": True, "reason": None}
+    name_unjoined_stream(passed, seen)
+    assert passed == {"passed": True, "reason": None}
+    side_streams.hold_other_streams(torch.device("cpu"))  # nothing to hold off CUDA
 
 
 def test_a_reason_is_one_line_and_capped():

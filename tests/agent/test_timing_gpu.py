@@ -61,6 +61,7 @@ class ModelNew(torch.nn.Module):
         side = torch.cuda.Stream()  # waits for nothing: its work can run during the L2 flush
         with torch.cuda.stream(side):
             y = torch.relu(x)
+        torch.cuda.current_stream().wait_stream(side)  # joined: the output is whole when read
         return y
 '''
 
@@ -91,3 +92,30 @@ def test_work_on_a_side_stream_that_waits_for_nothing_is_timed_at_its_cost(make_
     # the same ReLU, never counted faster than the honest one; timed with a device-wide synchronize,
     # whose own latency a call of a few microseconds pays several times over (5.1x on the H100)
     assert 0.7 < ratio < 10.0
+
+
+UNJOINED = '''
+import torch
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            y = torch.relu(x)
+        return y  # never joined: the caller's stream may read it before it is written
+'''
+
+JOINED = UNJOINED.replace("        return y  # never joined", "        torch.cuda.current_stream().wait_stream(side)\n        return y  # joined")
+
+
+def test_an_output_left_on_a_side_stream_is_a_wrong_answer_on_every_judging(make_bundle, build_cache, tmp_path):
+    from profiler_agent.trials import side_streams
+
+    unjoined = make_bundle(UNJOINED, name="unjoined")
+    verdicts = [_judge_cuda(unjoined, build_cache, tmp_path, f"unjoined-{i}") for i in range(3)]
+    for verdict in verdicts:
+        assert verdict["status"] == "wrong_answer", verdict["reason"]
+        assert side_streams.UNJOINED in verdict["reason"], verdict["reason"]
+    joined = _judge_cuda(make_bundle(JOINED, name="joined"), build_cache, tmp_path, "joined")
+    assert joined["status"] == "passed", joined["reason"]
