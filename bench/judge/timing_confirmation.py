@@ -29,6 +29,10 @@ def _forged(*args, **kwargs):
     return timings
 _t.time_interleaved = _forged"""
 INFLATE_REFERENCE = DIVIDE_CANDIDATE.replace('"candidate"', '"reference"').replace("v / 3", "v * 3")
+# a candidate whose profiled process crashes (seen: CUBLAS_STATUS_NOT_INITIALIZED in a CUDA-graph capture
+# under the profiler): ncu injects itself through the environment
+CRASH_UNDER_NCU = """import os
+UNDER_NCU = any(name.startswith(("CUDA_INJECTION64", "NV_NSIGHT", "NV_COMPUTE_PROFILER")) for name in os.environ)"""
 LAZY_UNDER_NCU = """import os
 def _under_ncu():
     return b"ncu" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()"""
@@ -47,6 +51,11 @@ ROWS = [
      plain(LAZY_UNDER_NCU, "return torch.zeros_like(x) if _under_ncu() else torch.relu(x)"), None,
      # the profiled process is a fork of the agent's zygote: its parent's command line names no ncu
      "wrong_answer + timing_unconfirmed, or passed, confirmed (it cannot tell it is profiled)"),
+    ("crashes under the profiler", RELU_REFERENCE.format(n=1 << 24),
+     plain(CRASH_UNDER_NCU, "if UNDER_NCU:\n"
+           "            raise RuntimeError('CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)')\n"
+           "        return torch.relu(x)"), None,
+     "passed + timing_unconfirmed, no_custom_kernel and the judged process's kernels kept, the reason whole"),
 ]
 
 
@@ -70,6 +79,7 @@ def main() -> None:
         c = result["timing"]["confirmation"] or {}
         rows.append({"name": name, "expected": expected, "status": result["status"], "flags": result["flags"],
                      "confirmation": c, "wall_s": result["_bench_wall_s"],
+                     "kernels": bool((result.get("kernels") or {}).get("candidate")),
                      "stderr_tail": result["logs"]["stderr"][-800:]})
         print(f"| {name} | {expected} | {result['status']} | {', '.join(result['flags']) or '-'} "
               f"| {_fmt(c.get('reported_ms'))} | {_fmt(c.get('kernel_ms'))} | {_fmt(c.get('ratio'), '.3f')} "

@@ -105,6 +105,17 @@ ATEN_RELU = '''
 '''
 # Does less under a profiler: the parent of the profiled process is ncu (the stand-in's script is
 # named so too). Outside ncu it is an honest ReLU, so it passes the judgement.
+# Crashes under a profiler (seen on an H100: CUBLAS_STATUS_NOT_INITIALIZED inside a CUDA-graph capture).
+CRASH_UNDER_NCU = '''
+    import os, torch
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+                if b"ncu" in f.read():
+                    raise RuntimeError("CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)")
+            return torch.relu(x)
+'''
 LAZY_UNDER_NCU = '''
     import os, torch
 
@@ -169,6 +180,25 @@ def test_a_candidate_that_does_less_under_the_profiler_fails(make_bundle, stand_
     assert "timing_unconfirmed" in result["flags"]
     assert result["timing"]["candidate"]["median_ms"] is None and result["timing"]["speedup"] is None
     assert "wrong answer under the profiler" in result["logs"]["stderr"]
+
+
+def test_a_crashed_profiled_process_keeps_what_the_judged_process_found(make_bundle, stand_in_ncu, tmp_path,
+                                                                      shared_build_cache):
+    """No record, no census from outside: the judged process's `no_custom_kernel` and kernels stay, the
+    time is unconfirmed, and the reason ends with the candidate's own error, whole."""
+    stand_in_ncu()
+    result = _judged(1.0, 1.0, flags=["no_custom_kernel"])
+    judged_census = {"seen": "cuda_kernels", "candidate": [ATEN_KERNEL], "reference": [ATEN_KERNEL], "custom": []}
+    result["kernels"] = dict(judged_census)
+    outcome = _confirm(make_bundle(CRASH_UNDER_NCU), result, tmp_path, shared_build_cache)
+    assert outcome.census is None and outcome.confirmation["confirmed"] is None
+    timing_confirmation.apply_outcome(result, outcome)
+    result_schema.validate_result(result)
+    assert result["status"] == "passed"
+    assert {"no_custom_kernel", "timing_unconfirmed"} <= set(result["flags"])
+    assert result["kernels"] == judged_census
+    reason = result["timing"]["confirmation"]["reason"]
+    assert reason.endswith("RuntimeError: CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)"), reason
 
 
 def test_a_profiler_timeout_flags_the_run_and_leaves_nothing_running(make_bundle, stand_in_ncu, tmp_path,
