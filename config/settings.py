@@ -150,7 +150,11 @@ CACHES = {
 RQ_SERIALIZER = "rq.serializers.JSONSerializer"
 RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "SERIALIZER": RQ_SERIALIZER}}
 # Queue names are "gpu.<type>"; a prefix lets tests and staging share one Redis safely.
+# scripts/platform.sh gives each database its own prefix, site queue and agent user names, so two
+# platforms on one Redis never take each other's jobs or rewrite each other's agents' users.
 GPU_QUEUE_PREFIX = os.environ.get("GPU_QUEUE_PREFIX", "gpu.")
+# The agents' Redis ACL users are named this + the agent's name (submissions/services/agent_redis.py).
+AGENT_REDIS_USER_PREFIX = os.environ.get("AGENT_REDIS_USER_PREFIX", "gpucf-agent-")
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]

@@ -75,6 +75,20 @@ ensure_redis() {
   log "Redis did not start; see var/redis.log"; return 1
 }
 
+# This platform's names on a Redis that other platforms may share: one namespace per database
+# (DATABASE_URL, else the default SQLite file), so two platforms started on one machine with different
+# PORTs and databases never take each other's jobs nor rewrite each other's agents' Redis users; the
+# same database gets the same names again. GPU_QUEUE_PREFIX, SITE_QUEUE_NAME and
+# AGENT_REDIS_USER_PREFIX set by hand win.
+platform_namespace() {
+  local database namespace
+  database="${DATABASE_URL:-sqlite:///$ROOT/var/db.sqlite3}"
+  namespace="p$(printf '%s' "$database" | sha256sum | cut -c1-8)"
+  export GPU_QUEUE_PREFIX="${GPU_QUEUE_PREFIX:-$namespace.gpu.}"
+  export SITE_QUEUE_NAME="${SITE_QUEUE_NAME:-$namespace.site}"
+  export AGENT_REDIS_USER_PREFIX="${AGENT_REDIS_USER_PREFIX:-gpucf-$namespace-agent-}"
+}
+
 # Agents first: each gets one TERM, which RQ takes as "finish the job you judge, then stop", and up to
 # AGENT_PATIENCE_S to do so, while the site they report to still runs (it is started in a session of
 # its own, so Ctrl-C does not reach it, nor the agents: a second signal would be RQ's "stop now").

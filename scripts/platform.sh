@@ -16,6 +16,10 @@ export REDIS_URL
 PORT="${PORT:-8000}"
 export SITE_URL="${SITE_URL:-http://127.0.0.1:$PORT}"
 export ALLOWED_HOSTS="${ALLOWED_HOSTS:-localhost,127.0.0.1,[::1]}"
+platform_namespace
+log "this platform's queues on $REDIS_URL: ${GPU_QUEUE_PREFIX}<GPU type> and $SITE_QUEUE_NAME, its agents' Redis users"
+log "${AGENT_REDIS_USER_PREFIX}<agent> (named after its database: another database gets others; GPU_QUEUE_PREFIX,"
+log "SITE_QUEUE_NAME and AGENT_REDIS_USER_PREFIX choose them)"
 
 log "migrating the database"
 "$PY" manage.py migrate --noinput -v0
@@ -42,7 +46,7 @@ STARTED_PIDS+=($!)
 # The site's own queue lives in SITE_REDIS_URL (default: database 1 of REDIS_URL's server), where the
 # agents' Redis user cannot go; jobs there are JSON, never pickles.
 log "starting the site's own worker (pull-request intake, PR comments and their retries)"
-"$PY" manage.py rqworker "${SITE_QUEUE_NAME:-site}" --with-scheduler --serializer rq.serializers.JSONSerializer &
+"$PY" manage.py rqworker "$SITE_QUEUE_NAME" --with-scheduler --serializer rq.serializers.JSONSerializer &
 STARTED_PIDS+=($!)
 # Lost runs (a crashed agent, a job Redis lost) go back to the queue within a minute even when no
 # agent calls in: agents' heartbeats sweep too, at most once per SWEEP_INTERVAL_SECONDS site-wide.
@@ -51,7 +55,7 @@ log "starting the sweeper of lost runs"
 STARTED_PIDS+=($!)
 
 # The local agents get what a volunteer's GPU host would: a token for the GPU types the site grants
-# them, and a Redis ACL user that reaches the gpu.* queues only.
+# them, and a Redis ACL user that reaches this platform's GPU queues only.
 agent_types=(--gpu-type cpu)
 [ -n "$gpu_slug" ] && agent_types+=(--gpu-type "$gpu_slug:$gpu_name")
 # The local platform has this one host: the organizer's own, trusted (no second judging: docs/architecture.md).
@@ -61,18 +65,18 @@ acl_status=0
 acl_url="$("$PY" manage.py agent_redis_user local --quiet)" || acl_status=$?
 if [ "$acl_status" -eq 0 ]; then
   agent_redis_url="$acl_url"
-  log "the local agents use their own Redis ACL user (gpucf-agent-local)"
+  log "the local agents use their own Redis ACL user (${AGENT_REDIS_USER_PREFIX}local)"
 elif [ "$acl_status" -eq 3 ]; then
   log "this Redis has no ACL selectors (older than 7): the local agents get REDIS_URL itself"
 else
   log "could not make the agents' Redis user (see above)"; exit 1
 fi
-log "starting a local profiler agent on queue gpu.cpu"
-REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue gpu.cpu --device cpu --name local-cpu &
+log "starting a local profiler agent on queue ${GPU_QUEUE_PREFIX}cpu"
+REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "${GPU_QUEUE_PREFIX}cpu" --device cpu --name local-cpu &
 STARTED_PIDS+=($!) AGENT_PIDS+=($!)
 if [ -n "$gpu_slug" ]; then
-  log "starting a profiler agent for the local GPU on queue gpu.$gpu_slug"
-  REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "gpu.$gpu_slug" --device cuda --name "local-$gpu_slug" &
+  log "starting a profiler agent for the local GPU on queue ${GPU_QUEUE_PREFIX}$gpu_slug"
+  REDIS_URL="$agent_redis_url" setsid "$PY" -m profiler_agent work --site "$SITE_URL" --token "$token" --queue "${GPU_QUEUE_PREFIX}$gpu_slug" --device cuda --name "local-$gpu_slug" &
   STARTED_PIDS+=($!) AGENT_PIDS+=($!)
 fi
 

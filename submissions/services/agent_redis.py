@@ -34,7 +34,6 @@ from django.conf import settings
 
 log = logging.getLogger(__name__)
 
-USER_PREFIX = "gpucf-agent-"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 QUEUE_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 SLUG_PATTERN = re.compile(r"^[A-Za-z0-9-]+$")
@@ -69,7 +68,11 @@ class AclUnsupported(AgentRedisError):
 def username_for(agent_name):
     if not NAME_PATTERN.match(agent_name):
         raise AgentRedisError(f"agent name {agent_name!r} cannot name a Redis user: use letters, digits, '.', '_', '-'")
-    return USER_PREFIX + agent_name
+    prefix = settings.AGENT_REDIS_USER_PREFIX
+    if not NAME_PATTERN.match(prefix):
+        raise AgentRedisError(f"AGENT_REDIS_USER_PREFIX {prefix!r} cannot start a Redis user's name: use letters, "
+                              "digits, '.', '_', '-'")
+    return prefix + agent_name
 
 
 def claim_list(agent_name):

@@ -82,3 +82,39 @@ def test_agents_redis_users_are_refused_while_redis_url_names_another_database(n
     settings.REDIS_URL = f"{server}/0"
     assert agents_queues_in_database_zero() == []
     assert run("agent_redis_user", name, "--quiet").strip().endswith("/0")
+
+
+def test_two_platforms_on_one_redis_keep_their_agents_users_apart(name, settings):
+    """Two sites on one Redis (scripts/platform.sh names each after its database), each with an agent of
+    the same name: neither's user replaces the other's, and neither's restore rewrites the other's."""
+    settings.AGENT_REDIS_USER_PREFIX, settings.GPU_QUEUE_PREFIX = "gpucf-pfirst-agent-", "pfirst.gpu."
+    first_url = run("create_agent", name, "--gpu-type", "cpu").split("Redis URL for the agent host: ")[1].split()[0]
+    assert first_url.startswith(f"redis://gpucf-pfirst-agent-{name}:")
+    Agent.objects.filter(name=name).delete()  # the second platform's database knows nothing of the first's
+    settings.AGENT_REDIS_USER_PREFIX, settings.GPU_QUEUE_PREFIX = "gpucf-psecond-agent-", "psecond.gpu."
+    try:
+        second_url = run("create_agent", name, "--gpu-type", "cpu").split("Redis URL for the agent host: ")[1].split()[0]
+        assert second_url.startswith(f"redis://gpucf-psecond-agent-{name}:")
+        agent_redis.restore_missing()
+        for url in (first_url, second_url):
+            assert redis.Redis.from_url(url).ping()
+        # what the second platform's agent may do: move a job from its own platform's queue, never the first's
+        admin = redis.Redis.from_url(settings.REDIS_URL)
+        user = f"gpucf-psecond-agent-{name}"
+        assert admin.execute_command("ACL", "DRYRUN", user, "LMOVE", "rq:queue:psecond.gpu.cpu",
+                                     f"rq:claimed:psecond.gpu.{user}", "LEFT", "RIGHT") == b"OK"
+        assert admin.execute_command("ACL", "DRYRUN", user, "LMOVE", "rq:queue:pfirst.gpu.cpu",
+                                     f"rq:claimed:psecond.gpu.{user}", "LEFT", "RIGHT") != b"OK"
+    finally:
+        agent_redis.delete(name)
+        settings.AGENT_REDIS_USER_PREFIX = "gpucf-pfirst-agent-"
+        agent_redis.delete(name)
+
+
+def test_a_user_prefix_that_cannot_start_a_redis_user_is_refused_clearly(name, settings):
+    kept, settings.AGENT_REDIS_USER_PREFIX = settings.AGENT_REDIS_USER_PREFIX, "bad prefix "
+    try:
+        with pytest.raises(agent_redis.AgentRedisError, match="AGENT_REDIS_USER_PREFIX"):
+            agent_redis.username_for(name)
+    finally:
+        settings.AGENT_REDIS_USER_PREFIX = kept

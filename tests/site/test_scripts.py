@@ -96,3 +96,28 @@ def test_ctrl_c_again_stops_an_agent_at_once(tmp_path):
     seconds, site, agent_pid, signals, _ = run_stop(tmp_path, agent, patience_s=30, interrupt_again=True)
     assert signals == "2\n"
     assert not alive(site) and not alive(agent_pid) and seconds < 10
+
+
+def _namespace(env):
+    script = f"""
+set -euo pipefail
+source {ROOT}/scripts/lib.sh
+platform_namespace
+echo "$GPU_QUEUE_PREFIX $SITE_QUEUE_NAME $AGENT_REDIS_USER_PREFIX"
+"""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("DATABASE_URL", "GPU_QUEUE_PREFIX", "SITE_QUEUE_NAME", "AGENT_REDIS_USER_PREFIX")}
+    return subprocess.run(["bash", "-c", script], env={**clean, **env}, capture_output=True, text=True,
+                          check=True, timeout=30).stdout.split()
+
+
+def test_each_database_gets_its_own_queues_and_agent_users_and_the_same_one_the_same():
+    default = _namespace({})
+    other = _namespace({"DATABASE_URL": "sqlite:////tmp/another-platform.sqlite3"})
+    assert default == _namespace({})
+    assert all(a != b for a, b in zip(default, other))
+    queue_prefix, site_queue, user_prefix = other
+    namespace = queue_prefix.removesuffix(".gpu.")
+    assert site_queue == f"{namespace}.site" and user_prefix == f"gpucf-{namespace}-agent-"
+    assert _namespace({"GPU_QUEUE_PREFIX": "mine.gpu.", "SITE_QUEUE_NAME": "mine.site",
+                       "AGENT_REDIS_USER_PREFIX": "mine-"}) == ["mine.gpu.", "mine.site", "mine-"]
