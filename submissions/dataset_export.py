@@ -30,10 +30,10 @@ from django.utils import translation
 from submissions import input_specs, selectors
 from submissions.agent_protocol import CANDIDATE_NAMES, LLM_VARIANT_NAME, REFERENCE_NAMES
 from submissions.bundles import SAFE_PATH
-from submissions.models import AuditEntry
+from submissions.models import AuditEntry, Verdict
 from submissions.rules import ranked_runs, rubrics, weights
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # keys added keep the number (docs/dataset.md); a key changed or removed bumps it
 MANIFEST = "manifest.jsonl"
 INFO = "dataset.json"
 CARD = "README.md"
@@ -53,6 +53,8 @@ class Dataset:
     files: dict  # path relative to root -> bytes, sorted by path
     sample_count: int
     as_of: object  # datetime or None (no samples)
+    left_out: tuple = ()  # (sample id, why) of the accepted samples whose runs did not pass, not included
+    included: tuple = ()  # the sample ids among those an organizer included by hand
 
     @property
     def manifest_sha256(self):
@@ -127,7 +129,21 @@ def _inputs(files, counted_runs):
     return (static, "source") if static is not None else (None, None)
 
 
-def _sample(season, rule, submission, review):
+def verdicts(submission):
+    """Each GPU type's current run (selectors.latest_runs): its verdict (None while it is judged) and flags."""
+    return [{"gpu_type": run.gpu_type.slug, "verdict": run.verdict or None, "flags": sorted(run.flags or [])}
+            for run in selectors.latest_runs(submission)]
+
+
+def not_passed(judged):
+    """Why a sample's runs did not pass ('' when they did): its current runs that ended with another
+    verdict than passed. A cancelled run, or one still judged, says nothing against it (a season benched
+    offline cancels its runs: its samples were measured elsewhere)."""
+    return ", ".join(f"{v['gpu_type']}: {v['verdict']}" for v in judged
+                     if v["verdict"] not in (None, Verdict.PASSED, Verdict.CANCELLED))
+
+
+def _sample(season, rule, submission, review, judged, included):
     """(manifest record, {path: bytes} of its folder, the times it reflects)."""
     issue, author = submission.issue, submission.contestant
     folder = f"{SAMPLES}/{issue.code}"
@@ -172,7 +188,14 @@ def _sample(season, rule, submission, review):
             "base_score": float(review.base_score),
             "bonus": float(review.bonus),
             "points": [{"item": key, "points": float(points)} for key, points in sorted(review.rubric.items())],
+            # accepted although the runs' findings would not have it (the organizer's reason), and points
+            # that differ from what the runs suggested
+            "accepted_by_override": bool(review.acceptance_override.strip()),
+            "acceptance_override": review.acceptance_override.strip() or None,
+            "points_override": review.override_reason.strip() or None,
         },
+        "verdicts": judged,
+        "included_by_organizer": included,
         "weight": weight.value,
         "weight_source": weight.source,
         "measurements": measurements,
@@ -239,16 +262,32 @@ def _card(info):
     return "\n".join(lines).encode("utf-8")
 
 
-def build(season):
-    """The season's dataset as it is now (the same state, the same bytes)."""
+def build(season, include=()):
+    """The season's dataset as it is now (the same state, the same bytes). An accepted sample whose runs
+    did not pass (`not_passed`) is left out unless its id is in `include`; an id there that names no
+    such sample is refused."""
+    include = {code.strip().upper() for code in include if code.strip()}
     with translation.override("en"):
         rule = weights.rule_of(season)
-        records, files, times = [], {}, []
+        records, files, times, left_out, included = [], {}, [], [], []
         for submission, review in selectors.accepted_samples(season):
-            record, sample_files, sample_times = _sample(season, rule, submission, review)
+            judged = verdicts(submission)
+            why = not_passed(judged)
+            code = submission.issue.code
+            if why and code not in include:
+                left_out.append((code, why))
+                continue
+            if why:
+                included.append(code)
+            record, sample_files, sample_times = _sample(season, rule, submission, review, judged, bool(why))
             records.append(record)
             files.update(sample_files)
             times += sample_times
+        unknown = sorted(include - set(included))
+        if unknown:
+            raise DatasetExportError(
+                f"{', '.join(unknown)}: not an accepted sample of {season.code} whose runs did not pass; only those "
+                "are left out unless included")
         records.sort(key=lambda r: r["id"])
         changed = _weight_changed_at(season)
         as_of = max(times + ([changed] if changed and times else []), default=None)
@@ -258,7 +297,7 @@ def build(season):
         files[CARD] = _card(info)
         files[CHECKSUMS] = "".join(f"{hashlib.sha256(files[p]).hexdigest()}  {p}\n" for p in sorted(files)).encode()
     return Dataset(root=dataset_name(season), files=dict(sorted(files.items())), sample_count=len(records),
-                   as_of=as_of)
+                   as_of=as_of, left_out=tuple(left_out), included=tuple(sorted(included)))
 
 
 def archive(dataset):

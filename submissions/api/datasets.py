@@ -3,7 +3,7 @@
 Authenticated with a personal API token like the contestant side; only an organizer's token is
 served, every other one gets 403.
 """
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 from django.http import FileResponse, HttpResponse
 from django.utils.translation import gettext as _
@@ -47,6 +47,11 @@ def _export(season, number):
     return export
 
 
+class LeftOutOut(Schema):
+    sample: str
+    why: str
+
+
 class DatasetExportOut(Schema):
     season: str
     number: int
@@ -61,6 +66,8 @@ class DatasetExportOut(Schema):
     same_content_as: Optional[int]
     archive_url: str
     manifest_url: str
+    left_out: List[LeftOutOut] = Field(description="accepted samples whose runs did not pass, left out, and why")
+    included: List[str] = Field(description="samples whose runs did not pass that the organizer included")
 
     @staticmethod
     def of(request, export):
@@ -73,11 +80,15 @@ class DatasetExportOut(Schema):
             manifest_sha256=export.manifest_sha256, archive_sha256=export.archive_sha256,
             archive_bytes=export.archive_bytes, same_content_as=same.number if same else None,
             archive_url=request.build_absolute_uri(f"{base}/archive"),
-            manifest_url=request.build_absolute_uri(f"{base}/manifest"))
+            manifest_url=request.build_absolute_uri(f"{base}/manifest"),
+            left_out=[LeftOutOut(sample=str(e.get("sample", "")), why=str(e.get("why", ""))) for e in export.left_out],
+            included=[str(code) for code in export.included])
 
 
 class ExportIn(JsonObjectIn):
     reason: Text = Field("", max_length=2000)
+    include: List[Annotated[Text, Field(max_length=32)]] = Field([], max_length=1000, description=(
+        "issue codes of accepted samples whose runs did not pass, exported anyway (a reason is then required)"))
 
 
 @organizer_router.get("/seasons/{code}/datasets", response=answers({200: List[DatasetExportOut]}, 401, 403, 404),
@@ -93,11 +104,12 @@ def list_exports(request, code: str):
                        url_name="dataset_export_create")
 def create_export(request, code: str, payload: ExportIn):
     """Export the season's accepted samples as its next numbered dataset (kept; audited). The body is a
-    JSON object, `{}` or `{"reason": "..."}`."""
+    JSON object, `{}` or `{"reason": "...", "include": ["ICTXSZ"]}`: accepted samples whose runs did not
+    pass are left out (`left_out` says which and why) unless `include` names them."""
     _organizer(request)
     season = _season(code)
     try:
-        export = datasets.export_season(season, actor=request.auth.user, reason=payload.reason)
+        export = datasets.export_season(season, actor=request.auth.user, reason=payload.reason, include=payload.include)
     except dataset_export.DatasetExportError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, DatasetExportOut.of(request, export))

@@ -22,6 +22,9 @@ class DatasetExport(models.Model):
     archive_sha256 = models.CharField(max_length=64)
     archive_bytes = models.PositiveBigIntegerField()
     folder = models.CharField(max_length=255, help_text="Relative to DATASET_EXPORT_DIR")
+    # accepted samples whose runs did not pass: [{"sample", "why"}] left out, and the ids included by hand
+    left_out = models.JSONField(default=list, blank=True)
+    included = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["season", "-number"]

@@ -21,8 +21,10 @@ def _page(request, season, *, rule_name=None, settings_text=None, error="", stat
     for submission, review in selectors.accepted_samples(season):
         ranked = ranked_runs.by_gpu_type(submission.runs.all())
         slugs = {run.gpu_type_id: run.gpu_type.slug for run in submission.runs.all()}
+        judged = dataset_export.verdicts(submission)
         samples.append({"submission": submission, "issue": submission.issue, "review": review,
-                        "weight": rule.weight_for(submission.issue),
+                        "weight": rule.weight_for(submission.issue), "judged": judged,
+                        "left_out": dataset_export.not_passed(judged),
                         "ranked": sorted(((slugs[g], f) for g, f in ranked.items()), key=lambda item: item[0])})
     exports = list(season.dataset_exports.select_related("created_by"))
     for export in exports:
@@ -45,13 +47,19 @@ def dataset_page(request, code):
 @require_POST
 def export_dataset(request, code):
     season = get_object_or_404(Season, code=code)
+    include = request.POST.get("include", "").replace(",", " ").split()
     try:
-        export = datasets.export_season(season, actor=request.user, reason=request.POST.get("reason", ""))
+        export = datasets.export_season(season, actor=request.user, reason=request.POST.get("reason", ""),
+                                        include=include)
     except dataset_export.DatasetExportError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, _("Dataset export %(number)s of %(season)s: %(count)s samples.")
                          % {"number": export.number, "season": season.code, "count": export.sample_count})
+        if export.left_out:
+            messages.warning(request, _("Left out, their runs did not pass: %(samples)s. Name them under "
+                                        "\"include\" to export them anyway.")
+                             % {"samples": "; ".join(f"{e['sample']} ({e['why']})" for e in export.left_out)})
     return redirect("organizer_dataset", code=season.code)
 
 

@@ -58,12 +58,17 @@ def _write_export(target, dataset, packed):
 
 
 @transaction.atomic
-def export_season(season, *, actor=None, reason=""):
-    """Export the season's accepted samples as its next numbered dataset; returns the DatasetExport.
-    Raises dataset_export.DatasetExportError (nothing written, nothing numbered) when a sample cannot be
+def export_season(season, *, actor=None, reason="", include=()):
+    """Export the season's accepted samples as its next numbered dataset; returns the DatasetExport (its
+    `left_out` and `included`: dataset_export.build's samples whose runs did not pass, left out unless
+    `include` names them; including one needs a reason). Raises
+    dataset_export.DatasetExportError (nothing written, nothing numbered) when a sample cannot be
     exported. Audited as `dataset.exported`."""
     season = Season.objects.select_for_update().get(pk=season.pk)
-    dataset = dataset_export.build(season)
+    dataset = dataset_export.build(season, include)
+    if dataset.included and not reason.strip():
+        raise dataset_export.DatasetExportError(
+            f"including {', '.join(dataset.included)}, whose runs did not pass, needs a reason")
     packed = dataset_export.archive(dataset)
     number = (DatasetExport.objects.filter(season=season).aggregate(n=Max("number"))["n"] or 0) + 1
     folder = f"{dataset_export.safe_name(season)}/v{number}"
@@ -71,13 +76,14 @@ def export_season(season, *, actor=None, reason=""):
     export = DatasetExport.objects.create(
         season=season, number=number, created_by=actor, sample_count=dataset.sample_count, as_of=dataset.as_of,
         manifest_sha256=dataset.manifest_sha256, archive_sha256=hashlib.sha256(packed).hexdigest(),
-        archive_bytes=len(packed), folder=folder)
+        archive_bytes=len(packed), folder=folder,
+        left_out=[{"sample": code, "why": why} for code, why in dataset.left_out], included=list(dataset.included))
     same_as = (DatasetExport.objects.filter(season=season, archive_sha256=export.archive_sha256)
                .exclude(pk=export.pk).order_by("number").values_list("number", flat=True).first())
     audit.record("dataset.exported", season, actor=actor, reason=reason.strip(), after={
         "number": number, "sample_count": export.sample_count, "as_of": dataset_export.iso(dataset.as_of),
         "manifest_sha256": export.manifest_sha256, "archive_sha256": export.archive_sha256, "folder": folder,
-        "same_content_as": same_as})
+        "same_content_as": same_as, "left_out": export.left_out, "included": export.included})
     return export
 
 

@@ -234,3 +234,53 @@ def test_a_bundle_path_that_cannot_be_written_safely_refuses_the_export_and_writ
     with pytest.raises(dataset_export.DatasetExportError, match="escape.md"):
         datasets.export_season(season, actor=organizer.user)
     assert not DatasetExport.objects.exists() and not export_dir.exists()
+
+
+def wrong_but_accepted(season, contestant, organizer):
+    """The walk-through's sample: its CPU run wrong_answer (outputs scaled by 1.5), accepted by override."""
+    issue = submitting.open_issue(season, contestant, title="scaled ReLU", operator="ReLU", level=1)
+    submission = submitting.create_submission(contestant, issue, build_bundle(valid_files()))
+    Run.objects.filter(submission=submission, gpu_type__slug="cpu").update(
+        status=RunStatus.DONE, verdict=Verdict.WRONG_ANSWER, flags=["no_custom_kernel"])
+    reviewing.review_submission(submission, organizer.user, "accepted", rubric={"execution_time": 5},
+                                override_reason="test data: fixed points",
+                                acceptance_override="the idea is right; the scale is a typo")
+    return submission
+
+
+def manifest_rows(export):
+    return [json.loads(line) for line in (datasets.unpacked_path(export) / dataset_export.MANIFEST).read_text().splitlines()]
+
+
+def test_a_sample_whose_runs_did_not_pass_is_left_out_unless_an_organizer_includes_it_with_a_reason(
+        world, season, alice, organizer):
+    wrong = wrong_but_accepted(season, alice, organizer)
+    code = wrong.issue.code
+    export = datasets.export_season(season, actor=organizer.user)
+    assert export.left_out == [{"sample": code, "why": "cpu: wrong_answer"}] and export.included == []
+    assert code not in {row["id"] for row in manifest_rows(export)} and export.sample_count == 2
+    entry = AuditEntry.objects.filter(action="dataset.exported").latest("created_at")
+    assert entry.after["left_out"] == [{"sample": code, "why": "cpu: wrong_answer"}]
+
+    with pytest.raises(dataset_export.DatasetExportError, match="needs a reason"):
+        datasets.export_season(season, actor=organizer.user, include=[code.lower()])
+    with pytest.raises(dataset_export.DatasetExportError, match=f"{world['relu'].issue.code}: not an accepted sample"):
+        datasets.export_season(season, actor=organizer.user, reason="x", include=[world["relu"].issue.code])
+    included = datasets.export_season(season, actor=organizer.user, reason="kept for the scaling study",
+                                      include=[code])
+    assert included.included == [code] and included.left_out == [] and included.sample_count == 3
+    row = next(r for r in manifest_rows(included) if r["id"] == code)
+    assert row["included_by_organizer"] is True
+    assert {"gpu_type": "cpu", "verdict": "wrong_answer", "flags": ["no_custom_kernel"]} in row["verdicts"]
+    assert row["review"]["accepted_by_override"] is True
+    assert row["review"]["acceptance_override"] == "the idea is right; the scale is a typo"
+
+
+def test_every_sample_says_its_verdict_on_each_gpu_type_and_its_overrides(world, season, organizer):
+    rows = {r["id"]: r for r in manifest_rows(datasets.export_season(season, actor=organizer.user))}
+    relu = rows[world["relu"].issue.code]
+    assert [(v["gpu_type"], v["verdict"]) for v in relu["verdicts"]] == [("c500", "passed"), ("cpu", "passed")]
+    gemm = rows[world["gemm"].issue.code]  # judged on the CPU; its C500 run still waits: no verdict yet
+    assert [(v["gpu_type"], v["verdict"]) for v in gemm["verdicts"]] == [("c500", None), ("cpu", "passed")]
+    assert all(r["included_by_organizer"] is False for r in rows.values())
+    assert relu["review"]["points_override"] == "test data: fixed points"

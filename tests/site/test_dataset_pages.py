@@ -145,3 +145,32 @@ def test_weights_through_the_api_are_validated_and_audited(client, sample, alice
     assert back.json() == {"issue": code, "weight": 2.0, "source": "rule"}
     assert [e.action for e in AuditEntry.objects.filter(action__contains="weight").order_by("pk")] == [
         "season.weights_changed", "sample.weight_changed", "sample.weight_changed"]
+
+
+def test_the_page_and_the_api_say_which_samples_are_left_out_and_include_them_by_code(
+        client, season, sample, bob, organizer):
+    from tests.site.test_dataset_export import wrong_but_accepted
+
+    wrong = wrong_but_accepted(season, bob, organizer).issue.code
+    client.force_login(organizer.user)
+    page = client.get("/organizer/seasons/S1/dataset/").content.decode()
+    row = page.split(f'id="sample-{wrong}"')[1].split("</tr>")[0]
+    assert "cpu wrong_answer" in row and "left out of exports unless included: cpu: wrong_answer" in row
+    assert "accepted by override: the idea is right; the scale is a typo" in row
+    done = client.post("/organizer/seasons/S1/dataset/export/", {"reason": "release"}, follow=True).content.decode()
+    assert "Dataset export 1 of S1: 1 samples." in done
+    assert f"Left out, their runs did not pass: {wrong} (cpu: wrong_answer)." in done
+    assert "(1 left out)" in done
+    refused = client.post("/organizer/seasons/S1/dataset/export/", {"include": wrong}, follow=True).content.decode()
+    assert "needs a reason" in refused and DatasetExport.objects.count() == 1
+
+    headers = bearer(organizer)
+    made = client.post("/api/v1/seasons/S1/datasets", data={"reason": "the scaling study", "include": [wrong]},
+                       content_type="application/json", headers=headers)
+    assert made.status_code == 201, made.content
+    assert (made.json()["sample_count"], made.json()["included"], made.json()["left_out"]) == (2, [wrong], [])
+    first = client.get("/api/v1/seasons/S1/datasets/1", headers=headers).json()
+    assert first["left_out"] == [{"sample": wrong, "why": "cpu: wrong_answer"}] and first["included"] == []
+    unknown = client.post("/api/v1/seasons/S1/datasets", data={"reason": "x", "include": ["NOSUCH"]},
+                          content_type="application/json", headers=headers)
+    assert unknown.status_code == 400 and "NOSUCH: not an accepted sample" in unknown.json()["detail"]
