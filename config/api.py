@@ -10,7 +10,7 @@ from leaderboard.api import public_router
 from submissions.api.agent import agent_router
 from submissions.api.benchmarks import benchmark_router
 from submissions.api.contestant import contestant_router
-from submissions.api.datasets import organizer_router
+from submissions.api.datasets import organizer_router, published_router
 
 def _refuse_constant(name):
     raise ValueError(f"{name} is not JSON")
@@ -57,6 +57,8 @@ def on_http_error(request, exc):
 
 api.add_router("/agent", agent_router)
 api.add_router("/", contestant_router)
+# before the organizers' routes: /datasets/published is no export number
+api.add_router("/", published_router)
 api.add_router("/", organizer_router)
 api.add_router("/", benchmark_router)
 api.add_router("/", public_router)

@@ -228,6 +228,21 @@ def _claim(cache, name, version):
     return flight
 
 
+def _landed_meanwhile(cache, name, version, flight):
+    """The entry of `version` when another rendering stored it between this request's read of the entry
+    and its claim (its flight had landed): the claim is given back and nothing is rendered twice."""
+    reachable, entry = _entry(cache, name)
+    if not reachable or entry is None or entry[0] != version:
+        return None
+    if _shared(cache):
+        try:
+            cache.delete(_claim_name(name, version))
+        except (redis.RedisError, OSError) as exc:
+            _unreachable(exc)
+    _land(name, version, flight, (entry[1], entry[2]))
+    return entry
+
+
 def _land(name, version, flight, value=None):
     with _lock:
         _flights.pop((name, version), None)
@@ -321,7 +336,10 @@ def _wait_for(cache, name, version, compute, narrow):
     if entry is not None and entry[0] == version:
         return _served(entry)
     flight = _claim(cache, name, version)
-    return _render(cache, name, version, compute, flight, narrow) if flight is not None else _uncached(compute)
+    if flight is None:
+        return _uncached(compute)
+    landed = _landed_meanwhile(cache, name, version, flight)
+    return _served(landed) if landed is not None else _render(cache, name, version, compute, flight, narrow)
 
 
 def _entry(cache, name):
@@ -353,6 +371,8 @@ def cached(season, parts, compute, *, per_language=False, fresh=False, narrow=Fa
     if entry is not None and (entry[0] == version or _still_current(season, cache, name, entry)):
         return _served(entry)
     flight = _claim(cache, name, version)
+    if flight is not None and (landed := _landed_meanwhile(cache, name, version, flight)) is not None:
+        return _served(landed)
     if flight is not None:
         if not fresh and entry is not None and _recently_current(season, entry[0]) and _others_in_flight():
             _render_later(cache, name, version, compute, flight, narrow)

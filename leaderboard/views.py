@@ -11,6 +11,7 @@ from django.views import defaults
 
 from leaderboard import board_cache, charts, season_reads, selectors, standing_cells
 from submissions import board_versions
+from submissions import selectors as submission_selectors
 from submissions.models import Season, Submission
 from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
 
@@ -89,6 +90,7 @@ def season_detail(request, code):
     }
     return render(request, "leaderboard/season_detail.html", {
         "season": season, "issues": selectors.season_issues(season), "gpu_types": gpu_types,
+        "published_datasets": submission_selectors.published_exports(season).exists(),
         "figures": {k: f for k, f in figures.items() if f["data"] and any(d.get("x") for d in f["data"])},
     })
 

@@ -14,13 +14,14 @@ whose rows changed (None for a whole board). A standing stored by the standings 
 span between its old key and its new one; every other write changes anything. A rendering of a page
 whose rows lie outside every span since its version shows what the current version would show
 (leaderboard/board_cache.py), so a review re-renders the pages between the contestant's old place
-and new one, not every page. The bumps of one transaction make one entry.
+and new one, not every page. Each bump is an entry (a review's three: the season's lock, the
+standing, its GPU standing).
 """
 import json
 import threading
 from collections import OrderedDict
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models.signals import m2m_changed, post_save, pre_delete
 
 from submissions.models import Contestant, GpuStanding, GpuType, Season, Standing, new_board_version
@@ -56,24 +57,9 @@ def _bump_with(season_id, changes):
         version = new_board_version()
         if not entries or entries[-1][0] != current:  # the journal does not describe the current version
             entries = [[version, None]]
-        elif _written_in_this_transaction(season_id) == current:  # one entry for the whole transaction
-            entries[-1] = [version, merged(entries[-1][1], changes)]
-        else:
+        else:  # (a transaction's earlier bumps leave versions no reader sees: their entries cost a slot)
             entries = [*entries[-(KEPT_CHANGES - 1):], [version, changes]]
         Season.objects.filter(pk=season_id).update(board_version=version, board_changes=json.dumps(entries))
-        _note_written(season_id, version)
-
-
-def _written_in_this_transaction(season_id):
-    return getattr(connection, "board_versions_written", {}).get(season_id)
-
-
-def _note_written(season_id, version):
-    """Remembers, until this connection's transaction commits, the version it wrote: a version written
-    by a transaction that rolled back is never the current one, so a leftover mark never matches."""
-    written = connection.__dict__.setdefault("board_versions_written", {})
-    transaction.on_commit(written.clear)
-    written[season_id] = version
 
 
 def merged(first, second):

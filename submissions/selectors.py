@@ -330,3 +330,8 @@ def issue_sample(issue):
 def sample_weight(issue):
     """The weight the season's rule gives the issue's sample (submissions/rules/weights.py)."""
     return weights.rule_of(issue.season).weight_for(issue)
+
+
+def published_exports(season):
+    """The season's dataset exports published for everyone (services/datasets.publish), newest first."""
+    return season.dataset_exports.filter(published_at__isnull=False).order_by("-number")

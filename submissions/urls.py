@@ -48,5 +48,9 @@ urlpatterns = [
     path("organizer/seasons/<str:code>/dataset/weights/", datasets.change_weights, name="organizer_dataset_weights"),
     path("organizer/seasons/<str:code>/dataset/v<int:number>.tar.gz", datasets.download_export,
          name="organizer_dataset_download"),
+    path("organizer/seasons/<str:code>/dataset/v<int:number>/publish/", datasets.publish_export,
+         name="organizer_dataset_publish"),
     path("organizer/issues/<str:code>/weight/", datasets.change_sample_weight, name="organizer_sample_weight"),
+    path("seasons/<str:code>/dataset/", datasets.season_dataset, name="season_dataset"),
+    path("seasons/<str:code>/dataset/v<int:number>.tar.gz", datasets.download_published, name="season_dataset_download"),
 ]

@@ -20,6 +20,8 @@ from submissions.rules import weights
 from submissions.services import datasets, weighting
 
 organizer_router = Router(tags=["organizer"], auth=ContestantTokenAuth())
+# the datasets organizers published after their season's end, for everyone (services/datasets.publish)
+published_router = Router(tags=["datasets"])
 
 TAR_ANSWER = {"responses": {200: {"description": "The dataset as a .tar.gz (docs/dataset.md)",
                                   "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}}}}
@@ -68,6 +70,7 @@ class DatasetExportOut(Schema):
     manifest_url: str
     left_out: List[LeftOutOut] = Field(description="accepted samples whose runs did not pass, left out, and why")
     included: List[str] = Field(description="samples whose runs did not pass that the organizer included")
+    published_at: Optional[str] = Field(description="when it was published for everyone (null: organizers only)")
 
     @staticmethod
     def of(request, export):
@@ -82,7 +85,7 @@ class DatasetExportOut(Schema):
             archive_url=request.build_absolute_uri(f"{base}/archive"),
             manifest_url=request.build_absolute_uri(f"{base}/manifest"),
             left_out=[LeftOutOut(sample=str(e.get("sample", "")), why=str(e.get("why", ""))) for e in export.left_out],
-            included=[str(code) for code in export.included])
+            included=[str(code) for code in export.included], published_at=dataset_export.iso(export.published_at))
 
 
 class ExportIn(JsonObjectIn):
@@ -219,3 +222,66 @@ def change_sample_weight(request, code: str, payload: SampleWeightIn):
     issue.season.refresh_from_db()
     weight = selectors.sample_weight(issue)
     return SampleWeightOut(issue=issue.code, weight=weight.value, source=weight.source)
+
+
+class PublishIn(JsonObjectIn):
+    reason: NonBlankText = Field(max_length=2000)
+
+
+@organizer_router.post("/seasons/{code}/datasets/{number}/publish",
+                       response=answers({200: DatasetExportOut}, 401, 403, 404, 422), url_name="dataset_export_publish")
+def publish_export(request, code: str, number: int, payload: PublishIn):
+    """Publish the export for everyone (after the season's end; audited): `{"reason": "..."}`."""
+    _organizer(request)
+    export = _export(_season(code), number)
+    try:
+        datasets.publish(export, actor=request.auth.user, reason=payload.reason)
+    except datasets.PublishError as exc:
+        return Status(400, {"detail": str(exc)})
+    export.refresh_from_db()
+    return DatasetExportOut.of(request, export)
+
+
+class PublishedDatasetOut(Schema):
+    season: str
+    number: int
+    name: str
+    published_at: str
+    sample_count: int
+    as_of: Optional[str]
+    manifest_sha256: str
+    archive_sha256: str
+    archive_bytes: int
+    archive_url: str
+
+
+def _published(season, number):
+    export = selectors.published_exports(season).filter(number=number).select_related("season").first()
+    if export is None:
+        raise HttpError(404, _("season %(season)s has no published dataset %(number)s")
+                        % {"season": season.code, "number": number})
+    return export
+
+
+@published_router.get("/seasons/{code}/datasets/published", response=answers({200: List[PublishedDatasetOut]}, 404),
+                      url_name="published_datasets")
+def list_published(request, code: str):
+    """The season's datasets published for everyone, newest first (no token needed)."""
+    season = _season(code)
+    return [PublishedDatasetOut(
+        season=season.code, number=e.number, name=e.name, published_at=e.published_at.isoformat(),
+        sample_count=e.sample_count, as_of=dataset_export.iso(e.as_of), manifest_sha256=e.manifest_sha256,
+        archive_sha256=e.archive_sha256, archive_bytes=e.archive_bytes,
+        archive_url=request.build_absolute_uri(f"/api/v1/seasons/{season.code}/datasets/published/{e.number}/archive"))
+        for e in selectors.published_exports(season)]
+
+
+@published_router.get("/seasons/{code}/datasets/published/{number}/archive", response=answers({}, 404, 422),
+                      openapi_extra=TAR_ANSWER, url_name="published_dataset_archive")
+def published_archive(request, code: str, number: int):
+    export = _published(_season(code), number)
+    path = datasets.archive_path(export)
+    if not path.exists():
+        raise HttpError(404, _("the files of %(export)s are missing on the server") % {"export": export.name})
+    return FileResponse(open(path, "rb"), as_attachment=True,
+                        filename=f"{export.name}.tar.gz", content_type="application/gzip")

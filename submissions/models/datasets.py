@@ -25,6 +25,10 @@ class DatasetExport(models.Model):
     # accepted samples whose runs did not pass: [{"sample", "why"}] left out, and the ids included by hand
     left_out = models.JSONField(default=list, blank=True)
     included = models.JSONField(default=list, blank=True)
+    # published: downloadable by everyone from the season's dataset page and the public API
+    published_at = models.DateTimeField(null=True, blank=True)
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
 
     class Meta:
         ordering = ["season", "-number"]

@@ -107,3 +107,37 @@ def download_export(request, code, number):
         raise Http404(_("the files of %(export)s are missing on the server") % {"export": export.name})
     return FileResponse(open(path, "rb"), as_attachment=True, filename=f"{export.name}.tar.gz",
                         content_type="application/gzip")
+
+
+@organizer_required
+@require_POST
+def publish_export(request, code, number):
+    export = get_object_or_404(DatasetExport.objects.select_related("season"), season__code=code, number=number)
+    try:
+        done = datasets.publish(export, actor=request.user, reason=request.POST.get("reason", ""))
+    except datasets.PublishError as exc:
+        messages.error(request, str(exc))
+    else:
+        if done:
+            messages.success(request, _("%(export)s is published: everyone can download it from the season's "
+                                        "dataset page.") % {"export": export.name})
+        else:
+            messages.info(request, _("%(export)s was already published.") % {"export": export.name})
+    return redirect("organizer_dataset", code=code)
+
+
+def season_dataset(request, code):
+    """The season's published datasets, for everyone."""
+    season = get_object_or_404(Season, code=code)
+    return render(request, "submissions/season_dataset.html",
+                  {"season": season, "exports": list(selectors.published_exports(season))})
+
+
+def download_published(request, code, number):
+    export = get_object_or_404(DatasetExport.objects.select_related("season"), season__code=code, number=number,
+                               published_at__isnull=False)
+    path = datasets.archive_path(export)
+    if not path.exists():
+        raise Http404(_("the files of %(export)s are missing on the server") % {"export": export.name})
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=f"{export.name}.tar.gz",
+                        content_type="application/gzip")

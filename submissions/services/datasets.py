@@ -14,6 +14,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from submissions import dataset_export
 from submissions.models import DatasetExport, Season
@@ -91,3 +93,27 @@ def identical_to(export):
     """The earliest other export of the season with the same bytes, or None."""
     return (DatasetExport.objects.filter(season_id=export.season_id, archive_sha256=export.archive_sha256)
             .exclude(pk=export.pk).order_by("number").first())
+
+
+class PublishError(ValueError):
+    """The export cannot be published now; the message says why."""
+
+
+@transaction.atomic
+def publish(export, *, actor=None, reason=""):
+    """Make the export downloadable by everyone (the season's dataset page, the public API), once its
+    season has ended, as the contest agreement promises an open dataset; audited as `dataset.published`.
+    Publishing one already published changes nothing (False)."""
+    export = DatasetExport.objects.select_for_update().select_related("season").get(pk=export.pk)
+    if export.published_at is not None:
+        return False
+    if not export.season.has_ended:
+        raise PublishError(_("season %(season)s has not ended: its dataset is published after its end")
+                           % {"season": export.season.code})
+    if not reason.strip():
+        raise PublishError(_("publishing a dataset needs a reason (kept in the audit trail)"))
+    export.published_at, export.published_by = timezone.now(), actor
+    export.save(update_fields=["published_at", "published_by"])
+    audit.record("dataset.published", export.season, actor=actor, reason=reason.strip(), after={
+        "number": export.number, "sample_count": export.sample_count, "archive_sha256": export.archive_sha256})
+    return True

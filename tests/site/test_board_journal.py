@@ -125,24 +125,24 @@ def test_a_change_of_anything_else_renders_every_page_again(client, big_board):
     assert b"Racer Seven" in served(client, "/api/v1/seasons/S1/leaderboard?limit=500")
 
 
-def test_a_transactions_bumps_make_one_journal_entry_and_a_rollback_leaves_none(big_board, review):
+def test_a_review_adds_its_entries_after_the_last_committed_one_and_a_rollback_adds_none(big_board, review):
     season = big_board
     before = json.loads(Season.objects.get(pk=season.pk).board_changes)
     order = ranked(season)
     review(season, order[10], accepted_count=50)
     entries = json.loads(Season.objects.get(pk=season.pk).board_changes)
-    assert entries[:-1] == before[-(board_versions.KEPT_CHANGES - 1):]
-    version, changes = entries[-1]
-    assert version == Season.objects.get(pk=season.pk).board_version
-    assert list(changes) == [board_versions.LIVE] and len(changes[board_versions.LIVE]) == 1
+    lock, moved = entries[-2:]  # the season's lock (nothing changed yet), then the standing's move
+    assert entries[:-2] == before[-(board_versions.KEPT_CHANGES - 2):]
+    assert lock[1] == {} and list(moved[1]) == [board_versions.LIVE] and len(moved[1][board_versions.LIVE]) == 1
+    assert moved[0] == Season.objects.get(pk=season.pk).board_version
 
     with pytest.raises(RuntimeError), transaction.atomic():
         board_versions.bump(season.pk, changes={})
         store(season, Standing.objects.select_for_update().get(pk=order[20]), {"accepted_count": 60})
         raise RuntimeError("rolled back")
     assert json.loads(Season.objects.get(pk=season.pk).board_changes) == entries
-    review(season, order[30], accepted_count=70)  # the next transaction's entry follows the last committed one
-    assert json.loads(Season.objects.get(pk=season.pk).board_changes)[:-1] == entries[-(board_versions.KEPT_CHANGES - 1):]
+    review(season, order[30], accepted_count=70)  # the next review's entries follow the last committed one
+    assert json.loads(Season.objects.get(pk=season.pk).board_changes)[:-2] == entries[-(board_versions.KEPT_CHANGES - 2):]
 
 
 def test_the_journal_keeps_its_latest_entries_and_restarts_where_it_lost_track(big_board, review):
@@ -163,9 +163,10 @@ def test_the_journal_keeps_its_latest_entries_and_restarts_where_it_lost_track(b
     Season.objects.filter(pk=season.pk).update(board_version="0123456789abcdef")
     season.refresh_from_db()
     assert board_versions.journal(season) == []
-    review(season, order[0], accepted_count=3)
+    review(season, order[0], accepted_count=3)  # it starts again from "anything"
     season.refresh_from_db()
-    assert board_versions.journal(season) == [(season.board_version, None)]
+    journal = board_versions.journal(season)
+    assert [changes is None for _, changes in journal] == [True, False] and journal[-1][0] == season.board_version
 
 
 def test_a_gpu_board_change_leaves_the_seasons_board_as_it_is(client, big_board, committed):

@@ -174,3 +174,52 @@ def test_the_page_and_the_api_say_which_samples_are_left_out_and_include_them_by
     unknown = client.post("/api/v1/seasons/S1/datasets", data={"reason": "x", "include": ["NOSUCH"]},
                           content_type="application/json", headers=headers)
     assert unknown.status_code == 400 and "NOSUCH: not an accepted sample" in unknown.json()["detail"]
+
+
+def test_a_dataset_is_published_for_everyone_after_the_season_ends_with_a_reason(client, season, sample, organizer):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client.force_login(organizer.user)
+    client.post("/organizer/seasons/S1/dataset/export/", {"reason": "release"})
+    client.post("/organizer/seasons/S1/dataset/export/", {"reason": "another"})
+    early = client.post("/organizer/seasons/S1/dataset/v1/publish/", {"reason": "open data"}, follow=True)
+    assert "season S1 has not ended: its dataset is published after its end" in early.content.decode()
+    assert "after the season&#x27;s end" in early.content.decode() or "after the season's end" in early.content.decode()
+    season.ends_at = timezone.now() - timedelta(minutes=1)
+    season.save()
+    assert "publishing a dataset needs a reason" in client.post(
+        "/organizer/seasons/S1/dataset/v1/publish/", {"reason": " "}, follow=True).content.decode()
+    done = client.post("/organizer/seasons/S1/dataset/v1/publish/", {"reason": "open data, as agreed"}, follow=True)
+    assert "gpucodeforces-S1-v1 is published" in done.content.decode()
+    entry = AuditEntry.objects.get(action="dataset.published")
+    assert entry.reason == "open data, as agreed" and entry.after["number"] == 1
+
+    client.logout()  # everyone: the season's page links the dataset page, which lists v1 alone
+    assert 'id="season-dataset-link"' in client.get("/seasons/S1/").content.decode()
+    page = client.get("/seasons/S1/dataset/").content.decode()
+    assert 'id="published-1"' in page and 'id="published-2"' not in page
+    download = client.get("/seasons/S1/dataset/v1.tar.gz")
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == datasets.archive_path(DatasetExport.objects.get(number=1)).read_bytes()
+    assert client.get("/seasons/S1/dataset/v2.tar.gz").status_code == 404  # not published
+    listed = client.get("/api/v1/seasons/S1/datasets/published").json()
+    assert [(e["number"], e["sample_count"]) for e in listed] == [(1, 1)]
+    assert client.get("/api/v1/seasons/S1/datasets/published/1/archive").status_code == 200
+    assert client.get("/api/v1/seasons/S1/datasets/published/2/archive").json() == {
+        "detail": "season S1 has no published dataset 2"}
+
+    headers = bearer(organizer)
+    missing = client.post("/api/v1/seasons/S1/datasets/2/publish", {}, content_type="application/json", headers=headers)
+    assert missing.status_code == 422
+    published = client.post("/api/v1/seasons/S1/datasets/2/publish", {"reason": "second release"},
+                            content_type="application/json", headers=headers)
+    assert published.status_code == 200 and published.json()["published_at"]
+    assert [e["number"] for e in client.get("/api/v1/seasons/S1/datasets/published").json()] == [2, 1]
+
+
+def test_no_published_dataset_says_when_there_will_be_one(client, season):
+    page = client.get("/seasons/S1/dataset/").content.decode()
+    assert "No dataset of this season is published yet" in page
+    assert 'id="season-dataset-link"' not in client.get("/seasons/S1/").content.decode()

@@ -153,6 +153,9 @@ ROUTES = {
     "season_detail": [Case("get", "/seasons/{season}/", everyone(200))],
     "season_leaderboard": [Case("get", "/seasons/{season}/leaderboard/", everyone(200))],
     "hardware_comparison": [Case("get", "/seasons/{season}/hardware/", everyone(200))],
+    "season_dataset": [Case("get", "/seasons/{season}/dataset/", everyone(200))],
+    # the world's export is not published (its season has not ended): no one downloads it here
+    "season_dataset_download": [Case("get", "/seasons/{season}/dataset/v{export}.tar.gz", everyone(404))],
     "gpu_leaderboard": [Case("get", "/seasons/{season}/gpus/cpu/", everyone(200))],
     "contestant_detail": [Case("get", "/contestants/{b}/", everyone(200))],
     # the charts show figures only (times, speedups), public on every board
@@ -234,6 +237,10 @@ ROUTES = {
         Case("post", "/organizer/seasons/{season}/dataset/weights/", staff("redirect"),
              data={"rule": "uniform", "settings": "{{}}", "reason": "test"})],
     "organizer_dataset_download": [Case("get", "/organizer/seasons/{season}/dataset/v{export}.tar.gz", staff(200))],
+    "organizer_dataset_publish": [
+        Case("get", "/organizer/seasons/{season}/dataset/v{export}/publish/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/dataset/v{export}/publish/", staff("redirect"),
+             data={"reason": "test"})],
     "organizer_sample_weight": [
         Case("get", "/organizer/issues/{accepted_issue}/weight/", staff(405)),
         Case("post", "/organizer/issues/{accepted_issue}/weight/", staff("redirect"),
@@ -283,6 +290,11 @@ ROUTES = {
     "api:dataset_export": [Case("get", "/api/v1/seasons/{season}/datasets/{export}", api_staff(200))],
     "api:dataset_export_archive": [Case("get", "/api/v1/seasons/{season}/datasets/{export}/archive", api_staff(200))],
     "api:dataset_export_manifest": [Case("get", "/api/v1/seasons/{season}/datasets/{export}/manifest", api_staff(200))],
+    "api:dataset_export_publish": [Case("post", "/api/v1/seasons/{season}/datasets/{export}/publish",
+                                        api_staff(400), data={"reason": "test"}, json=True)],  # not ended yet
+    "api:published_datasets": [Case("get", "/api/v1/seasons/{season}/datasets/published", api_public())],
+    "api:published_dataset_archive": [Case("get", "/api/v1/seasons/{season}/datasets/published/{export}/archive",
+                                           api_public(404))],
     "api:dataset_weights": [Case("get", "/api/v1/seasons/{season}/weights", api_staff(200))],
     "api:dataset_weights_change": [Case("put", "/api/v1/seasons/{season}/weights", api_staff(200),
                                         data={"rule": "uniform", "reason": "test"}, json=True)],
