@@ -42,21 +42,16 @@ def big_board(season, settings):
     caches["boards"].clear()
 
 
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    """A block whose transaction commits as far as the code can tell (its on-commit callbacks run),
-    though the test's own transaction holds it."""
-    return lambda: django_capture_on_commit_callbacks(execute=True)
+def review_of(season, standing_id, **values):
+    """As the standings service changes a row in a review: the season's lock first, then the row."""
+    with transaction.atomic():
+        board_versions.bump(season.pk, changes={})
+        store(season, Standing.objects.select_for_update().get(pk=standing_id), values)
 
 
 @pytest.fixture
-def review(committed):
-    def review(season, standing_id, **values):
-        """As the standings service changes a row in a review: the season's lock first, then the row."""
-        with committed(), transaction.atomic():
-            board_versions.bump(season.pk, changes={})
-            store(season, Standing.objects.select_for_update().get(pk=standing_id), values)
-    return review
+def review():
+    return review_of
 
 
 def served(client, path):
@@ -169,17 +164,16 @@ def test_the_journal_keeps_its_latest_entries_and_restarts_where_it_lost_track(b
     assert [changes is None for _, changes in journal] == [True, False] and journal[-1][0] == season.board_version
 
 
-def test_a_gpu_board_change_leaves_the_seasons_board_as_it_is(client, big_board, committed):
+def test_a_gpu_board_change_leaves_the_seasons_board_as_it_is(client, big_board):
     from submissions.models import GpuStanding, GpuType
 
     season = big_board
     cpu = GpuType.objects.get(slug="cpu")
     racer = Standing.objects.filter(season=season).first()
-    with committed():
-        row = GpuStanding.objects.create(season=season, gpu_type=cpu, contestant=racer.contestant)
+    row = GpuStanding.objects.create(season=season, gpu_type=cpu, contestant=racer.contestant)
     for path in ("/seasons/S1/leaderboard/?page=3", "/seasons/S1/gpus/cpu/"):
         served(client, path)
-    with committed(), transaction.atomic():
+    with transaction.atomic():
         row.passed_count = 3
         row.save()
     assert not standing_reads(client, "/seasons/S1/leaderboard/?page=3")
