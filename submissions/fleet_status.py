@@ -23,6 +23,7 @@ def workers(now=None):
         AgentWorker.objects.select_related("agent")
         .annotate(judging_run_id=Subquery(running.values("pk")[:1]),
                   judging_submission_id=Subquery(running.values("submission_id")[:1]),
+                  judging_started_at=Subquery(running.values("started_at")[:1]),
                   judged_last_hour=Count("runs", filter=finished_since(timedelta(hours=1))),
                   failures_last_day=Count("runs", filter=finished_since(timedelta(days=1))
                                           & Q(runs__verdict=Verdict.INTERNAL_ERROR)))
@@ -102,8 +103,12 @@ def overview(now=None):
         worker.gpu_uuid_short = short_uuid(worker.gpu_uuid)
         worker.heartbeat_age_s = (None if worker.last_heartbeat_at is None
                                   else max(0, round((now - worker.last_heartbeat_at).total_seconds())))
+        # how long its run has been judged, against the time after which the site hands the run back
+        # (RUN_DEADLINE_SECONDS: the agent's own limits are within it)
+        worker.judging_elapsed_s = (None if worker.judging_started_at is None
+                                    else max(0, int((now - worker.judging_started_at).total_seconds())))
     return {"now": now, "workers": rows, "queues": queues(now),
-            "silent_after_s": settings.FLEET_WORKER_SILENT_SECONDS}
+            "silent_after_s": settings.FLEET_WORKER_SILENT_SECONDS, "run_deadline_s": settings.RUN_DEADLINE_SECONDS}
 
 
 def _iso(value):
@@ -113,12 +118,13 @@ def _iso(value):
 def overview_json(data):
     """The JSON twin of the fleet page: the same fields, whole UUIDs, ISO times, ages in seconds."""
     return {
-        "now": _iso(data["now"]), "silent_after_s": data["silent_after_s"],
+        "now": _iso(data["now"]), "silent_after_s": data["silent_after_s"], "run_deadline_s": data["run_deadline_s"],
         "workers": [{
             "id": w.pk, "agent": w.agent.name, "agent_active": w.agent.is_active, "agent_trusted": w.agent.trusted, "name": w.name,
             "gpu": {"index": w.gpu_index, "uuid": w.gpu_uuid, "model": w.gpu_model, "driver": w.driver,
                     "memory_bytes": w.memory_bytes},
-            "state": w.state, "judging_run": w.judging_run_id, "draining": w.draining, "drain_reason": w.drain_reason,
+            "state": w.state, "judging_run": w.judging_run_id, "judging_elapsed_s": w.judging_elapsed_s,
+            "draining": w.draining, "drain_reason": w.drain_reason,
             "last_heartbeat_at": _iso(w.last_heartbeat_at), "heartbeat_age_s": w.heartbeat_age_s,
             "harness_version": w.harness_version, "judged_last_hour": w.judged_last_hour,
             "failures_last_day": w.failures_last_day,

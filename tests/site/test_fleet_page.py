@@ -117,3 +117,19 @@ def test_the_page_shows_states_and_ages_in_the_readers_language(client, organize
     for text in texts:
         assert text in page
     assert f'href="/organizer/submissions/{run.submission_id}/"' in page
+
+
+def test_a_judging_worker_shows_how_long_its_run_has_been_judged_and_the_limit(client, worker, submit, organizer,
+                                                                                settings):
+    """The walk-through's "judging run #14", with no sign of how long: a run that never ends showed the
+    same for the whole limit."""
+    settings.RUN_DEADLINE_SECONDS = 1200
+    run = submit()
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=worker,
+                                         started_at=timezone.now() - timedelta(seconds=754))
+    twin = fleet_status.overview_json(fleet_status.overview())
+    assert twin["run_deadline_s"] == 1200 and 754 <= twin["workers"][0]["judging_elapsed_s"] <= 760
+    client.force_login(organizer.user)
+    for headers, words in (({}, ("for 75", "s of at most 1200 s")), (ZH, ("已评测 75", "秒，最长 1200 秒"))):
+        cell = client.get("/organizer/fleet/", headers=headers).content.decode().split('class="muted elapsed">')[1]
+        assert all(word in cell.split("</span>")[0] for word in words), cell[:200]
