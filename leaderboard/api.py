@@ -9,7 +9,7 @@ from ninja.errors import HttpError
 from ninja.renderers import JSONRenderer
 from pydantic import Field, RootModel
 
-from leaderboard import board_cache, season_reads, selectors
+from leaderboard import board_cache, board_reads, season_reads, selectors
 from submissions.api.answers import answers
 from submissions.api.contestant import IssueOut
 from submissions.api.fields import LIMIT, OFFSET
@@ -65,7 +65,7 @@ def season_leaderboard(request, code: str, offset: int = OFFSET, limit: int = LI
                               accepted_count=s.accepted_count, base_score=s.base_score, bonus=s.bonus,
                               total_score=s.total_score, submission_count=s.submission_count,
                               best_speedup=s.best_speedup)
-                  for s in board_cache.shown_rows(board, board_cache.per_version(
+                  for s in board_reads.shown_rows(board, board_cache.per_version(
                       season, (board, "rows", offset, limit),
                       lambda: selectors.rows_at(query, offset, limit, whole_board=True)))])
 
@@ -300,5 +300,5 @@ def gpu_leaderboard(request, code: str, slug: str, offset: int = OFFSET, limit: 
     return cached_json(request, season, (board, "json", offset, limit), lambda: GpuBoardOut(
         [GpuStandingOut(rank=r.rank, contestant=r.contestant.display_name, passed_count=r.passed_count,
                         geomean_speedup=r.geomean_speedup, best_speedup=r.best_speedup)
-         for r in board_cache.shown_rows(board, selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset,
+         for r in board_reads.shown_rows(board, selectors.rows_at(selectors.gpu_standings_query(season, gpu_type), offset,
                                                             limit, whole_board=True))]), narrow=True)

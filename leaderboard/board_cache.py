@@ -31,7 +31,7 @@ served only while now - s <= BOARD_STALE_SECONDS.
 An entry of an earlier version is still the current version's when nothing it shows has changed
 since: the season's journal (submissions/board_versions.py) says what each version changed, and an
 entry records what its rendering read (`narrow` renderings: the span of board keys of their rows,
-`depends_on`, and the season's own fields and row count, which only journal entries of "anything"
+`board_reads.depends_on`, and the season's own fields and row count, which only journal entries of "anything"
 change). When every change since its version lies outside those spans, the entry is stamped with the
 current version and served as it: a review re-renders the pages between the contestant's old place
 and new one, not every page of the board. An entry is never stamped past BOARD_CACHE_SECONDS after
@@ -54,6 +54,7 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.db import close_old_connections
 from django.utils import translation
 
+from leaderboard import board_reads
 from submissions import board_versions
 
 logger = logging.getLogger(__name__)
@@ -72,51 +73,6 @@ _in_flight = [0]  # requests this process is answering (counted by RequestsInFli
 _renderer = []  # the process's board renderer: one thread, made when first needed (after a fork)
 _kept = OrderedDict()  # (season pk, version, parts) -> a value `per_version` keeps in this process
 KEPT_VALUES = 64
-
-
-_collecting = threading.local()  # .stack: what the renderings under way in this thread read
-
-
-class _Reads:
-    """What a rendering read of its season's boards: {board: [[low, high] key span (hex), ...] or
-    None (the whole board)}, or None when it may show anything of the season."""
-
-    def __init__(self, narrow):
-        self.boards = {} if narrow else None
-
-    def add(self, boards):
-        self.boards = None if self.boards is None or boards is None else board_versions.merged(self.boards, boards)
-
-
-def _stack():
-    stack = getattr(_collecting, "stack", None)
-    if stack is None:
-        stack = _collecting.stack = []
-    return stack
-
-
-def _report(boards):
-    """The value being served read `boards` (an entry's reads): so did the rendering it is part of."""
-    stack = _stack()
-    if stack:
-        stack[-1].add(boards)
-
-
-def depends_on(board, *keys):
-    """The rendering under way shows the rows of `board` whose board keys (bytes) lie between `keys`'
-    lowest and highest, or the whole board when no key is given."""
-    _report({board: [board_versions.span(*keys)] if keys else None})
-
-
-def shown_rows(board, rows):
-    """`rows`, a whole board's consecutive rows in board order, named as what the rendering under way
-    shows of `board` (depends_on): a snapshot's rows (no keys) or none, the whole board."""
-    keyed = [row for row in rows if hasattr(row, "board_key")]
-    if keyed and len(keyed) == len(rows):
-        depends_on(board, bytes(keyed[0].board_key), bytes(keyed[-1].board_key))
-    else:
-        depends_on(board)
-    return rows
 
 
 class _Flight:
@@ -251,16 +207,12 @@ def _land(name, version, flight, value=None):
 
 
 def _render(cache, name, version, compute, flight, narrow):
-    reads = _Reads(narrow)
-    stack = _stack()
-    stack.append(reads)
     try:
-        value = compute()
+        with board_reads.collecting(narrow) as reads:
+            value = compute()
     except BaseException:
         _land(name, version, flight)
         raise
-    finally:
-        stack.pop()
     try:
         cache.set(name, (version, value, reads.boards, time.time()), settings.BOARD_CACHE_SECONDS)
         if _shared(cache):
@@ -268,40 +220,28 @@ def _render(cache, name, version, compute, flight, narrow):
     except (redis.RedisError, OSError) as exc:
         _unreachable(exc)
     _land(name, version, flight, (value, reads.boards))
-    _report(reads.boards)
+    board_reads.report(reads.boards)
     return value
 
 
 def _uncached(compute):
-    _report(None)
+    board_reads.report(None)
     return compute()
 
 
 def _served(entry):
-    _report(entry[2])
+    board_reads.report(entry[2])
     return entry[1]
 
 
 def _still_current(season, cache, name, entry):
     """Whether `entry`, rendered at an earlier version, shows what the season's current version would
-    (the module's docstring); it is then stamped with that version."""
+    (board_reads.unchanged_since); it is then stamped with that version, never past
+    BOARD_CACHE_SECONDS after its rendering."""
     version, value, reads, rendered_at = entry
     age = time.time() - rendered_at
-    if reads is None or not 0 <= age < settings.BOARD_CACHE_SECONDS:
+    if not 0 <= age < settings.BOARD_CACHE_SECONDS or not board_reads.unchanged_since(season, version, reads):
         return False
-    journal = board_versions.journal(season)
-    since = next((i for i, (v, _) in enumerate(journal) if v == version), None)
-    if since is None:
-        return False
-    for _, changes in journal[since + 1:]:
-        if changes is None:
-            return False
-        for board, spans in changes.items():
-            if board not in reads:
-                continue
-            if spans is None or reads[board] is None or any(
-                    low <= shown_high and high >= shown_low for low, high in spans for shown_low, shown_high in reads[board]):
-                return False
     try:
         cache.set(name, (season.board_version, value, reads, rendered_at), settings.BOARD_CACHE_SECONDS - age)
     except (redis.RedisError, OSError) as exc:
@@ -320,7 +260,7 @@ def _wait_for(cache, name, version, compute, narrow):
             return _render(cache, name, version, compute, flight, narrow)
         if flight.landed.wait(WAIT_SECONDS) and flight.value is not None:
             value, reads = flight.value
-            _report(reads)
+            board_reads.report(reads)
             return value
     elif _shared(cache):
         while time.monotonic() < deadline:
@@ -356,7 +296,7 @@ def cached(season, parts, compute, *, per_language=False, fresh=False, narrow=Fa
     the value is text in it), or while another request computes that: what it returned for a version
     at most BOARD_STALE_SECONDS behind (the module's docstring). `fresh`: never an earlier version's
     (what a rendering kept as this version's is made of). `narrow`: what `compute()` shows of the
-    season's boards is the rows it names with `depends_on` (and the values `cached` hands it), and of
+    season's boards is the rows it names with `board_reads.depends_on` (and the values `cached` hands it), and of
     the season otherwise only what a journal entry of "anything" changes: its rendering is then still
     the current one after changes to other rows."""
     if per_language:

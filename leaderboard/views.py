@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views import defaults
 
-from leaderboard import board_cache, charts, season_reads, selectors, standing_cells
+from leaderboard import board_cache, board_reads, charts, season_reads, selectors, standing_cells
 from submissions import board_versions
 from submissions import selectors as submission_selectors
 from submissions.models import Season, Submission
@@ -31,7 +31,7 @@ def home(request):
         board = board_cache.board_of(freeze)
         top = mark_safe(board_cache.cached(season, (board, "home"), lambda: render_to_string(
             "leaderboard/_standings.html",
-            {"rows": standing_cells.with_cells(board_cache.shown_rows(board, selectors.rows_at(
+            {"rows": standing_cells.with_cells(board_reads.shown_rows(board, selectors.rows_at(
                 selectors.board_query(season, freeze), 0, HOME_ROWS, whole_board=True)), rule), "rule": rule}),
             per_language=True, fresh=fresh, narrow=True))
         return render(request, "leaderboard/home.html", {"season": season, "top_table": top, "seasons": seasons})
@@ -51,7 +51,7 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
     paginator = selectors.BoardPaginator((), PAGE_SIZE)
     paginator.whole_board = not search
     if not search:
-        paginator.read_rows = lambda query, offset, limit, whole_board: board_cache.shown_rows(parts[0], board_cache.per_version(
+        paginator.read_rows = lambda query, offset, limit, whole_board: board_reads.shown_rows(parts[0], board_cache.per_version(
             season, (parts[0], "rows", offset, limit), lambda: selectors.rows_at(query, offset, limit,
                                                                                  whole_board=whole_board)))
     board = functools.cache(make_query)  # built on a miss only
@@ -60,7 +60,7 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
         # The live board shows every standing of the season: its count changes only with rows made or
         # removed (journal entries of "anything"). A GPU board shows the rows that passed there.
         if parts[0] != board_versions.LIVE:
-            board_cache.depends_on(parts[0])
+            board_reads.depends_on(parts[0])
         return board().count()
 
     paginator.count = board_cache.cached(season, (parts[0], search, "count"), count, fresh=fresh, narrow=True)
