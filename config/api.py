@@ -6,11 +6,14 @@ from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
+from clarifications.api import clarifications_organizer_router, clarifications_router
 from leaderboard.api import public_router
 from submissions.api.agent import agent_router
 from submissions.api.benchmarks import benchmark_router
 from submissions.api.contestant import contestant_router
 from submissions.api.datasets import organizer_router, published_router
+from submissions.api.profiles import profile_router
+from submissions.api.season_access import season_access_router
 
 def _refuse_constant(name):
     raise ValueError(f"{name} is not JSON")
@@ -57,8 +60,12 @@ def on_http_error(request, exc):
 
 api.add_router("/agent", agent_router)
 api.add_router("/", contestant_router)
+api.add_router("/", profile_router)
 # before the organizers' routes: /datasets/published is no export number
 api.add_router("/", published_router)
 api.add_router("/", organizer_router)
+api.add_router("/", season_access_router)
 api.add_router("/", benchmark_router)
+api.add_router("/", clarifications_router)
+api.add_router("/", clarifications_organizer_router)
 api.add_router("/", public_router)

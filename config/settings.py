@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "ninja",
     "submissions",
     "leaderboard",
+    "clarifications",
 ]
 
 MIDDLEWARE = [
@@ -75,6 +76,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # the header's unread answers and announcements (and unanswered questions for organizers)
+                "clarifications.context_processors.notices",
             ],
         },
     },
@@ -274,9 +277,27 @@ LOGGING = {
 CONTEST_AGREEMENT_VERSION = os.environ.get("CONTEST_AGREEMENT_VERSION", "2025-1")
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 10)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 50)
+# Test (correctness only) and benchmark (never ranked) submissions, each mode counted on its own per season
+# (0: no limit); a season's own limits apply to ranked submissions.
+TEST_SUBMISSIONS_PER_HOUR = env_int("TEST_SUBMISSIONS_PER_HOUR", 30)
+TEST_SUBMISSIONS_PER_DAY = env_int("TEST_SUBMISSIONS_PER_DAY", 200)
+BENCHMARK_SUBMISSIONS_PER_HOUR = env_int("BENCHMARK_SUBMISSIONS_PER_HOUR", 10)
+BENCHMARK_SUBMISSIONS_PER_DAY = env_int("BENCHMARK_SUBMISSIONS_PER_DAY", 50)
+# Profile runs (services/profiles.py): each holds a GPU under Nsight Compute for minutes, so fewer of them.
+PROFILE_SUBMISSIONS_PER_HOUR = env_int("PROFILE_SUBMISSIONS_PER_HOUR", 3)
+PROFILE_SUBMISSIONS_PER_DAY = env_int("PROFILE_SUBMISSIONS_PER_DAY", 10)
+# What a profile run's agent is told: at most this many kernel launches of each model profiled, the run
+# under the profiler within this many seconds; the .ncu-rep it sends is kept up to this size (within
+# REQUEST_MAX_BODY_BYTES, which bounds every request's body).
+PROFILE_KERNELS_PER_MODEL = env_int("PROFILE_KERNELS_PER_MODEL", 20)
+PROFILE_TIMEOUT_SECONDS = env_int("PROFILE_TIMEOUT_SECONDS", 600)
+PROFILE_FILE_MAX_BYTES = min(env_int("PROFILE_FILE_MAX_BYTES", 8 * 1024 * 1024), REQUEST_MAX_BODY_BYTES)
 # Issues one contestant may open (one per operator they optimize): 355 in 80 s was a script, not a person.
 ISSUES_PER_HOUR = env_int("ISSUES_PER_HOUR", 20)
 ISSUES_PER_DAY = env_int("ISSUES_PER_DAY", 60)
+# Questions one contestant may ask the organizers (clarifications/services.py; 0: no limit).
+QUESTIONS_PER_HOUR = env_int("QUESTIONS_PER_HOUR", 5)
+QUESTIONS_PER_DAY = env_int("QUESTIONS_PER_DAY", 20)
 NEAR_COPY_THRESHOLD_PERCENT = float(os.environ.get("NEAR_COPY_THRESHOLD_PERCENT", "80"))
 # A new candidate is compared with others of the same operator and this many recent ones.
 NEAR_COPY_SCAN_RECENT = env_int("NEAR_COPY_SCAN_RECENT", 2000)

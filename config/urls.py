@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("leaderboard.urls")),
     path("", include("submissions.urls")),
+    path("", include("clarifications.urls")),
 ]
 
 handler500 = "leaderboard.views.server_error"

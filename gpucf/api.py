@@ -12,6 +12,8 @@ from gpucf.outcomes import AuthError, CommandFailed, RateLimited, Unreachable, U
 
 TIMEOUT_S = 30
 UPLOAD_TIMEOUT_S = 120
+# While a season's scoreboard is frozen, a GPU board's answer (a list) says since when in this header.
+FROZEN_AT_HEADER = "X-Scoreboard-Frozen-At"
 
 
 def _detail(body):
@@ -53,14 +55,24 @@ class Api:
     def season_issues(self, season, offset=0, limit=50):
         return self.get(f"/seasons/{_segment(season)}/issues", {"offset": offset, "limit": limit})
 
-    def submit(self, issue, note, filename, data):
-        body, content_type = multipart.encode([("issue", issue), ("note", note)],
+    def submit(self, issue, note, filename, data, mode="ranked"):
+        body, content_type = multipart.encode([("issue", issue), ("note", note), ("mode", mode)],
                                               [("files", filename, data, "application/zip")])
         return self.call("POST", "/submissions", body=body, content_type=content_type, auth=True,
                          timeout_s=UPLOAD_TIMEOUT_S)
 
     def submission(self, submission_id):
         return self.get(f"/submissions/{int(submission_id)}", auth=True)
+
+    def cancel_run(self, run_id, reason=""):
+        return self.call("POST", f"/runs/{int(run_id)}/cancel", body=json.dumps({"reason": reason}).encode(),
+                         content_type="application/json", auth=True)
+
+    def request_profile(self, run_id):
+        return self.call("POST", f"/runs/{int(run_id)}/profile", auth=True)
+
+    def profile(self, run_id):
+        return self.get(f"/runs/{int(run_id)}/profile", auth=True)
 
     def own_submissions(self, season="", offset=0, limit=50):
         return self.get("/submissions", {"season": season, "offset": offset, "limit": limit}, auth=True)
@@ -69,15 +81,29 @@ class Api:
         return self.get(f"/seasons/{_segment(season)}/leaderboard", {"offset": offset, "limit": limit})
 
     def gpu_leaderboard(self, season, gpu_type, offset=0, limit=50):
-        return self.get(f"/seasons/{_segment(season)}/gpus/{_segment(gpu_type)}/leaderboard",
-                        {"offset": offset, "limit": limit})
+        """{"season", "gpu_type", "frozen_at", "rows"}: the API answers the board's rows (a list) and, while
+        the season's scoreboard is frozen, says since when in a header (FROZEN_AT_HEADER; None: live)."""
+        rows, headers = self.get(f"/seasons/{_segment(season)}/gpus/{_segment(gpu_type)}/leaderboard",
+                                 {"offset": offset, "limit": limit}, with_headers=True)
+        return {"season": season, "gpu_type": gpu_type, "frozen_at": headers.get(FROZEN_AT_HEADER), "rows": rows}
+
+    def clarifications(self, season):
+        return self.get(f"/seasons/{_segment(season)}/clarifications", auth=True)
+
+    def ask(self, season, question, issue=""):
+        body = json.dumps({"question": question, "issue": issue}).encode()
+        return self.call("POST", f"/seasons/{_segment(season)}/clarifications", body=body,
+                         content_type="application/json", auth=True)
 
     # ---- HTTP ------------------------------------------------------------------------------------
-    def get(self, path, params=None, *, auth=False):
+    def get(self, path, params=None, *, auth=False, with_headers=False):
         query = {key: value for key, value in (params or {}).items() if value not in ("", None)}
-        return self.call("GET", path + (f"?{urllib.parse.urlencode(query)}" if query else ""), auth=auth)
+        return self.call("GET", path + (f"?{urllib.parse.urlencode(query)}" if query else ""), auth=auth,
+                         with_headers=with_headers)
 
-    def call(self, method, path, *, body=None, content_type=None, auth=False, timeout_s=TIMEOUT_S):
+    def call(self, method, path, *, body=None, content_type=None, auth=False, timeout_s=TIMEOUT_S,
+             with_headers=False):
+        """The answer's JSON (with `with_headers`: and its headers)."""
         url = f"{self.site}/api/v1{path}"
         headers = {"Accept": "application/json", "User-Agent": f"gpucf/{__version__}"}
         if content_type:
@@ -89,16 +115,17 @@ class Api:
         request = urllib.request.Request(url, data=body, headers=headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                status, text = response.status, response.read()
+                status, text, answer_headers = response.status, response.read(), response.headers
         except urllib.error.HTTPError as exc:
             raise self._refusal(exc.code, exc.read(), exc.headers, url) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             raise Unreachable(self._unreachable(exc, timeout_s)) from None
         try:
-            return json.loads(text)
+            answer = json.loads(text)
         except ValueError:
             raise Unreachable(f"{url} answered {status} but not with the API's JSON: is {self.site} "
                               f"a GPU CodeForces site?") from None
+        return (answer, answer_headers) if with_headers else answer
 
     def _unreachable(self, exc, timeout_s):
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc

@@ -5,10 +5,10 @@ import json
 import sys
 from dataclasses import dataclass
 
-from gpucf import bundles, render, watching
+from gpucf import bundles, profile_table, render, watching
 from gpucf.api import Api
 from gpucf.config import Config
-from gpucf.outcomes import PASSED, Interrupted, UsageError, for_verdicts
+from gpucf.outcomes import PASSED, RUN_FAILED, STILL_JUDGING, Interrupted, UsageError, for_verdicts
 
 PER_PAGE = 50
 
@@ -83,7 +83,7 @@ def issues(args, ctx):
 
 def submit(args, ctx):
     filename, data = bundles.upload_of(args.path)
-    answer = ctx.api.submit(args.issue.strip().upper(), args.note, filename, data)
+    answer = ctx.api.submit(args.issue.strip().upper(), args.note, filename, data, mode=args.mode)
     if not args.watch:
         ctx.show(answer, lambda: render.submission(answer) + f"\nFollow it: gpucf watch {answer['id']}")
         return PASSED
@@ -101,7 +101,7 @@ def watch(args, ctx):
     return _watch(args.id, ctx)
 
 
-def _watch(submission_id, ctx, answer=None):
+def _watch(submission_id, ctx, answer=None, show=True):
     display = watching.Display(sys.stderr, live=sys.stderr.isatty())
     try:
         answer = watching.follow(ctx.api, submission_id, display, answer=answer)
@@ -109,8 +109,42 @@ def _watch(submission_id, ctx, answer=None):
         display.clear()
         raise Interrupted(f"stopped watching; submission #{submission_id} is still judged on the site "
                           f"(nothing was cancelled): `gpucf watch {submission_id}` follows it again") from None
-    ctx.show(answer, lambda: render.submission(answer))
+    if show:
+        ctx.show(answer, lambda: render.submission(answer))
     return for_verdicts(answer)
+
+
+def cancel(args, ctx):
+    answer = ctx.api.cancel_run(args.id, args.reason)
+    ctx.show(answer, f"Run #{answer['id']} ({answer['gpu_type']}) is cancelled: it will not be judged.")
+    return PASSED
+
+
+def profile(args, ctx):
+    """A profile run's report; with --request, a new profile of a passed run of yours (--watch: followed to
+    its report)."""
+    if not args.request:
+        answer = ctx.api.profile(args.id)
+        ctx.show(answer, lambda: profile_table.profile(answer))
+        return _profile_outcome(answer)
+    submission = ctx.api.request_profile(args.id)
+    run_id = submission["runs"][0]["id"]
+    if not args.watch:
+        ctx.show(submission, f"Profile #{submission['id']} of run #{args.id} is queued as run #{run_id}: "
+                             f"`gpucf profile {run_id}` shows its report once it is judged ({submission['url']})")
+        return PASSED
+    print(f"Profile #{submission['id']} of run #{args.id} is queued as run #{run_id}", file=sys.stderr, flush=True)
+    _watch(submission["id"], ctx, submission, show=False)
+    answer = ctx.api.profile(run_id)
+    ctx.show(answer, lambda: profile_table.profile(answer))
+    return _profile_outcome(answer)
+
+
+def _profile_outcome(answer):
+    """As `status`: 0 once its trials passed, 1 when they did not, 6 while it is judged."""
+    if answer["status"] != "done":
+        return STILL_JUDGING
+    return PASSED if answer["verdict"] == "passed" else RUN_FAILED
 
 
 def own_submissions(args, ctx):
@@ -121,9 +155,25 @@ def own_submissions(args, ctx):
 
 def leaderboard(args, ctx):
     if args.gpu:
-        rows = ctx.api.gpu_leaderboard(args.season, args.gpu, _offset(args.page), PER_PAGE)
-        ctx.show(rows, lambda: render.gpu_leaderboard(args.season, args.gpu, rows))
+        board = ctx.api.gpu_leaderboard(args.season, args.gpu, _offset(args.page), PER_PAGE)
+        ctx.show(board, lambda: render.gpu_leaderboard(board))
     else:
         answer = ctx.api.leaderboard(args.season, _offset(args.page), PER_PAGE)
         ctx.show(answer, lambda: render.leaderboard(answer))
+    return PASSED
+
+
+def clarifications(args, ctx):
+    answer = ctx.api.clarifications(args.season)
+    ctx.show(answer, lambda: render.clarifications(answer))
+    return PASSED
+
+
+def ask(args, ctx):
+    question = (sys.stdin.read() if args.question == "-" and sys.stdin is not None else args.question).strip()
+    if not question:
+        raise UsageError("the question is empty: write it as one argument in quotes, or `-` to read it from stdin")
+    answer = ctx.api.ask(args.season, question, (args.issue or "").strip().upper())
+    ctx.show(answer, lambda: f"Question #{answer['id']} is sent to the organizers of {answer['season']}: "
+                             f"`gpucf clarifications {answer['season']}` shows their answer.")
     return PASSED

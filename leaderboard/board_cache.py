@@ -97,7 +97,7 @@ def _take_over(flight):
 def code_version():
     """What the renderings are made by: the site's templates, translations and Python sources."""
     digest = hashlib.sha256()
-    for folder in ("templates", "locale", "config", "leaderboard", "submissions"):
+    for folder in ("templates", "locale", "config", "leaderboard", "clarifications", "submissions"):
         for path in sorted((settings.BASE_DIR / folder).rglob("*")):
             if path.suffix in (".html", ".mo", ".py") and "migrations" not in path.parts:
                 stat = path.stat()
@@ -108,6 +108,12 @@ def code_version():
 def board_of(freeze):
     """The board a viewer held to `freeze` (None: the live one) sees."""
     return f"frozen-{freeze.pk}" if freeze is not None else board_versions.LIVE
+
+
+def gpu_board_of(freeze, gpu_type_id):
+    """The GPU type's board a viewer held to `freeze` (selectors.figures_freeze; None: the live one) sees."""
+    board = board_versions.gpu_board(gpu_type_id)
+    return f"{board_of(freeze)}-{board}" if freeze is not None else board
 
 
 def key(season, *parts):

@@ -269,3 +269,56 @@ def submission_figures(submission, runs):
     return {"figures": {name: fig for name, fig in figures.items() if fig["data"]}, "rows": rows,
             "any_batched_slower": any(row["batched"] and row["batched"]["slower"] for row in rows),
             "prefix": f"submission-{submission.pk}"}
+
+
+def speedup_by_version(gpu_types, rows):
+    """One contestant's versions of an issue (submissions.version_comparison): each GPU type's speedup
+    per version, as a line; a provisional figure is an open marker; 1× (the reference's speed) dotted."""
+    labels = [f"v{row['version']}" for row in rows]
+    data = []
+    for column, gpu_type in enumerate(gpu_types):
+        cells = [row["cells"][column] for row in rows]
+        data.append({
+            "type": "scatter", "mode": "lines+markers", "name": _text(gpu_type.name), "x": labels, "connectgaps": True,
+            "y": [cell.speedup if cell else None for cell in cells],
+            "marker": {"size": 9,
+                       "symbol": ["circle-open" if cell and cell.provisional else "circle" for cell in cells]},
+            "customdata": [f"#{row['submission'].pk}" + (" · " + _("provisional") if cell and cell.provisional else "")
+                           for row, cell in zip(rows, cells)],
+            "hovertemplate": "%{x} %{customdata}: %{y:.2f}×"})
+    return {"data": data, "layout": _layout(
+        _("Speedup of each of your versions"),
+        xaxis={"type": "category", "title": {"text": _("version")}},
+        yaxis={"title": {"text": _("speedup (×)")}, "rangemode": "tozero"},
+        shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                 "line": {"dash": "dot", "color": "#888", "width": 1}}])}
+
+
+PROFILE_NAME_CHARS = 80  # a kernel's name in the roofline's hover text (C++ signatures run long)
+
+
+def profile_roofline(kernels, peak_gbps=None, peak_tflops=None):
+    """A profile report's kernels on a roofline: achieved GFLOP/s against FLOP per DRAM byte (log-log), one
+    trace per model, under the device's roofs where its agent knew its peaks. None when no kernel has both
+    figures (no FLOP count: tensor-core or integer work alone, or a profiler that counted none)."""
+    placed = [k for k in kernels if k.get("arithmetic_intensity") and k.get("flop_per_s")]
+    data = []
+    for model, label in (("candidate", _("candidate")), ("reference", _("reference")), (None, _("kernels"))):
+        points = [k for k in placed if k.get("model") == model]
+        if points:
+            data.append({"type": "scatter", "mode": "markers", "name": label, "marker": {"size": 10},
+                         "x": [k["arithmetic_intensity"] for k in points], "y": [k["flop_per_s"] / 1e9 for k in points],
+                         "text": [_text(_shortened(k["name"], PROFILE_NAME_CHARS)) for k in points],
+                         "hovertemplate": "%{text}<br>%{x:.3g} FLOP/B · %{y:.4g} GFLOP/s<extra></extra>"})
+    if not data:
+        return None
+    if peak_gbps:
+        intensities = [k["arithmetic_intensity"] for k in placed]
+        ridge = peak_tflops * 1000 / peak_gbps if peak_tflops else None
+        xs = sorted({min(intensities) / 10, max(intensities) * 10, *([ridge] if ridge else [])})
+        ys = [min(peak_gbps * x, peak_tflops * 1000) if peak_tflops else peak_gbps * x for x in xs]
+        data.append({"type": "scatter", "mode": "lines", "name": _("roof"), "x": xs, "y": ys,
+                     "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"})
+    return {"data": data, "layout": _layout(_("Roofline: each kernel's achieved FLOP/s"),
+                                            xaxis={"type": "log", "title": {"text": _("FLOP / DRAM byte")}},
+                                            yaxis={"type": "log", "title": {"text": "GFLOP/s"}})}

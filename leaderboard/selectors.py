@@ -1,17 +1,15 @@
 """Read-side queries of the public pages: standings are read as materialized, never recomputed here."""
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Optional
+import bisect
 
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Q
-from django.utils.translation import gettext
+from django.db.models import Count, F, FilteredRelation, Prefetch, Q, prefetch_related_objects
 
-from leaderboard.models import FrozenStanding, ScoreboardFreeze
-from submissions import board_ranks
+from leaderboard.models import FrozenAcceptance, FrozenGpuStanding, FrozenRun, FrozenStanding, ScoreboardFreeze
+from submissions import board_ranks, freeze_reads, season_access_reads
 from submissions import selectors as submission_selectors
-from submissions.models import BenchmarkRun, GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, Standing, Submission, Verdict
-from submissions.rules import ranked_runs, ranking, timing_flags, weights
+from submissions.models import GpuStanding, GpuType, Contestant, Issue, Review, ReviewDecision, Run, Season, SeasonBan, Standing, Submission, Verdict
+from submissions.models import SubmissionMode
+from submissions.rules import ranked_runs, ranking, timing_flags
 
 
 def with_freeze(seasons):
@@ -28,14 +26,24 @@ def active_freeze(season, viewer=None):
     return ScoreboardFreeze.objects.filter(season=season).first()
 
 
+def figures_freeze(season, viewer=None):
+    """The freeze of everything else the public sees of the season's results `viewer` is held to
+    (active_freeze): its GPU boards, the hardware comparison, the charts, contestants' runs and
+    acceptances. None: live (organizers, or a freeze taken before those were snapshotted)."""
+    freeze = active_freeze(season, viewer)
+    return freeze if freeze is not None and freeze.freezes_everything else None
+
+
 def standings_query(season, search="", viewer=None):
     return board_query(season, active_freeze(season, viewer), search)
 
 
 def board_query(season, freeze, search=""):
     """The rows of the live board (freeze None) or of the freeze's snapshot, in board order."""
-    if freeze is not None:  # a snapshot keeps the ranks it was taken with
-        rows = FrozenStanding.objects.filter(freeze=freeze).select_related("contestant").order_by("rank", "contestant_id")
+    if freeze is not None:  # a snapshot keeps the ranks it was taken with, less the banned (rows_at)
+        rows = (FrozenStanding.objects.filter(freeze=freeze)
+                .exclude(contestant_id__in=season_access_reads.banned_contestant_ids(freeze.season_id))
+                .select_related("contestant").order_by("rank", "contestant_id"))
     else:
         rows = Standing.objects.filter(season=season).select_related("contestant").order_by("board_key", "contestant_id")
     if search:
@@ -54,7 +62,7 @@ def rows_at(query, offset, limit, *, whole_board=False):
     A plain OFFSET joins and discards every skipped row, so the last page cost 2-3x the first.
     `whole_board`: `query` is a whole live board in order (no search): the row before the page is read
     with it, and its key places the page with no count (board_ranks.attach_in_order)."""
-    live = query.model is not FrozenStanding
+    live = issubclass(query.model, board_ranks.RankedRow)  # else a snapshot's rows, ranked as taken
     with_before = whole_board and live and offset > 0  # the row before the page, read with it
     start, key_before, complete = offset - with_before, None, True
     if offset < DEFERRED_JOIN_FROM_OFFSET:
@@ -77,7 +85,28 @@ def rows_at(query, offset, limit, *, whole_board=False):
             board_ranks.attach_in_order(rows[0].board(), rows, offset, key_before)
         else:
             board_ranks.attach(rows[0].board(), rows)
+    elif rows:
+        ranked_without_banned(rows)
     return rows
+
+
+def ranked_without_banned(frozen_rows):
+    """Frozen rows (of one snapshot board or several: the season's, a GPU type's) ranked as if the
+    contestants banned since the freeze had not been on it: a rank less for each banned row ranked
+    above. A live board holds no row of theirs (services/standings.remove); a snapshot is kept whole,
+    so a lifted ban shows the row again."""
+    boards = {}
+    for row in frozen_rows:
+        boards.setdefault((type(row), row.freeze_id, getattr(row, "gpu_type_id", None)), []).append(row)
+    for (_, freeze_id, _), rows in boards.items():
+        hidden = sorted(rank for rank in rows[0].board().filter(contestant_id__in=SeasonBan.objects.filter(
+            season__scoreboard_freeze=freeze_id, lifted_at__isnull=True).values("contestant_id"))
+            .values_list("rank", flat=True) if rank is not None)
+        if hidden:
+            for row in rows:
+                if row.rank is not None:
+                    row.rank -= bisect.bisect_left(hidden, row.rank)
+    return frozen_rows
 
 
 def with_contestants(rows):
@@ -118,8 +147,10 @@ def season_issues(season):
         Issue.objects.filter(season=season)
         .select_related("author")
         .annotate(
-            submission_count=Count("submissions", distinct=True),
-            passed_runs=Count("submissions__runs", filter=Q(submissions__runs__verdict=Verdict.PASSED), distinct=True),
+            # ranked submissions only: test and benchmark ones are their owner's
+            submission_count=Count("submissions", filter=Q(submissions__mode=SubmissionMode.RANKED), distinct=True),
+            passed_runs=Count("submissions__runs", filter=Q(submissions__runs__verdict=Verdict.PASSED,
+                                                            submissions__mode=SubmissionMode.RANKED), distinct=True),
         )
         .order_by("created_at")
     )
@@ -137,20 +168,42 @@ def accepted_submission_ids(season):
     return {sid: r for sid, r in latest.items() if r.decision == ReviewDecision.ACCEPTED}
 
 
-def hardware_comparison(season):
+def runs_at_freeze(freeze, runs):
+    """`runs` (a query of runs) as they stood at `freeze` (FrozenRun): the runs made by then, each read
+    with the status, verdict, flags and figures it had. Pass what it returns through `as_at_freeze`."""
+    return runs.annotate(at_freeze=FilteredRelation("frozen_states", condition=Q(frozen_states__freeze=freeze))).filter(
+        at_freeze__isnull=False).annotate(**{f"at_freeze_{name}": F(f"at_freeze__{name}") for name in FrozenRun.SHOWN})
+
+
+def as_at_freeze(runs):
+    """Runs read through `runs_at_freeze`, showing what they showed at the freeze (never saved)."""
+    for run in runs:
+        for name in FrozenRun.SHOWN:
+            setattr(run, name, getattr(run, f"at_freeze_{name}"))
+    return runs
+
+
+def hardware_comparison(season, freeze=None):
     """Each accepted sample's ranked figure per GPU type (ranked_runs): the dataset's purpose (compare
     GPUs on the same samples). `cells` holds the ranked runs (None: no figure), `columns` each GPU
     type's figure with how many runs it was taken over, or the latest run where there is none (its
-    verdict explains the gap)."""
-    accepted = accepted_submission_ids(season)
+    verdict explains the gap). `freeze` (figures_freeze): as it was then, from the freeze's snapshot."""
+    runs_read = Run.objects.defer("result")
+    if freeze is None:
+        accepted = {pk: review.created_at for pk, review in accepted_submission_ids(season).items()}
+    else:
+        accepted = dict(FrozenAcceptance.objects.filter(freeze=freeze).values_list("submission_id", "accepted_at"))
+        runs_read = runs_at_freeze(freeze, runs_read)
     gpu_types = list(season.gpu_types.order_by("slug"))
     submissions = (
         Submission.objects.filter(pk__in=accepted).select_related("issue", "contestant")
-        .prefetch_related(Prefetch("runs", queryset=Run.objects.defer("result"))).order_by("issue__code", "pk")
+        .prefetch_related(Prefetch("runs", queryset=runs_read)).order_by("issue__code", "pk")
     )
     rows = []
     for submission in submissions:
         runs = list(submission.runs.all())
+        if freeze is not None:
+            as_at_freeze(runs)
         ranked = ranked_runs.by_gpu_type(runs)
         columns = []
         for gpu_type in gpu_types:
@@ -160,15 +213,17 @@ def hardware_comparison(season):
             columns.append({"run": figure.run if figure else None, "runs_counted": figure.runs_counted if figure else 0,
                             "latest": latest})
         rows.append({"submission": submission, "cells": [c["run"] for c in columns], "columns": columns,
-                     "accepted_at": accepted[submission.pk].created_at})
+                     "accepted_at": accepted[submission.pk]})
     return gpu_types, rows
 
 
-def passed_speedups(season):
+def passed_speedups(season, freeze=None):
     """(GPU type slug, ranked speedup) of every submission that ranks on a GPU type: one figure per
-    submission and GPU type, however often it was judged."""
+    submission and GPU type, however often it was judged (`freeze`: as it was then)."""
     slugs = dict(GpuType.objects.values_list("pk", "slug"))
-    runs = Run.objects.filter(submission__issue__season=season).only(*ranked_runs.FIELDS)
+    runs = Run.objects.filter(submission__issue__season=season, submission__mode=SubmissionMode.RANKED).only(*ranked_runs.FIELDS)
+    if freeze is not None:
+        runs = as_at_freeze(list(runs_at_freeze(freeze, runs)))
     return [(slugs[gpu_type_id], f.speedup)
             for (_, gpu_type_id), f in sorted(ranked_runs.figures(runs).items())]
 
@@ -190,30 +245,78 @@ def contestant_standings(contestant, viewer):
         elif freeze.pk in frozen:
             frozen[freeze.pk].season = standing.season
             rows.append(frozen[freeze.pk])
+    ranked_without_banned([row for row in rows if isinstance(row, FrozenStanding)])
     return rows
 
 
 def contestant_profile(contestant, viewer):
     """The contestant's standings (as `viewer`'s boards show them), issues and latest submissions, each
-    with its `state` for `viewer`."""
+    with its `state` for `viewer`. In a season whose results are frozen for `viewer` (figures_freeze)
+    a submission shows its runs and acceptance as they were at the freeze, but to the contestant
+    themselves: their own runs and results are theirs to follow. `freezes`: the seasons shown that
+    are frozen, each with how `viewer` sees them (freeze_views)."""
     standings = contestant_standings(contestant, viewer)
-    submissions = submission_selectors.with_states(list(
-        Submission.objects.filter(contestant=contestant).select_related("issue__season", "contestant")
-        .prefetch_related("runs__gpu_type", "reviews").order_by("-created_at")[:100]
-    ), viewer)
+    submissions = list(submission_selectors.visible_to(Submission.objects.filter(contestant=contestant), viewer)
+                       .select_related("issue__season__scoreboard_freeze", "contestant").order_by("-created_at")[:100])
+    own = _is_self(contestant, viewer)
+    held = {}  # freeze (None: live) -> the submissions shown as they were at it
+    for submission in submissions:
+        held.setdefault(None if own else figures_freeze(submission.issue.season, viewer), []).append(submission)
+    runs = Run.objects.select_related("gpu_type")
+    prefetch_related_objects(held.pop(None, []), Prefetch("runs", queryset=runs), "reviews")
+    for freeze, group in held.items():
+        prefetch_related_objects(group, Prefetch("runs", queryset=runs_at_freeze(freeze, runs)), "reviews")
+    submission_selectors.with_states(submissions, viewer)
+    for freeze, group in held.items():
+        accepted = set(FrozenAcceptance.objects.filter(freeze=freeze, submission__in=group)
+                       .values_list("submission_id", flat=True))
+        for submission in group:
+            as_at_freeze(submission.runs.all())
+            # the public sees no other state (visible_state), nor an acceptance made since
+            submission.state = submission_selectors.SubmissionState.ACCEPTED if submission.pk in accepted else None
+    seasons = {row.season for row in standings} | {submission.issue.season for submission in submissions}
     return {"contestant": contestant, "standings": standings, "submissions": submissions,
+            "freezes": freeze_views(seasons, contestant, viewer),
             "issues": Issue.objects.filter(author=contestant).select_related("season")}
+
+
+def _is_self(contestant, viewer):
+    return viewer is not None and viewer.is_authenticated and contestant.user_id == viewer.pk
+
+
+FROZEN, OWN, LIVE = "frozen", "own", "live"  # how a viewer sees a frozen season's parts of a contestant's page
+
+
+def freeze_views(seasons, contestant, viewer):
+    """[{"season", "freeze", "view"}] of the frozen ones of `seasons` (by code): `view` is FROZEN (the
+    public: as at the freeze), OWN (the contestant: their standing frozen, their runs and results up to
+    date) or LIVE (organizers)."""
+    views = []
+    for season in sorted(seasons, key=lambda season: season.code):
+        freeze = active_freeze(season)
+        if freeze is not None:
+            view = LIVE if viewer is not None and viewer.is_staff else OWN if _is_self(contestant, viewer) else FROZEN
+            views.append({"season": season, "freeze": freeze, "view": view})
+    return views
 
 
 def public_contestant(contestant_id):
     return Contestant.objects.filter(pk=contestant_id).first()
 
 
-def gpu_standings_query(season, gpu_type, search=""):
-    rows = GpuStanding.objects.filter(season=season, gpu_type=gpu_type, passed_count__gt=0).select_related("contestant")
+def gpu_standings_query(season, gpu_type, search="", freeze=None):
+    """The rows of a GPU type's live board that passed there (freeze None), or of the freeze's snapshot
+    of it (figures_freeze) less the banned, in board order."""
+    if freeze is not None:
+        rows = (FrozenGpuStanding.objects.filter(freeze=freeze, gpu_type=gpu_type)
+                .exclude(contestant_id__in=season_access_reads.banned_contestant_ids(freeze.season_id))
+                .select_related("contestant").order_by("rank", "contestant_id"))
+    else:
+        rows = (GpuStanding.objects.filter(season=season, gpu_type=gpu_type, passed_count__gt=0)
+                .select_related("contestant").order_by("board_key", "contestant_id"))
     if search:
         rows = rows.filter(Q(contestant__display_name__icontains=search) | Q(contestant__affiliation__icontains=search))
-    return rows.order_by("board_key", "contestant_id")
+    return rows
 
 
 def season_gpu_type(season, slug):
@@ -224,201 +327,10 @@ def public_issue(code):
     return Issue.objects.select_related("season", "author").filter(code=code.strip().upper()).first()
 
 
-def judged_runs(submission):
+def judged_runs(submission, viewer=None):
     """The submission's runs that have a result, for its charts (a public page: a provisional figure,
-    awaiting a second judging, is left out; its owner sees it in the runs table)."""
-    runs = submission.runs.select_related("gpu_type").filter(result__isnull=False)
+    awaiting a second judging, is left out; its owner sees it in the runs table). In a season whose
+    results are frozen for `viewer`, none that finished since the freeze (freeze_reads)."""
+    since = freeze_reads.Viewer(viewer).submission_held_since(submission)
+    runs = freeze_reads.shown_runs(submission.runs.select_related("gpu_type"), since)
     return [run for run in runs if run.result and not timing_flags.is_provisional(run)]
-
-
-# ---- Comparing two GPUs on the season's samples --------------------------------------------------
-
-@dataclass
-class GpuSeries:
-    """One GPU's timed samples: a GPU type's ranked runs (source "judged") or one uploader's newest
-    benchmark run of this season from one GPU name (source "benchmark"). `samples` maps a sample (its
-    issue code, as the dataset names it) to its candidate time and where that comes from."""
-    key: str  # what ?a= and ?b= name: the GPU type's slug, or BenchmarkRun.comparison_key
-    name: str  # as shown: an upload's names its uploader, so it never reads as a judged GPU type's
-    source: str  # "judged" or "benchmark"
-    samples: dict = field(default_factory=dict)
-    score: Optional[float] = None  # weighted geometric mean of the speedups
-    relative_time_score: Optional[float] = None  # benchmark runs: the site's recomputed score over the baseline
-    benchmark_run: Optional[int] = None
-    roofline: Optional[dict] = None  # None: no throughput figures
-    # benchmark runs: the GPU as the agent named it, who uploaded it (None: the account is gone), when, of what
-    gpu_name: str = ""
-    uploaded_by: Optional[str] = None
-    uploaded_by_organizer: bool = False
-    uploaded_at: Optional[datetime] = None
-    dataset_name: Optional[str] = None
-    dataset_version: Optional[int] = None
-
-    @property
-    def sample_count(self):
-        return len(self.samples)
-
-
-class ComparisonError(ValueError):
-    """?a= or ?b= names no GPU of the season, or both name the same one; the message says which."""
-
-
-def _median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-
-
-def _roofline(samples):
-    """Median achieved TFLOP/s over the samples with a FLOP count and median GB/s over those with a
-    byte count, each also as a share of the GPU's peak the agent reported with it (a memory-bound
-    sample has no FLOP count and still places the GPU on the bandwidth axis). None: no throughput."""
-    compute = [s for s in samples.values() if s.get("tflops")]
-    memory = [s for s in samples.values() if s.get("gbps")]
-    if not compute and not memory:
-        return None
-    return {"samples": sum(1 for s in samples.values() if s.get("tflops") or s.get("gbps")),
-            "tflops": _median([s["tflops"] for s in compute]), "gbps": _median([s["gbps"] for s in memory]),
-            "peak_tflops": _median([s["peak_tflops"] for s in compute if s.get("peak_tflops")]),
-            "peak_gbps": _median([s["peak_gbps"] for s in memory if s.get("peak_gbps")]),
-            "tflops_pct": _median([100 * s["tflops"] / s["peak_tflops"] for s in compute if s.get("peak_tflops")]),
-            "gbps_pct": _median([100 * s["gbps"] / s["peak_gbps"] for s in memory if s.get("peak_gbps")])}
-
-
-def _judged_series(season, hardware=None):
-    """Each GPU type of the season with the ranked run of every accepted sample that has one
-    (`hardware`: hardware_comparison(season), where the caller has it already)."""
-    rule = weights.rule_of(season)
-    gpu_types, rows = hardware or hardware_comparison(season)
-    ranked = [(g, row["submission"], c["run"]) for row in rows for g, c in zip(gpu_types, row["columns"])
-              if c["run"] is not None and c["run"].candidate_median_ms]
-    # the agent's peaks ride in each run's result; read only for the ranked runs
-    devices = dict(Run.objects.filter(pk__in=[run.pk for _, _, run in ranked]).values_list("pk", "result__device"))
-    series = {g.pk: GpuSeries(key=g.slug, name=g.name, source="judged", gpu_name=g.name) for g in gpu_types}
-    for gpu_type, submission, run in ranked:
-        device = devices.get(run.pk) or {}
-        series[gpu_type.pk].samples[submission.issue.code] = {
-            "title": submission.issue.title, "ms": run.candidate_median_ms, "speedup": run.speedup,
-            "weight": rule.weight_for(submission.issue).value, "source": "judged", "run": run.pk,
-            "tflops": run.tflops, "gbps": run.bandwidth_gbs,
-            "peak_tflops": device.get("peak_tflops"), "peak_gbps": device.get("peak_gbps")}
-    for one in series.values():
-        one.score = weights.weighted_geomean([(s["speedup"], s["weight"]) for s in one.samples.values()])
-        one.roofline = _roofline(one.samples)
-    return list(series.values())
-
-
-def uploaded_gpu_label(gpu_name, uploader, organizer=False):
-    """How an uploaded series is named: the GPU as the agent named it and who measured it, so that it
-    never reads as the judged GPU type of the same name."""
-    if uploader is None:
-        return gettext("%(gpu)s, uploaded by an unknown uploader") % {"gpu": gpu_name}
-    if organizer:
-        return gettext("%(gpu)s, measured by %(uploader)s (organizer), uploaded") % {"gpu": gpu_name,
-                                                                                    "uploader": uploader}
-    return gettext("%(gpu)s, measured by %(uploader)s, uploaded") % {"gpu": gpu_name, "uploader": uploader}
-
-
-def _benchmark_series(season):
-    """One series per (uploader, GPU name): that uploader's newest benchmark run of this season from
-    that GPU. Another uploader's run never replaces it, and none is merged with a judged GPU type."""
-    newest = {}
-    for pk, contestant_id, gpu_name in (BenchmarkRun.objects.filter(season=season).order_by("-created_at", "-pk")
-                                        .values_list("pk", "contestant_id", "gpu_name")):
-        newest.setdefault((contestant_id if contestant_id is not None else f"run{pk}", gpu_name), pk)
-    runs = BenchmarkRun.objects.filter(pk__in=newest.values()).select_related("contestant__user")
-    series = []
-    for run in runs:
-        uploader = run.contestant.display_name if run.contestant else None
-        organizer = bool(run.contestant and run.contestant.is_organizer)
-        one = GpuSeries(key=run.comparison_key, name=uploaded_gpu_label(run.gpu_name, uploader, organizer),
-                        source="benchmark", score=run.speedup_score, relative_time_score=run.relative_time_score,
-                        benchmark_run=run.pk, gpu_name=run.gpu_name, uploaded_by=uploader,
-                        uploaded_by_organizer=organizer, uploaded_at=run.created_at, dataset_name=run.dataset_name,
-                        dataset_version=run.dataset_version)
-        for sample in run.samples:
-            if sample.get("status") == "passed" and sample.get("candidate_ms"):
-                one.samples[sample["id"]] = {
-                    "title": sample.get("title") or "", "ms": sample["candidate_ms"], "speedup": sample.get("speedup"),
-                    "weight": sample.get("weight"), "source": "benchmark", "run": run.pk,
-                    **{key: sample.get(key) for key in ("tflops", "gbps", "peak_tflops", "peak_gbps")}}
-        one.roofline = _roofline(one.samples)
-        series.append(one)
-    # by GPU name; the organizers' first, then by uploader
-    return sorted(series, key=lambda g: (g.gpu_name, not g.uploaded_by_organizer, g.uploaded_by is None,
-                                         g.uploaded_by or "", g.benchmark_run))
-
-
-def _pick(gpus, key, which):
-    if key in (None, ""):
-        return None
-    found = next((g for g in gpus if g.key == key), None)
-    if found is None:
-        raise ComparisonError(gettext("%(which)s: no GPU of this season is called '%(key)s'; the GPUs: %(known)s")
-                              % {"which": which, "key": key[:100], "known": ", ".join(g.key for g in gpus) or "-"})
-    return found
-
-
-def bench_command(site_url):
-    """The command that benchmarks a GPU on a season's dataset and uploads the run to this site; the
-    token goes through the environment (a command line is visible to the host's other users)."""
-    return f"PROFILER_AGENT_USER_TOKEN=TOKEN python -m profiler_agent bench DATASET --upload {site_url}"
-
-
-def no_benchmark_run_line(command):
-    """The JSON twin's line for a season without benchmark runs (the page shows the command apart)."""
-    return gettext("No benchmark run has been uploaded for this season's dataset yet. To add one, run on a "
-                   "machine with the GPU and the agent (pip install ./agent): %(command)s, where DATASET is the "
-                   "season's exported dataset (its folder or .tar.gz) and TOKEN a personal API token from the "
-                   "account page.") % {"command": command}
-
-
-def gpu_comparison(season, a=None, b=None, hardware=None, site_url="SITE"):
-    """Two GPUs compared on the samples both timed: per sample, b's candidate time over a's (the ratio),
-    with each GPU's weighted score and roofline position. `a`/`b` name GPUs by key; left out, the two
-    with the most timed samples. `error` says what is wrong with ?a=/?b= (then no rows); `missing`
-    says what the page lacks (a second GPU, shared samples), and `bench_command` how to add the first
-    benchmark run to `site_url` while there is none. `judged` and `uploaded` split `gpus`: the page
-    shows uploads apart, naming who measured them."""
-    judged, uploaded = _judged_series(season, hardware), _benchmark_series(season)
-    gpus = judged + uploaded
-    answer = {"gpus": gpus, "judged": judged, "uploaded": uploaded, "a": None, "b": None, "rows": [], "ratio_geomean": None, "error": None, "missing": [],
-              "benchmark_runs": BenchmarkRun.objects.filter(season=season).count(), "bench_command": None}
-    if not answer["benchmark_runs"]:
-        answer["bench_command"] = bench_command(site_url)
-    timed = sorted((g for g in gpus if g.samples), key=lambda g: -g.sample_count)
-    if len(timed) < 2:
-        answer["missing"].append(
-            gettext("No GPU has timed samples yet: a comparison needs two.") if not timed else
-            gettext("Only %(gpu)s has timed samples: a comparison needs a second GPU.") % {"gpu": timed[0].name})
-    try:
-        chosen_a, chosen_b = _pick(gpus, a, "a"), _pick(gpus, b, "b")
-    except ComparisonError as error:
-        answer["error"] = str(error)
-        return answer
-    defaults = [g for g in timed if g not in (chosen_a, chosen_b)]
-    chosen_a = chosen_a or (defaults.pop(0) if defaults else None)
-    chosen_b = chosen_b or (defaults.pop(0) if defaults else None)
-    if chosen_a is not None and chosen_a is chosen_b:
-        answer["error"] = gettext("a and b are both %(gpu)s: choose two different GPUs.") % {"gpu": chosen_a.key}
-        return answer
-    answer.update(a=chosen_a, b=chosen_b)
-    if chosen_a is None or chosen_b is None:
-        return answer
-    for code in sorted(set(chosen_a.samples) & set(chosen_b.samples)):
-        on_a, on_b = chosen_a.samples[code], chosen_b.samples[code]
-        answer["rows"].append({"sample": code, "title": on_a["title"] or on_b["title"], "a_ms": on_a["ms"],
-                               "b_ms": on_b["ms"], "ratio": on_b["ms"] / on_a["ms"],
-                               "weight": on_a["weight"] if on_a["weight"] is not None else on_b["weight"],
-                               "a_source": _source(on_a), "b_source": _source(on_b)})
-    if not answer["rows"]:
-        answer["missing"].append(gettext("%(a)s and %(b)s have no timed sample in common.")
-                                 % {"a": chosen_a.name, "b": chosen_b.name})
-    answer["ratio_geomean"] = weights.weighted_geomean([(r["ratio"], r["weight"] or 0) for r in answer["rows"]])
-    return answer
-
-
-def _source(sample):
-    return {"kind": sample["source"], "run": sample["run"]}

@@ -9,11 +9,12 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views import defaults
 
-from leaderboard import board_cache, board_reads, charts, season_reads, selectors, standing_cells
-from submissions import board_versions
+from leaderboard import board_cache, board_reads, charts, gpu_comparison, season_reads, selectors, standing_cells
+from submissions import board_versions, season_access_reads
 from submissions import selectors as submission_selectors
 from submissions.models import Season, Submission
 from submissions.search import SEARCH_MAX_CHARS, bounded_search, notify_cut
+from submissions.templatetags.season_clocks import render_clock
 
 PAGE_SIZE = 50
 HOME_ROWS = 10
@@ -81,16 +82,26 @@ def cached_board_page(season, parts, make_query, search, asked, render_part, *, 
     return Page((), number, paginator), mark_safe(html)
 
 
+def frozen_notices(season, viewer):
+    """What a page of the season's figures (GPU boards, hardware comparison, charts) says of a freeze:
+    `freeze`, the one `viewer` is shown (figures_freeze), and `live_freeze`, the one an organizer's
+    live figures are hidden from the public by."""
+    freeze = selectors.figures_freeze(season, viewer)
+    return {"freeze": freeze, "live_freeze": selectors.figures_freeze(season) if viewer.is_staff else None}
+
+
 def season_detail(request, code):
-    season = get_object_or_404(Season, code=code)
-    gpu_types, rows = selectors.hardware_comparison(season)
+    season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
+    notices = frozen_notices(season, request.user)
+    gpu_types, rows = selectors.hardware_comparison(season, notices["freeze"])
     figures = {
         "accepted": charts.accepted_over_time(rows),
-        "speedups": charts.speedup_distribution(selectors.passed_speedups(season)),
+        "speedups": charts.speedup_distribution(selectors.passed_speedups(season, notices["freeze"])),
     }
     return render(request, "leaderboard/season_detail.html", {
-        "season": season, "issues": selectors.season_issues(season), "gpu_types": gpu_types,
+        **notices, "season": season, "issues": selectors.season_issues(season), "gpu_types": gpu_types,
         "published_datasets": submission_selectors.published_exports(season).exists(),
+        "access": season_access_reads.viewer_access(season, request.user),  # the viewer's own: ban, admission
         "figures": {k: f for k, f in figures.items() if f["data"] and any(d.get("x") for d in f["data"])},
     })
 
@@ -102,13 +113,16 @@ def season_leaderboard(request, code):
     staff = request.user.is_staff
     # ?fragment=1: the table alone, which the page polls to follow runs finishing and reviews landing
     fragment = bool(request.GET.get("fragment"))
+    # live, provisional (ended, final system test not finished) or final: the season's end changes it
+    # with no new board version, so it names the renderings
+    status = season.standings_status
     if cut and not fragment:  # a fragment shows no messages: the notice would wait for the next page
         notify_cut(request)
 
     def render_part(page):
         rule = selectors.rule_of(season)
         context = {"season": season, "page": page, "rows": standing_cells.with_cells(page.object_list, rule),
-                   "rule": rule, "search": search,
+                   "rule": rule, "search": search, "standings_status": status,
                    "search_max_chars": SEARCH_MAX_CHARS,
                    "gpu_types": season.gpu_types.order_by("slug"), "freeze": freeze,
                    "live_freeze": selectors.active_freeze(season) if staff else None}
@@ -119,15 +133,25 @@ def season_leaderboard(request, code):
         # The board names whose rendering this is: during a freeze only organizers see the live one (with
         # their notice over it); the public sees the snapshot. Nothing else in the part depends on the viewer.
         _, part = cached_board_page(
-            season, (board_cache.board_of(freeze), "table" if fragment else "page"),
+            season, (board_cache.board_of(freeze), "table" if fragment else "page", status),
             lambda: selectors.board_query(season, freeze, search), search, request.GET.get("page"), render_part,
             fresh=fresh)
         return part
 
     if fragment:
         return HttpResponse(content(fresh=False))
-    return whole_page(request, season, (board_cache.board_of(freeze), "whole"), lambda fresh: render(
+    page = whole_page(request, season, (board_cache.board_of(freeze), "whole", status), lambda fresh: render(
         request, "leaderboard/leaderboard.html", {"season": season, "content": content(fresh)}))
+    return with_season_clock(season, page)
+
+
+# Where a board page's season clock goes: the page is kept for a board version, the clock is of this second.
+SEASON_CLOCK_SLOT = b"<!--season-clock-->"
+
+
+def with_season_clock(season, response):
+    response.content = response.content.replace(SEASON_CLOCK_SLOT, render_clock(season).encode(), 1)
+    return response
 
 
 # What a board page's address may carry for its whole page to be kept: anything else (a tracking tag,
@@ -149,10 +173,11 @@ def whole_page(request, season, parts, render_page):
 
 
 def hardware_comparison(request, code):
-    season = get_object_or_404(Season, code=code)
-    gpu_types, rows = selectors.hardware_comparison(season)
-    comparison = selectors.gpu_comparison(season, request.GET.get("a"), request.GET.get("b"),
-                                          hardware=(gpu_types, rows),
+    season = get_object_or_404(selectors.with_freeze(Season.objects), code=code)
+    notices = frozen_notices(season, request.user)
+    gpu_types, rows = selectors.hardware_comparison(season, notices["freeze"])
+    comparison = gpu_comparison.gpu_comparison(season, request.GET.get("a"), request.GET.get("b"),
+                                          hardware=(gpu_types, rows), freeze=notices["freeze"],
                                           site_url=request.build_absolute_uri("/").rstrip("/"))
     roofline = charts.gpu_roofline_position(comparison["gpus"])
     figures = {
@@ -163,7 +188,7 @@ def hardware_comparison(request, code):
         "roofline": {"roofline": roofline} if roofline["data"] else {},
     }
     return render(request, "leaderboard/hardware.html", {
-        "season": season, "gpu_types": gpu_types, "rows": rows, "comparison": comparison, "figures": figures,
+        **notices, "season": season, "gpu_types": gpu_types, "rows": rows, "comparison": comparison, "figures": figures,
         "charts": any(figures.values()),
     }, status=400 if comparison["error"] else 200)
 
@@ -183,21 +208,26 @@ def gpu_leaderboard(request, code, slug):
     search, cut = bounded_search(request.GET.get("q"))
     if cut:
         notify_cut(request)
+    notices = frozen_notices(season, request.user)
+    # the public's rendering is of the freeze's snapshot of the board, the organizers' of the live one
     page, table = cached_board_page(
-        season, (board_versions.gpu_board(gpu_type.pk), "table"), lambda: selectors.gpu_standings_query(season, gpu_type, search), search,
+        season, (board_cache.gpu_board_of(notices["freeze"], gpu_type.pk), "table"),
+        lambda: selectors.gpu_standings_query(season, gpu_type, search, notices["freeze"]), search,
         request.GET.get("page"),
         lambda page: render_to_string("leaderboard/_gpu_standings.html", {"rows": page.object_list}))
     return render(request, "leaderboard/gpu_leaderboard.html", {
-        "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
+        **notices, "season": season, "gpu_type": gpu_type, "gpu_types": season.gpu_types.order_by("slug"), "page": page,
         "standings_table": table, "search": search, "search_max_chars": SEARCH_MAX_CHARS,
     })
 
 
 def submission_charts(request, submission_id):
     """A submission's charts alone: its page fetches them when the last verdict arrives."""
-    submission = get_object_or_404(Submission, pk=submission_id)
+    submission = get_object_or_404(Submission.objects.select_related("contestant", "issue__season"), pk=submission_id)
+    if not submission_selectors.can_see_submission(request.user, submission):
+        raise Http404("no such submission")  # a test or benchmark submission: its owner's and the organizers'
     return render(request, "leaderboard/_submission_charts.html",
-                  charts.submission_figures(submission, selectors.judged_runs(submission)))
+                  charts.submission_figures(submission, selectors.judged_runs(submission, request.user)))
 
 
 def server_error(request):

@@ -14,5 +14,7 @@ __version__ = "0.1.0"
 # 1.1: backward problems, the energy window, the memo and tamper rules, result inputs; 1.2: a candidate
 # under its kernel record is ranked at it, the tamper check's wall clock, convolution peaks; 1.3: no
 # speedup ranked above the kernel record of both models in one profile (a ratio, not a floor); 1.4:
-# timed calls on new values, their outputs checked; 1.5: CPU times bounded by CPU time read from outside
-HARNESS_VERSION = "1.5"
+# timed calls on new values, their outputs checked; 1.5: CPU times bounded by CPU time read from outside;
+# 1.6: named input cases (get_cases()), each checked, the speedup the geometric mean of the timed ones';
+# 1.7: each timed input case's times confirmed on that case
+HARNESS_VERSION = "1.7"

@@ -36,6 +36,16 @@ def _positive(text: str) -> float:
     return value
 
 
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
+    return value
+
+
 def _add_limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile-timeout", type=_positive, metavar="SECONDS",
                         help="wall-clock limit on importing the candidate, where load_inline builds (default 600); "
@@ -72,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("bundle", type=Path, help="a bundle folder or a .zip of one")
     judge.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
     judge.add_argument("--json", type=Path, metavar="FILE", help="also write the result JSON to FILE")
+    judge.add_argument("--mode", choices=("ranked", "benchmark", "test", "profile"), default="ranked",
+                       help="test: the correctness trials and the verifier's verdict only, no timing, confirmation or "
+                       "self-test (a test submission's judging); profile: the same trials, then both models' kernels "
+                       "under Nsight Compute, a report per kernel (a profile run's judging); ranked and benchmark: the "
+                       "full judging (default)")
+    judge.add_argument("--profile-dir", type=Path, metavar="DIR",
+                       help="--mode profile: keep the report's .ncu-rep and ncu's table (ncu-details.csv) in DIR")
+    judge.add_argument("--profile-kernels", type=_whole, metavar="N",
+                       help="--mode profile: profile at most N kernel launches of each model (default 20)")
+    judge.add_argument("--profile-timeout", type=_positive, metavar="SECONDS",
+                       help="--mode profile: wall-clock limit of the profiled run under ncu (default 600)")
     _add_limit_options(judge)
     _add_judging_options(judge)
     judge.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
@@ -146,6 +167,9 @@ def _add_worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heartbeat-seconds", type=_positive, default=10.0,
                         help="between heartbeats, which name the run being judged (default 10; the site judges a "
                         "run again once no heartbeat named it for RUN_SILENT_AFTER_SECONDS, 30 by default)")
+    parser.add_argument("--judging-heartbeat-seconds", type=_positive, default=None, metavar="SECONDS",
+                        help="between heartbeats while a run is judged, when shorter than --heartbeat-seconds "
+                        "(default 3): how soon the worker of a run an organizer cancelled stops judging it")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR")
     _add_limit_options(parser)
     parser.add_argument("--ncu", action=argparse.BooleanOptionalAction, default=ncu_from_env(),
@@ -181,7 +205,15 @@ def _judge_options(args: argparse.Namespace):
         target_rse=args.target_rse,
         ncu=getattr(args, "ncu", False),
         keep_warm=getattr(args, "keep_warm", False),
+        # a profile run checks correctness as a test does, then profiles (judge.profile_report)
+        correctness_only=getattr(args, "mode", "ranked") in ("test", "profile"),
+        profile=getattr(args, "mode", "ranked") == "profile",
+        profile_dir=getattr(args, "profile_dir", None),
     )
+    if getattr(args, "profile_kernels", None):
+        options.profile_kernels = args.profile_kernels
+    if getattr(args, "profile_timeout", None):
+        options.profile_timeout_s = args.profile_timeout
     if args.suspicious_speedup:
         options.suspicious_speedup = args.suspicious_speedup
     if args.run_timeout:
@@ -252,7 +284,8 @@ def run_work(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         ncu_timeout_s=args.ncu_timeout or ncu_timeout_from_env(),
         gpu=gpu if device != "cpu" else None,
     )
-    run_worker(config, args.queues, args.redis, burst=args.burst, heartbeat_s=args.heartbeat_seconds)
+    run_worker(config, args.queues, args.redis, burst=args.burst, heartbeat_s=args.heartbeat_seconds,
+               judging_heartbeat_s=args.judging_heartbeat_seconds)
     return 0
 
 
@@ -260,6 +293,8 @@ def _shared_worker_args(args: argparse.Namespace) -> list[str]:
     """The options of `fleet` every worker gets, secrets left out (they go by the environment)."""
     shared = [item for queue in args.queues for item in ("--queue", queue)]
     shared += ["--heartbeat-seconds", str(args.heartbeat_seconds)]
+    if args.judging_heartbeat_seconds is not None:
+        shared += ["--judging-heartbeat-seconds", str(args.judging_heartbeat_seconds)]
     if args.burst:
         shared.append("--burst")
     for option, value in (("--cache-dir", args.cache_dir), ("--compile-timeout", args.compile_timeout),

@@ -53,9 +53,11 @@ SELF_TEST_NAME = "run_code.py"  # the contestant's own test, run informatively
 # stays, whatever module judges now (profiler_agent/service/jobs.py keeps it importable).
 JOB_FUNCTION = "profiler_agent.service.jobs.judge_run"
 JOB_KWARGS = ("run_id", "attempt")
-# A GPU type's fresh runs go to `gpu.<type>`, a rejudge's to `gpu.<type>.rejudge`, read after them.
+# A GPU type's fresh runs go to `gpu.<type>`, a rejudge's to `gpu.<type>.rejudge`, read after them, and
+# a final system test's to `gpu.<type>.final`, read before every other.
 QUEUE_PREFIX = "gpu."
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
+FINAL_QUEUE_SUFFIX = ".final"
 
 # The agent API, joined to the agent's --site. The start answer names the bundle, result and
 # progress paths of its run; they are these.
@@ -64,5 +66,12 @@ START_PATH = "/api/v1/agent/runs/{run_id}/start"
 BUNDLE_PATH = "/api/v1/agent/runs/{run_id}/bundle"
 RESULT_PATH = "/api/v1/agent/runs/{run_id}/result"
 PROGRESS_PATH = "/api/v1/agent/runs/{run_id}/progress"
+# A profile run's .ncu-rep (raw bytes, `?attempt=n`, before its result): the start answer of a profile run
+# names it as `profile_file_url`.
+PROFILE_FILE_PATH = "/api/v1/agent/runs/{run_id}/profile-file"
+# The heartbeat answer's field naming, of the attempts the heartbeat said it judges (`judging`), those
+# whose run an organizer cancelled: [{"run_id", "attempt"}]. The worker stops judging them at once and
+# reports nothing; an agent that ignores the field judges to the end, and its report is refused.
+STOP_JUDGING = "stop_judging"
 # Where `bench --upload` and `bench-upload` send a benchmark run (a contestant's personal token).
 BENCHMARK_RUNS_PATH = "/api/v1/benchmark-runs"

@@ -210,12 +210,39 @@ def read_zip(data: bytes) -> dict[str, bytes]:
     return files
 
 
-def build_bundle(raw_files: dict[str, bytes]) -> Bundle:
-    """Validate raw files into a Bundle; raises BundleError listing every problem found."""
+def _same_reference(sent: bytes, fixed: str) -> bool:
+    """A copy of the fixed reference, whatever its line endings and the blank space at its end."""
+    normalised = lambda text: text.replace("\r\n", "\n").rstrip()  # noqa: E731
+    try:
+        return normalised(sent.decode("utf-8")) == normalised(fixed)
+    except UnicodeDecodeError:
+        return False
+
+
+def with_fixed_reference(raw_files: dict[str, bytes], fixed_reference: str, issue_code: str = "") -> dict[str, bytes]:
+    """The files with the issue's fixed reference (services/fixed_references.py) as torchcode.py, so the
+    problem stays the organizers'. A reference the contestant sent (kept to judge locally) must be a copy
+    of it: one that differs is refused, never dropped without a word."""
+    if not fixed_reference or not raw_files:
+        return raw_files
+    differing = [path for path, data in raw_files.items()
+                 if path in REFERENCE_NAMES and not _same_reference(data, fixed_reference)]
+    if differing:
+        raise BundleError([_("the reference of issue %(issue)s is fixed by the organizers and every submission is "
+                             "judged on theirs; your %(file)s differs from it: leave it out, or copy the current one "
+                             "from the issue's page") % {"issue": issue_code, "file": differing[0]}])
+    kept = {path: data for path, data in raw_files.items() if path not in REFERENCE_NAMES}
+    return {**kept, REFERENCE_NAMES[0]: fixed_reference.encode()}
+
+
+def build_bundle(raw_files: dict[str, bytes], fixed_reference: str = "", issue_code: str = "") -> Bundle:
+    """Validate raw files into a Bundle; raises BundleError listing every problem found.
+    `fixed_reference`: the issue's (`issue_code`), which stands for any reference among the files."""
     max_file, max_total, max_files = _limits()
     errors = []
     if not raw_files:
         raise BundleError([_("no files were submitted")])
+    raw_files = with_fixed_reference(raw_files, fixed_reference, issue_code)
     if len(raw_files) > max_files:
         errors.append(_("the bundle has %(count)s files; the limit is %(limit)s") % {"count": len(raw_files), "limit": max_files})
     total = sum(len(d) for d in raw_files.values())
@@ -257,8 +284,9 @@ def build_bundle(raw_files: dict[str, bytes]) -> Bundle:
     return bundle
 
 
-def bundle_from_uploads(uploads) -> Bundle:
-    """Uploaded files (Django UploadedFile objects); a single .zip upload is unpacked."""
+def bundle_from_uploads(uploads, fixed_reference: str = "", issue_code: str = "") -> Bundle:
+    """Uploaded files (Django UploadedFile objects); a single .zip upload is unpacked. `fixed_reference`:
+    the issue's (build_bundle)."""
     raw = {}
     max_file, max_total, _files = _limits()
     for upload in uploads:
@@ -275,7 +303,7 @@ def bundle_from_uploads(uploads) -> Bundle:
         else:
             # Browsers send only the base name; a folder upload may keep "relative/path".
             raw[name] = data
-    return build_bundle(raw)
+    return build_bundle(raw, fixed_reference, issue_code)
 
 
 def bundle_to_zip(files: dict[str, str]) -> bytes:

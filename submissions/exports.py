@@ -3,7 +3,7 @@ import csv
 import json
 
 from submissions import board_ranks
-from submissions.models import AuditEntry, Review, Standing, Submission
+from submissions.models import AuditEntry, Review, Standing, Submission, SubmissionMode
 from submissions.rules import ranked_runs
 
 
@@ -12,7 +12,9 @@ def _json(value):
 
 
 def _submissions(season):
-    rows = Submission.objects.select_related("issue__season", "contestant").prefetch_related("runs__gpu_type", "abuse_flags")
+    # ranked submissions only: a test or benchmark one is its owner's, never exported
+    rows = (Submission.objects.filter(mode=SubmissionMode.RANKED).select_related("issue__season", "contestant")
+            .prefetch_related("runs__gpu_type", "abuse_flags"))
     if season is not None:
         rows = rows.filter(issue__season=season)
     yield ["id", "season", "issue", "contestant", "source", "pr_url", "pr_commit", "bundle_sha256", "created_at",

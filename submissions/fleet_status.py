@@ -8,7 +8,7 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from submissions import queueing
-from submissions.models import Agent, AgentWorker, GpuType, Run, RunStatus, Verdict
+from submissions.models import Agent, AgentWorker, GpuType, Run, RunStatus, SubmissionMode, Verdict
 
 SILENT, DRAINING, JUDGING, IDLE = "silent", "draining", "judging", "idle"
 
@@ -24,7 +24,9 @@ def workers(now=None):
         .annotate(judging_run_id=Subquery(running.values("pk")[:1]),
                   judging_submission_id=Subquery(running.values("submission_id")[:1]),
                   judging_started_at=Subquery(running.values("started_at")[:1]),
-                  judged_last_hour=Count("runs", filter=finished_since(timedelta(hours=1))),
+                  # a run cancelled while it was judged was not judged
+                  judged_last_hour=Count("runs", filter=finished_since(timedelta(hours=1))
+                                         & ~Q(runs__verdict=Verdict.CANCELLED)),
                   failures_last_day=Count("runs", filter=finished_since(timedelta(days=1))
                                           & Q(runs__verdict=Verdict.INTERNAL_ERROR)))
         .order_by("agent__name", "name")
@@ -68,28 +70,48 @@ def workers_online(now=None):
     return counts
 
 
+def reading_no_final_queue(gpu_types, now=None):
+    """Of `gpu_types`, those with workers online (workers_online) none of whose agents declares in its
+    heartbeats the type's final system test queue: agents from before that queue, which never take a
+    final system test's run (it waits there until an upgraded agent connects)."""
+    now = now or timezone.now()
+    online = workers_online(now)
+    fresh = now - timedelta(seconds=settings.FLEET_WORKER_SILENT_SECONDS)
+    declared = [set(queues or []) for queues in Agent.objects.filter(
+        is_active=True, workers__last_heartbeat_at__gte=fresh, workers__draining=False).distinct()
+        .values_list("queues", flat=True)]
+    return [gpu_type for gpu_type in gpu_types
+            if online.get(gpu_type.pk) and not any(gpu_type.final_queue_name in queues for queues in declared)]
+
+
 def short_uuid(uuid):
     """`GPU-3f2a9c1e…`: enough to tell a host's GPUs apart on a page (the JSON keeps the whole UUID)."""
     return uuid if len(uuid) <= 13 else f"{uuid[:12]}…"
 
 
 def queues(now=None):
-    """Per GPU type: jobs waiting in Redis (the fresh queue and the rejudge queue, one LLEN each, in one
-    round trip), runs waiting in the database behind the per-contestant cap, and the oldest queued
-    run's enqueue time and age in seconds."""
+    """Per GPU type: jobs waiting in Redis (the final system test's queue, the fresh queue and the
+    rejudge queue, one LLEN each, in one round trip), runs waiting in the database behind the per-contestant cap, the unfinished runs (queued,
+    waiting or running) of each submission mode (`by_mode`), and the oldest queued run's enqueue time
+    and age in seconds."""
     now = now or timezone.now()
+    unfinished = ~Q(runs__status=RunStatus.DONE)
+    by_mode = {f"{mode}_runs": Count("runs", filter=unfinished & Q(runs__submission__mode=mode))
+               for mode in SubmissionMode.values}
     types = list(GpuType.objects.annotate(
+        **by_mode,
         waiting_runs=Count("runs", filter=Q(runs__status=RunStatus.WAITING)),
         queued_runs=Count("runs", filter=Q(runs__status=RunStatus.QUEUED)),
         oldest_queued_at=Min("runs__enqueued_at", filter=Q(runs__status=RunStatus.QUEUED)),
     ).order_by("slug"))
     with queueing.connection().pipeline(transaction=False) as pipe:
         for gpu_type in types:
-            pipe.llen(queueing.judging_queue(gpu_type.queue_name).key)
-            pipe.llen(queueing.judging_queue(gpu_type.rejudge_queue_name).key)
+            for name in (gpu_type.final_queue_name, gpu_type.queue_name, gpu_type.rejudge_queue_name):
+                pipe.llen(queueing.judging_queue(name).key)
         lengths = pipe.execute()
-    for gpu_type, fresh, rejudge in zip(types, lengths[::2], lengths[1::2]):
-        gpu_type.fresh_depth, gpu_type.rejudge_depth = fresh, rejudge
+    for gpu_type, final, fresh, rejudge in zip(types, lengths[::3], lengths[1::3], lengths[2::3]):
+        gpu_type.final_depth, gpu_type.fresh_depth, gpu_type.rejudge_depth = final, fresh, rejudge
+        gpu_type.by_mode = [(mode, label, getattr(gpu_type, f"{mode}_runs")) for mode, label in SubmissionMode.choices]
         oldest = gpu_type.oldest_queued_at
         gpu_type.oldest_queued_age_s = None if oldest is None else max(0, round((now - oldest).total_seconds()))
     return types
@@ -131,8 +153,10 @@ def overview_json(data):
         } for w in data["workers"]],
         "queues": [{
             "gpu_type": q.slug, "name": q.name, "queue": q.queue_name, "rejudge_queue": q.rejudge_queue_name,
+            "final_queue": q.final_queue_name, "final_depth": q.final_depth,
             "fresh_depth": q.fresh_depth, "rejudge_depth": q.rejudge_depth, "queued_runs": q.queued_runs,
             "waiting_runs": q.waiting_runs, "oldest_queued_at": _iso(q.oldest_queued_at),
             "oldest_queued_age_s": q.oldest_queued_age_s,
+            "unfinished_runs_by_mode": {mode: count for mode, _label, count in q.by_mode},
         } for q in data["queues"]],
     }

@@ -8,13 +8,14 @@ import re
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-VERSION_PATTERN = re.compile(r"^\d{1,6}(\.\d{1,6}){0,2}$")
+# ASCII digits alone: `\d` and int() also read fullwidth and other scripts' digits ("９.０" would be 9.0)
+VERSION_PATTERN = re.compile(r"\d{1,6}(\.\d{1,6}){0,2}", re.ASCII)
 
 
 def parse(text):
     """(major, minor, patch), or None when the text is not a harness version."""
     text = (text or "").strip()
-    if not VERSION_PATTERN.match(text):
+    if not VERSION_PATTERN.fullmatch(text):
         return None
     parts = [int(p) for p in text.split(".")]
     return tuple(parts + [0] * (3 - len(parts)))

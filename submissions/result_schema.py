@@ -71,11 +71,21 @@ class Confirmation(Open):
     reason: Optional[str] = None
 
 
+class CaseFigures(Open):
+    """One input case's figures (a reference's get_cases()); null where the case was not timed."""
+    reference_ms: Number = Field(None, ge=0)
+    candidate_ms: Number = Field(None, ge=0)
+    speedup: Number = Field(None, ge=0)
+    kernel_speedup: Number = Field(None, ge=0)  # the case's own kernel record's ratio (harness 1.7 and later)
+    confirmed: Optional[bool] = None  # the case's own confirmation
+
+
 class Timing(Open):
     reference: Optional[TimingStats] = None
     candidate: Optional[TimingStats] = None
-    speedup: Number = Field(None, ge=0)
+    speedup: Number = Field(None, ge=0)  # with several timed cases: the geometric mean of theirs
     confirmation: Optional[Confirmation] = None
+    cases: Optional[dict[str, CaseFigures]] = None  # case name -> figures, in judging order
 
 
 class Metrics(Open):
@@ -108,6 +118,7 @@ class RunResult(Open):
     self_test: Optional[dict] = None
     logs: Optional[Logs] = None
     durations_s: Optional[dict] = None
+    profile: Optional[dict] = None  # a profile run's report (submissions/profile_reports.py reads it)
 
     @model_validator(mode="before")
     @classmethod

@@ -2,8 +2,8 @@
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, TextChoices
 from django.utils.translation import gettext_lazy as _
 
-from submissions import fleet_status
-from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, Verdict
+from submissions import fleet_status, freeze_reads, season_access_reads
+from submissions.models import AuditEntry, Issue, ReviewDecision, Run, RunStatus, Season, Submission, SubmissionMode, Verdict
 from submissions.rules import ranked_runs, weights
 from submissions.services import hardware, scheduling
 
@@ -21,17 +21,39 @@ def is_organizer(user) -> bool:
     return user.is_authenticated and user.is_staff
 
 
-def latest_review(submission):
-    return submission.reviews.order_by("-created_at", "-pk").first()
+def latest_review(submission, since=None):
+    """The latest review (made by `since`, a freeze's time, when given)."""
+    reviews = submission.reviews.all() if since is None else submission.reviews.filter(created_at__lte=since)
+    return reviews.order_by("-created_at", "-pk").first()
 
 
-def is_accepted(submission) -> bool:
-    review = latest_review(submission)
+def is_accepted(submission, since=None) -> bool:
+    review = latest_review(submission, since)
     return review is not None and review.decision == ReviewDecision.ACCEPTED
+
+
+def is_own(user, submission) -> bool:
+    """Whether `user` is the contestant who submitted it."""
+    return user.is_authenticated and submission.contestant.user_id == user.pk
 
 
 def _is_author_or_organizer(user, submission) -> bool:
     return user.is_authenticated and (user.is_staff or submission.contestant.user_id == user.pk)
+
+
+def can_see_submission(user, submission) -> bool:
+    """A ranked submission is anyone's to see (its code as can_see_code says); a test or benchmark one
+    is its owner's and the organizers' alone."""
+    return submission.mode == SubmissionMode.RANKED or _is_author_or_organizer(user, submission)
+
+
+def visible_to(rows, user):
+    """The submissions (a queryset) `user` may see: ranked ones, and their own and organizers' others."""
+    if user.is_authenticated and user.is_staff:
+        return rows
+    if user.is_authenticated:
+        return rows.filter(Q(mode=SubmissionMode.RANKED) | Q(contestant__user=user))
+    return rows.filter(mode=SubmissionMode.RANKED)
 
 
 def can_see_provisional(user, submission) -> bool:
@@ -46,10 +68,14 @@ def _season_shows_code(submission) -> bool:
 
 def can_see_code(user, submission) -> bool:
     """Code and logs: the author and organizers always; everyone once the submission is accepted,
-    or once its season has ended where the season says so."""
+    or once its season has ended where the season says so. In a season whose results are frozen for
+    `user`, an acceptance made since the freeze shows nothing until the thaw (freeze_reads)."""
     if _is_author_or_organizer(user, submission):
         return True
-    return is_accepted(submission) or _season_shows_code(submission)
+    if submission.mode != SubmissionMode.RANKED:
+        return False
+    since = freeze_reads.Viewer(user).submission_held_since(submission)
+    return is_accepted(submission, since) or _season_shows_code(submission)
 
 
 class SubmissionState(TextChoices):
@@ -60,27 +86,46 @@ class SubmissionState(TextChoices):
     AWAITING_REVIEW = "awaiting_review", _("Did not pass — awaiting review")
     ACCEPTED = "accepted", _("Accepted")
     REJECTED = "rejected", _("Rejected")
+    # a test or benchmark submission is never reviewed: once judged, it passed or it did not
+    PASSED = "passed", _("Passed")
+    FAILED = "failed", _("Did not pass")
+    # every run cancelled, by its contestant or an organizer: nothing was judged, nothing to review
+    CANCELLED = "cancelled", _("Cancelled")
 
 
-def submission_state(submission) -> SubmissionState:
+def submission_state(submission, *, runs=None, reviews=None) -> SubmissionState:
     """The latest review's decision when there is one (a rejudge under way does not undo it), else from
     the latest runs (latest_runs, the verdicts shown): judging while one is unfinished, then awaiting
-    review. Reads `submission.reviews.all()` and `.runs.all()`: prefetch them (runs with gpu_type) for a list."""
-    review = max(submission.reviews.all(), key=lambda r: (r.created_at, r.pk), default=None)
+    review. Reads `submission.reviews.all()` and `.runs.all()` (or the `runs` and `reviews` given: those
+    a freeze shows, freeze_reads): prefetch them (runs with gpu_type) for a list."""
+    reviews = submission.reviews.all() if reviews is None else reviews
+    review = max(reviews, key=lambda r: (r.created_at, r.pk), default=None)
     if review is not None:
         return SubmissionState(review.decision)
-    runs = latest_runs(submission)
+    runs = latest_runs(submission, runs)
     if not runs or any(run.status != RunStatus.DONE for run in runs):
         return SubmissionState.JUDGING
-    if all(run.verdict == Verdict.PASSED for run in runs):
+    if all(run.verdict == Verdict.CANCELLED for run in runs):  # latest_runs shows a cancel only where all are
+        return SubmissionState.CANCELLED
+    passed = all(run.verdict == Verdict.PASSED for run in runs)
+    if submission.mode != SubmissionMode.RANKED:
+        return SubmissionState.PASSED if passed else SubmissionState.FAILED
+    if passed:
         return SubmissionState.PASSED_AWAITING_REVIEW
     return SubmissionState.AWAITING_REVIEW
 
 
-def visible_state(user, submission):
+def visible_state(user, submission, held=None):
     """submission_state for whoever may see its reviews (as its code, can_see_code), else None: that a
-    submission was rejected, or still waits, is its author's and the organizers' to know."""
-    state = submission_state(submission)
+    submission was rejected, or still waits, is its author's and the organizers' to know. In a season
+    whose results are frozen for `user` (held: a freeze_reads.Viewer of theirs), the state the runs and
+    reviews it shows make (freeze_reads: none finished or made since the freeze)."""
+    since = (held or freeze_reads.Viewer(user)).submission_held_since(submission)
+    if since is None:
+        state = submission_state(submission)
+    else:
+        state = submission_state(submission, runs=freeze_reads.shown_runs(submission.runs.all(), since),
+                                 reviews=freeze_reads.reviews_shown(submission.reviews.all(), since))
     if state == SubmissionState.ACCEPTED or _is_author_or_organizer(user, submission) or _season_shows_code(submission):
         return state
     return None
@@ -89,8 +134,9 @@ def visible_state(user, submission):
 def with_states(submissions, user):
     """The submissions (a list), each with `state`: visible_state for `user`. Prefetch their runs (with
     gpu_type) and reviews, and select issue__season and contestant."""
+    held = freeze_reads.Viewer(user)
     for submission in submissions:
-        submission.state = visible_state(user, submission)
+        submission.state = visible_state(user, submission, held)
     return submissions
 
 
@@ -111,12 +157,14 @@ def contestant_submissions(contestant, user, limit=50, *, offset=0, season=None)
 
 
 def review_queue(*, include_reviewed=False, season=None, flagged_only=False):
-    """Submissions whose runs all finished, flagged ones first, then oldest first."""
+    """Submissions whose runs all finished, flagged ones first, then oldest first; not one whose every
+    run was cancelled (SubmissionState.CANCELLED: nothing was judged), unless it was reviewed anyway."""
     unfinished = Run.objects.filter(submission=OuterRef("pk")).exclude(status=RunStatus.DONE)
+    judged = Run.objects.filter(submission=OuterRef("pk")).exclude(verdict=Verdict.CANCELLED)
     rows = (Submission.objects.select_related("issue__season", "contestant")
             .annotate(flag_count=Count("abuse_flags", distinct=True), run_count=Count("runs", distinct=True),
                       review_count=Count("reviews", distinct=True))
-            .filter(run_count__gt=0).exclude(Exists(unfinished)))
+            .filter(run_count__gt=0, mode=SubmissionMode.RANKED).exclude(Exists(unfinished)).filter(Q(Exists(judged)) | Q(review_count__gt=0)))
     if season is not None:
         rows = rows.filter(issue__season=season)
     if not include_reviewed:
@@ -159,7 +207,7 @@ def similar_submissions(submission, limit=10):
     """Other submissions of the same operator (same normalized reference) in the season."""
     if not submission.reference_fingerprint:
         return Submission.objects.none()
-    return (Submission.objects.filter(issue__season_id=submission.issue.season_id,
+    return (Submission.objects.filter(issue__season_id=submission.issue.season_id, mode=SubmissionMode.RANKED,
                                       reference_fingerprint=submission.reference_fingerprint)
             .exclude(pk=submission.pk).select_related("issue", "contestant").order_by("-created_at")[:limit])
 
@@ -195,14 +243,15 @@ def run_progress(run, now):
             "elapsed_s": run_elapsed_s(run, now)}
 
 
-def latest_runs(submission):
+def latest_runs(submission, runs=None):
     """The newest run per GPU type (rejudges add runs; older ones stay in history). A cancelled run
-    stands only where no other run of that type exists: a cancelled rejudge leaves the verdict as it was."""
+    stands only where no other run of that type exists: a cancelled rejudge leaves the verdict as it was.
+    `runs`: of the submission's, those to choose from (None: all)."""
     def rank(run):
         return (run.verdict != Verdict.CANCELLED, run.created_at, run.pk)
 
     latest = {}
-    for run in submission.runs.all():
+    for run in (submission.runs.all() if runs is None else runs):
         current = latest.get(run.gpu_type_id)
         if current is None or rank(run) > rank(current):
             latest[run.gpu_type_id] = run
@@ -236,15 +285,24 @@ def search_issues(*, q="", season=None, framework="", level=None, author=None):
     return rows.order_by("-created_at", "-pk")
 
 
-def with_best_speedups(issues):
+def with_best_speedups(issues, user=None):
     """The issues (a list) with `best_speedup`: the best ranked figure (ranked_runs) of their
-    submissions on any GPU type, never the best single run."""
-    issue_of = dict(Submission.objects.filter(issue__in=issues).values_list("pk", "issue_id"))
+    submissions on any GPU type, never the best single run; of the runs `user` is shown (freeze_reads:
+    in a season frozen for them, none that finished since the freeze but their own)."""
+    seasons = {issue.season_id: issue.season for issue in issues}
+    owners = {pk: (issue_id, owner) for pk, issue_id, owner in Submission.objects.filter(
+        issue__in=issues, mode=SubmissionMode.RANKED).values_list("pk", "issue_id", "contestant__user_id")}
+    season_of = {issue.pk: seasons[issue.season_id] for issue in issues}
+    held = freeze_reads.Viewer(user)
+    runs = {}
+    for run in Run.objects.filter(submission_id__in=owners).only(*ranked_runs.FIELDS, "finished_at", "confirms_id"):
+        runs.setdefault(run.submission_id, []).append(run)
     best = {}
-    figures = ranked_runs.figures(Run.objects.filter(submission_id__in=issue_of).only(*ranked_runs.FIELDS))
-    for (submission_id, _gpu_type), figure in figures.items():
-        issue_id = issue_of[submission_id]
-        best[issue_id] = max(best.get(issue_id, 0.0), figure.speedup)
+    for submission_id, group in runs.items():
+        issue_id, owner = owners[submission_id]
+        shown = freeze_reads.shown_runs(group, held.held_since(season_of[issue_id], owner))
+        for figure in ranked_runs.by_gpu_type(shown).values():
+            best[issue_id] = max(best.get(issue_id, 0.0), figure.speedup)
     for issue in issues:
         issue.best_speedup = best.get(issue.pk)
     return issues
@@ -252,14 +310,19 @@ def with_best_speedups(issues):
 
 def issue_history(issue, user):
     """The issue's submissions oldest first, numbered as versions; each with its runs per GPU type
-    (`gpu_rows`: the latest run, whose state and verdict show, and the ranked figure there), its best
-    ranked speedup and its `state` for `user` (with_states)."""
-    submissions = with_states(list(issue.submissions.select_related("contestant", "issue__season")
+    (`gpu_rows`: the latest run, whose state and verdict show, the ranked figure there, and whether a
+    freeze hides its result from `user`, freeze_reads), its best ranked speedup and its `state` for
+    `user` (with_states)."""
+    submissions = with_states(list(visible_to(issue.submissions.all(), user).select_related("contestant", "issue__season")
                                    .prefetch_related("runs__gpu_type", "reviews").order_by("created_at", "pk")), user)
+    held = freeze_reads.Viewer(user)
     for version, submission in enumerate(submissions, start=1):
         submission.version = version
-        ranked = ranked_runs.by_gpu_type(submission.runs.all())
-        submission.gpu_rows = [{"run": run, "ranked": ranked.get(run.gpu_type_id)} for run in latest_runs(submission)]
+        runs = list(submission.runs.all())
+        hidden = freeze_reads.as_shown(runs, held.submission_held_since(submission))
+        ranked = ranked_runs.by_gpu_type([run for run in runs if run.pk not in hidden])
+        submission.gpu_rows = [{"run": run, "ranked": ranked.get(run.gpu_type_id), "hidden": run.pk in hidden}
+                               for run in latest_runs(submission)]
         submission.best_speedup = max((f.speedup for f in ranked.values()), default=None)
     return list(reversed(submissions))
 
@@ -276,16 +339,26 @@ def judging_hardware(season, files=None, online=None):
     return sorted(rows, key=lambda row: row["gpu_type"].slug)
 
 
+def open_seasons():
+    """The seasons taking submissions now, by code."""
+    return Season.objects.filter(is_open=True).order_by("code")
+
+
 def open_seasons_hardware(contestant):
     """For the submit page: each open season the contestant can submit to, with its GPU types, the
     workers online for each, and whether it judges CPU bundles only (a CUDA bundle is refused there)."""
     online = fleet_status.workers_online()
-    seasons = Season.objects.filter(is_open=True).prefetch_related("gpu_types").order_by("code")
+    seasons = open_seasons().prefetch_related("gpu_types")
     result = []
     for season in seasons:
         rows = judging_hardware(season, online=online)
+        refusal = season_access_reads.refusal(season, contestant)
         result.append({"season": season, "rows": rows,
-                       "cpu_only": bool(rows) and all(row["gpu_type"].is_cpu for row in rows)})
+                       "cpu_only": bool(rows) and all(row["gpu_type"].is_cpu for row in rows),
+                       # a ban, or an invite-only season that has not admitted them: why it refuses them
+                       "access_refusal": refusal,
+                       # not admitted (and not banned): an invite code takes them in, on the join page
+                       "needs_invite": bool(refusal) and season_access_reads.active_ban(season, contestant) is None})
     return result
 
 
@@ -295,6 +368,12 @@ def submission_hardware(submission, online=None, *, show_code=True):
     markers found: they quote the code's file names and what it uses."""
     files = {f.path: f.content for f in submission.files.all()}
     rows = judging_hardware(submission.issue.season, files, online=online)
+    if submission.profile_of_id:  # a profile of one run: made on that run's GPU type alone
+        profiled = {run.gpu_type_id for run in submission.runs.all()}
+        rows = [row if row["gpu_type"].pk in profiled or not row["judged"] else
+                {**row, "judged": False, "why_not": str(_("a profile of run #%(run)s is made on its GPU type alone")
+                                                       % {"run": submission.profile_of_id})}
+                for row in rows]
     if not show_code:
         rows = [row if row["judged"] else {**row, "why_not": hardware.needs_cuda_reason_without_markers()}
                 for row in rows]
@@ -306,7 +385,7 @@ def accepted_samples(season):
     """The season's dataset samples, oldest issue first: per issue, its latest submission whose latest
     review accepts it (the one the standings count, services/standings.py), as (submission, review);
     the submission comes with its issue, author, files and runs (with their GPU types)."""
-    submissions = (Submission.objects.filter(issue__season=season)
+    submissions = (Submission.objects.filter(issue__season=season, mode=SubmissionMode.RANKED)
                    .select_related("issue__season", "contestant")
                    .prefetch_related("reviews", "files", Prefetch("runs", queryset=Run.objects.select_related("gpu_type"))))
     counted = {}
@@ -320,7 +399,7 @@ def accepted_samples(season):
 def issue_sample(issue):
     """The issue's dataset sample: its latest submission whose latest review accepts it, or None."""
     sample = None
-    for submission in issue.submissions.prefetch_related("reviews").order_by("created_at", "pk"):
+    for submission in issue.submissions.filter(mode=SubmissionMode.RANKED).prefetch_related("reviews").order_by("created_at", "pk"):
         reviews = sorted(submission.reviews.all(), key=lambda r: (r.created_at, r.pk))
         if reviews and reviews[-1].decision == ReviewDecision.ACCEPTED:
             sample = submission

@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from submissions.pages import accounts, contest, datasets, organizer, pull_requests
+from submissions.pages import (accounts, contest, datasets, final_system_tests, organizer, profiles, pull_requests,
+                               season_access, season_settings)
 from submissions.pages.forms import ResetPasswordForm
 
 urlpatterns = [
@@ -10,6 +11,10 @@ urlpatterns = [
     path("issues/<str:code>/", contest.issue_detail, name="issue_detail"),
     path("submissions/<int:submission_id>/", contest.submission_detail, name="submission_detail"),
     path("submissions/<int:submission_id>/runs/", contest.submission_runs_fragment, name="submission_runs"),
+    path("runs/<int:run_id>/cancel/", contest.cancel_own_run, name="cancel_own_run"),
+    path("runs/<int:run_id>/profile/", profiles.profile_page, name="run_profile_page"),
+    path("runs/<int:run_id>/profile/request/", profiles.request_profile, name="request_profile"),
+    path("runs/<int:run_id>/profile.ncu-rep", profiles.profile_file, name="run_profile_download"),
     path("submit/", contest.submit, name="submit"),
     path("submit/pull-request/", pull_requests.submit_pull_request, name="submit_pull_request"),
     path("webhooks/<str:host>/", pull_requests.webhook, name="pr_webhook"),
@@ -37,6 +42,10 @@ urlpatterns = [
     path("organizer/issues/<str:code>/rejudge/", organizer.rejudge_issue, name="organizer_rejudge_issue"),
     path("organizer/seasons/<str:code>/rejudge/", organizer.rejudge_season, name="organizer_rejudge_season"),
     path("organizer/rejudges/<int:rejudge_id>/", organizer.rejudge_progress, name="organizer_rejudge"),
+    path("organizer/seasons/<str:code>/final-system-test/", final_system_tests.final_test_page,
+         name="organizer_final_system_test"),
+    path("organizer/seasons/<str:code>/final-system-test/start/", final_system_tests.start_final_test,
+         name="organizer_final_system_test_start"),
     path("organizer/fleet/", organizer.fleet_page, name="organizer_fleet"),
     path("organizer/fleet.json", organizer.fleet_json, name="organizer_fleet_json"),
     path("organizer/fleet/workers/<int:worker_id>/drain/", organizer.drain_worker, name="organizer_drain_worker"),
@@ -45,12 +54,26 @@ urlpatterns = [
     path("organizer/export/<str:kind>.csv", organizer.export_csv, name="organizer_export"),
     path("organizer/seasons/<str:code>/dataset/", datasets.dataset_page, name="organizer_dataset"),
     path("organizer/seasons/<str:code>/dataset/export/", datasets.export_dataset, name="organizer_dataset_export"),
-    path("organizer/seasons/<str:code>/dataset/weights/", datasets.change_weights, name="organizer_dataset_weights"),
+    path("organizer/seasons/", season_settings.season_list, name="organizer_seasons"),
+    path("organizer/seasons/<str:code>/settings/", season_settings.settings_page, name="organizer_season_settings"),
     path("organizer/seasons/<str:code>/dataset/v<int:number>.tar.gz", datasets.download_export,
          name="organizer_dataset_download"),
     path("organizer/seasons/<str:code>/dataset/v<int:number>/publish/", datasets.publish_export,
          name="organizer_dataset_publish"),
     path("organizer/issues/<str:code>/weight/", datasets.change_sample_weight, name="organizer_sample_weight"),
+    path("organizer/seasons/<str:code>/access/", season_access.access_page, name="organizer_season_access"),
+    path("organizer/seasons/<str:code>/access/admission/", season_access.change_admission,
+         name="organizer_season_admission"),
+    path("organizer/seasons/<str:code>/access/admit/", season_access.admit, name="organizer_season_admit"),
+    path("organizer/seasons/<str:code>/access/admitted/<int:contestant_id>/revoke/", season_access.revoke_admission,
+         name="organizer_season_revoke_admission"),
+    path("organizer/seasons/<str:code>/access/invites/", season_access.create_invites, name="organizer_season_invites"),
+    path("organizer/seasons/<str:code>/access/invites/<str:invite_code>/revoke/", season_access.revoke_invite,
+         name="organizer_season_revoke_invite"),
+    path("organizer/seasons/<str:code>/access/bans/", season_access.ban, name="organizer_season_ban"),
+    path("organizer/seasons/<str:code>/access/bans/<int:contestant_id>/lift/", season_access.lift_ban,
+         name="organizer_season_lift_ban"),
+    path("seasons/<str:code>/join/", season_access.join, name="season_join"),
     path("seasons/<str:code>/dataset/", datasets.season_dataset, name="season_dataset"),
     path("seasons/<str:code>/dataset/v<int:number>.tar.gz", datasets.download_published, name="season_dataset_download"),
 ]

@@ -97,6 +97,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--only", help="comma-separated variants")
+    parser.add_argument("--pch-root", type=Path, help="the agent's precompiled headers to use (prepare-pch's folder, "
+                        "kept); default: a folder of its own, prepared here and removed after")
     args = parser.parse_args()
     candidate = CANDIDATES[args.device]
     with_cuda = args.device == "cuda"
@@ -112,7 +114,7 @@ def main() -> None:
 
     from profiler_agent.executors import pch
 
-    pch_root = Path(tempfile.mkdtemp(prefix="compile-bench-pch-"))
+    pch_root = args.pch_root or Path(tempfile.mkdtemp(prefix="compile-bench-pch-"))
     rows = []
     print(f"candidate {candidate.relative_to(REPO)}; cpus {os.cpu_count()}; ccache {ccache or 'not installed'}; "
           f"GPU arch {arch or 'n/a'}; compiler {pch.torch_cflags([], with_cuda)[0]}", flush=True)
@@ -154,7 +156,8 @@ def main() -> None:
         link = next((v for k, v in steps.items() if k.endswith(".so")), None)
         cell = lambda x: f"{x:8.1f}" if x is not None else f"{'-':>8}"  # noqa: E731
         print(f"{variant:<17} {wall:7.1f} {cell(compile_s)} {cell(main_o)} {cell(cuda_o)} {cell(link)[1:]}  {error or ''}")
-    shutil.rmtree(pch_root, ignore_errors=True)
+    if args.pch_root is None:
+        shutil.rmtree(pch_root, ignore_errors=True)
 
 
 if __name__ == "__main__":

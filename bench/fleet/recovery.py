@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from bench.fleet.recovery_audit import (LATE_REPORT_WAIT_S, Fault, audit, handed_back, judged_again,  # noqa: E402
                                        judging_agent, late_report_of, recovered, resumed, run_rows, timezone_now,
                                        wait_until)
+from live_platform import kernels  # noqa: E402
 from live_platform import (CuttableProxy, Database, Platform, RedisServer, ServiceProcess,  # noqa: E402
                            is_postgres, make_log)
 
@@ -151,9 +152,8 @@ class ChaosPlatform(Platform):
             time.sleep(0.2)
 
     def submit(self, example):
-        # a readme of its own: the site refuses a bundle submitted to the issue before (the code, built once, is the same)
-        files = [(p.name, f"chaos submission {uuid.uuid4().hex}".encode() if p.name == "readme.md" else p.read_bytes())
-                 for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
+        # a kernel of its own (the site refuses one submitted before), built once for all
+        files = kernels.distinct([(p.name, p.read_bytes()) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()])
         return self.post_submission(files, attempts=30, timeout_s=30)  # the site may be restarting
 
     def close(self):

@@ -26,10 +26,12 @@ warm() {
 }
 
 cold() {
-  "$PYTHON" -m profiler_agent prepare-pch --device cuda --cache-dir "$CACHE" 2>&1 | tail -5
+  # the flags the cold bundles build with (none): torch's header and main.cpp's lean one
+  "$PYTHON" -m profiler_agent prepare-pch --device cuda --cache-dir "$CACHE" --cflags "" 2>&1 | tail -5
   "$PYTHON" bench/judge/judging_cost.py --cache-dir "$CACHE" --gap 3 --bundle bench/fixtures/bundles/lb-mlp-gelu \
     --cold examples/001-example --cold bench/fixtures/bundles/lb-matmul-relu --cold bench/fixtures/bundles/lb-add-layernorm 2>&1
-  timeout 170 "$PYTHON" bench/build/cold_compile.py --only judged 2>&1 | tail -8 | tee "$(results_for cold-compile)/judged.log"
+  timeout 170 "$PYTHON" bench/build/cold_compile.py --only judged --pch-root "$CACHE/pch" 2>&1 | tail -8 \
+    | tee "$(results_for cold-compile)/judged.log"
 }
 
 for part in ${PART:-warm}; do

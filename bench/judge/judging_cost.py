@@ -87,6 +87,11 @@ def cold_judging(bundle_path: Path, options, gap: float) -> None:
     durations = {k: round(v, 2) for k, v in result["durations_s"].items() if isinstance(v, (int, float))}
     print(f"{bundle_path.name} (cold build): {result['status']} wall {wall:.1f} s, processes waiting: "
           f"{'yes' if WARM_NOTE in result['logs']['stderr'] else 'no'}; durations_s {durations}", flush=True)
+    # which torch headers each build took (a tier refused, a header not used): why a compile took long
+    said = [line for log in (result["logs"]["compile"], result["logs"]["stderr"]) for line in log.splitlines()
+            if line.startswith("[profiler_agent]") and ("header" in line or "build" in line)]
+    for line in said[:12]:
+        print(f"    {line[:300]}")
     for name, variant in result["variants"].items():
         print(f"    variant {name}: {variant['status']}, durations_s "
               f"{ {k: round(v, 2) for k, v in variant['durations_s'].items() if isinstance(v, (int, float))} }")
@@ -126,6 +131,7 @@ def main() -> None:
         print(f"built in {time.monotonic() - started:.1f} s", flush=True)
     options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
     measured: list[float] = []
+    passed: list[float] = []  # the honest bundles' and the adversarial ones the judge let through
     stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for round_ in range(args.rounds):
         for bundle_path in bundles:
@@ -147,12 +153,15 @@ def main() -> None:
                     print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
             if counted:
                 measured.append(wall)
+                if result["status"] == "passed":
+                    passed.append(wall)
                 for stage in STAGES:
                     if isinstance(result["durations_s"].get(stage), (int, float)):
                         stages[stage].append(result["durations_s"][stage])
     print(f"\nmedian wall of {len(measured)} warm judgings: {median_or_none(measured)} s "
           f"(min {min(measured, default=0):.1f}, max {max(measured, default=0):.1f}); per stage (median s): "
           + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
+    print(f"median wall of the {len(passed)} warm judgings that passed: {median_or_none(passed)} s")
     for bundle_path in args.cold or []:
         cold_judging(bundle_path, options, args.gap)
     print("\nbare processes:")

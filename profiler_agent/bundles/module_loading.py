@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib.util
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+
+from profiler_agent.bundles import input_cases
 
 # Module-name prefixes of kernel toolkits that count as custom kernels without a compiled extension.
 KERNEL_TOOLKITS = ("triton", "cupy", "numba", "tilelang", "cuda")
@@ -69,15 +71,22 @@ class ReferenceApi:
     get_init_inputs: object
     reference_numpy: object = None  # the optional numpy ground truth (profiler_agent.checkers.ground_truth)
     backward: bool = False  # judged forward and backward (profiler_agent.bundles.forward_backward)
+    case: input_cases.InputCase | None = None  # the input case get_inputs draws (bundles.input_cases)
+    cases: list = field(default_factory=list)  # every case the reference declares, in order
 
 
-def reference_api(path: Path) -> ReferenceApi:
+def reference_api(path: Path, case: str | None = None, correctness_only: bool = False) -> ReferenceApi:
+    """The reference's parts, get_inputs drawing the input case `case` (None: the judging's first,
+    input_cases.select)."""
     module = import_file(path, "reference")
-    required = (attribute(module, name, path.name) for name in ("Model", "get_inputs", "get_init_inputs"))
+    model, get_init_inputs = (attribute(module, name, path.name) for name in ("Model", "get_init_inputs"))
+    cases = input_cases.declared_cases(module, path.name)
+    selected = input_cases.select(cases, case, correctness_only)
     backward = getattr(module, "JUDGE_BACKWARD", False) is True  # bundles.forward_backward.FLAG
     # a numpy ground truth holds the forward alone: not what a forward-and-backward call returns
-    return ReferenceApi(*required, reference_numpy=None if backward else getattr(module, "reference_numpy", None),
-                        backward=backward)
+    return ReferenceApi(model, selected.inputs, get_init_inputs,
+                        reference_numpy=None if backward else getattr(module, "reference_numpy", None),
+                        backward=backward, case=selected, cases=cases)
 
 
 def build_model(model_class, get_init_inputs, seed: int, device, backward: bool = False):

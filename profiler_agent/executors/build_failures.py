@@ -6,7 +6,7 @@ narrow, slim and full torch headers: slim_header.py): 43-86 s of a judging on th
 The same sources, flags, headers and toolchain fail the same way, so the refusal is kept beside the
 build (in its build directory: one per build key, build_cache.py) and raised again at once, with
 torch's own message, to whichever process asks for the same build. Each header fallback is its own
-build (NVCC_PREPEND_FLAGS is in the key), so each is tried once per build key.
+build (NVCC_PREPEND_FLAGS and CPATH are in the key), so each is tried once per build key.
 
 Only the compiler's refusal is kept (torch's "Error building extension" without a sign of a killed
 or starved compiler: build_cache.NOT_THE_CODES_FAULT); a build the host failed is tried again.
@@ -27,7 +27,7 @@ RECORDS_FOLDER = ".refused-builds"
 NOT_IN_THE_KEY = ("verbose", "keep_intermediates", "build_directory")
 # Environment that changes what nvcc or the C++ compiler is given (slim_header, nvcc_front, torch).
 ENVIRONMENT_IN_THE_KEY = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "PYTORCH_NVCC", "CXX", "TORCH_CUDA_ARCH_LIST",
-                          "CUDA_HOME", "CUDA_PATH")
+                          "CUDA_HOME", "CUDA_PATH", "CPATH", "CPLUS_INCLUDE_PATH")
 
 
 def build_key(arguments: dict) -> str:

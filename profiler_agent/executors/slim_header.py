@@ -18,6 +18,11 @@ ATen ops the CUDA sources name (`torch::empty_like`, `at::zeros`...): no ATen/AT
 declarations. 24.6 s against 44.3 s for the slim header and 81.8 s for the default, all at once on
 the H100 host (bench/nvcc_stages.py). A source that needs more fails there and builds with the slim
 header, then the full one: each step only costs a failed parse.
+
+Narrowest, and tried before all of them, are the sliced headers (sliced_header): the narrow
+torch/types.h over a tensor class holding only the methods the sources name, op headers without
+ATen's context and a light ATen/cuda/CUDAContext.h. With them, main.cpp reads a lean precompiled
+header of its own where the agent prepared one (pch.py); the later tiers give it torch's full header.
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from profiler_agent.executors import sliced_header
 from profiler_agent.executors.nvcc_front import RETRIED_ENV
+
+LEAN_MAIN_ENV = "PROFILER_AGENT_LEAN_MAIN"  # "1" in the first tier: main.cpp reads pch's lean header
 
 SLIM_EXTENSION_H = "#pragma once\n// profiler_agent.executors.slim_header: torch/types.h alone, for CUDA files\n#include <torch/types.h>\n"
 
@@ -74,13 +82,19 @@ def ops_named(sources, ops_folder: Path) -> list[str]:
     return sorted(name for name in names if (ops_folder / f"{name}.h").is_file())
 
 
-def narrow_types_h(ops: list[str]) -> str:
-    lines = ["#pragma once", "// profiler_agent.executors.slim_header: the tensor class and the ops this build names",
-             "#include <optional>", "#include <ATen/core/Tensor.h>", "#include <c10/util/Exception.h>",
+def tensor_names(ops: list[str]) -> str:
+    """The tensor class, TORCH_CHECK, torch's dtype names and the declarations of `ops` (also the lean
+    main.cpp header's, pch.py)."""
+    lines = ["#include <optional>", "#include <ATen/core/Tensor.h>", "#include <c10/util/Exception.h>",
              *(f"#include <ATen/ops/{op}.h>" for op in ops),
              "namespace torch {", "using namespace at;", "using Dtype = at::ScalarType;",
              *(f"constexpr auto {name} = {value};" for name, value in DTYPE_ALIASES), "}  // namespace torch", ""]
     return "\n".join(lines)
+
+
+def narrow_types_h(ops: list[str]) -> str:
+    return ("#pragma once\n// profiler_agent.executors.slim_header: the tensor class and the ops this build names\n"
+            + tensor_names(ops))
 
 
 def _write_once(path: Path, text: str) -> None:
@@ -98,6 +112,25 @@ def narrow_include_folder(root: Path, ops: list[str]) -> Path:
     folder = Path(root) / hashlib.sha256(text.encode()).hexdigest()[:16]
     _write_once(folder / "torch" / "types.h", text)
     _write_once(folder / "torch" / "extension.h", "#pragma once\n#include <torch/types.h>\n")
+    return folder
+
+
+SLICED_FOLDER_NAME = ".profiler-agent-sliced-include"
+
+
+def sliced_include_folder(root: Path, sources, ops: list[str], include_root: Path) -> Path | None:
+    """A folder holding the sliced headers for `sources` naming `ops`, named by its content; None
+    where this torch's headers cannot be sliced (the build goes on with the narrow ones)."""
+    try:
+        files = sliced_header.sliced_files(include_root, sliced_header.source_words(sources), ops)
+    except sliced_header.Unsliceable as exc:
+        print(f"[profiler_agent] no sliced torch headers here ({exc})", file=sys.stderr, flush=True)
+        return None
+    files["torch/types.h"] = narrow_types_h(ops)
+    files["torch/extension.h"] = "#pragma once\n#include <torch/types.h>\n"
+    folder = Path(root) / sliced_header.folder_name(files)
+    for path, text in files.items():
+        _write_once(folder / path, text)
     return folder
 
 
@@ -129,31 +162,38 @@ PREPEND_ENV = "NVCC_PREPEND_FLAGS"  # nvcc reads it at each call; torch's build 
 
 
 def with_slim_header(compile_function, folder: Path, narrow_root: Path | None = None, ops_folder: Path | None = None):
-    """`compile_function` (torch's _jit_compile) building CUDA files with the narrow header first, then
-    the slim one, then the full one. The folders go through NVCC_PREPEND_FLAGS, not the build's
+    """`compile_function` (torch's _jit_compile) building CUDA files with the sliced headers first, then
+    the narrow one, the slim one and the full one. The folders go through NVCC_PREPEND_FLAGS, not the build's
     flags: torch names a build by its sources and flags, so a process that loads it without this
     wrapper (the profiled process, a self-test) finds the same build instead of compiling anew."""
     narrow_root = Path(narrow_root) if narrow_root is not None else Path(folder).parent / NARROW_FOLDER_NAME
+    sliced_root = narrow_root.parent / SLICED_FOLDER_NAME
 
     @functools.wraps(compile_function)
     def compile_slim_first(name, sources, *args, **kwargs):
         if not any(str(source).endswith((".cu", ".cuh")) for source in sources):
             return compile_function(name, sources, *args, **kwargs)
-        ops = ops_named(sources, ops_folder if ops_folder is not None else aten_ops_folder())
-        for label, include in (("narrow", narrow_include_folder(narrow_root, ops)), ("slim", folder)):
+        ops_root = ops_folder if ops_folder is not None else aten_ops_folder()
+        ops = ops_named(sources, ops_root)
+        tiers = [("sliced", sliced_include_folder(sliced_root, sources, ops, Path(ops_root).parent.parent)),
+                 ("narrow", narrow_include_folder(narrow_root, ops)), ("slim", folder)]
+        tiers = [(label, include) for label, include in tiers if include is not None]
+        for (label, include), after in zip(tiers, [*(label for label, _ in tiers[1:]), "full"]):
             before = os.environ.get(PREPEND_ENV)
             os.environ[PREPEND_ENV] = " ".join(part for part in (f"-I{include}", before) if part)
             os.environ[RETRIED_ENV] = "1"  # the nvcc front: a failure here is built again, no nvcc rerun
+            if label == tiers[0][0]:
+                os.environ[LEAN_MAIN_ENV] = "1"
             versions = _versions_before(name)
             try:
                 return compile_function(name, sources, *args, **kwargs)
             except Exception as exc:  # noqa: BLE001  (the full header decides; its error is the one reported)
                 versions()  # else torch takes the failed attempt for a build and skips the next one
                 print(f"[profiler_agent] the CUDA files did not build with the {label} torch headers "
-                      f"({type(exc).__name__}); building again with {'the slim' if label == 'narrow' else 'the full'} "
-                      "ones", file=sys.stderr, flush=True)
+                      f"({type(exc).__name__}); building again with the {after} ones", file=sys.stderr, flush=True)
             finally:
                 os.environ.pop(RETRIED_ENV, None)
+                os.environ.pop(LEAN_MAIN_ENV, None)
                 if before is None:
                     os.environ.pop(PREPEND_ENV, None)
                 else:

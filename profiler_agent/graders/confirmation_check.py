@@ -52,7 +52,7 @@ def time_reference(args, settings: dict) -> float:
         sys.path.insert(0, str(reference_file.parent))
     seed = settings["seed"]
     with submission_code("load_reference"):
-        api = module_loading.reference_api(reference_file)
+        api = module_loading.reference_api(reference_file, settings.get("case"))  # the case confirmed
         model = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     inputs = make_inputs(api.get_inputs, seed + 2 + settings["trials"], device)
     options = settings.get("reference_timing") or {}
@@ -92,7 +92,7 @@ def verify_demonstration(args, settings: dict, report: dict) -> bool:
     if str(reference_file.parent) not in sys.path:
         sys.path.insert(0, str(reference_file.parent))
     with submission_code("load_reference"):
-        api = module_loading.reference_api(reference_file)
+        api = module_loading.reference_api(reference_file, settings.get("case"))  # the case confirmed
         reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
     bases = input_sets.draw_bases(api.get_inputs, make_inputs(api.get_inputs, seed + 1, device), seed + 1, device, calls)
     shifted = input_sets.ShiftedValues(bases, seed)

@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     device = torch.device("cpu")
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
-    api = module_loading.reference_api(bundle / reference_name)
+    api = module_loading.reference_api(bundle / reference_name, settings.get("case"))  # the case confirmed
     build_tools.install()  # as the judged process built it: the same build is found
     module = module_loading.import_file(bundle / candidate_name, "candidate")
     model_class = module_loading.attribute(module, "ModelNew", candidate_name)

@@ -102,7 +102,9 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
     send_stage(args.result_fd, "load_reference")
     with submission_code("load_reference"):
-        api = module_loading.reference_api(bundle / reference_name)
+        api = module_loading.reference_api(bundle / reference_name, settings.get("case"),
+                                           bool(settings.get("correctness_only")))
+    report["case"] = api.case.name  # the parent takes the verifier's word for it
     # which peak applies is the reference's choice: read before the candidate could change it
     settings["reference_allows_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
     settings["reference_allows_tf32_convolution"] = bool(torch.backends.cudnn.allow_tf32)
@@ -158,6 +160,8 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         report["flags"].append("no_custom_kernel")  # the kernel census decides again once it passes
     if not passed:
         return  # a wrong answer is not timed
+    if settings.get("correctness_only") or not api.case.timed:
+        return  # a test run, or a case of kind "test": its trials are all it asked for
     phase("timing", lambda: measure(reference, candidate, api.get_inputs, device, settings, report, Path(args.outputs)))
     if report["correctness"]["passed"] is False:
         return  # a timed output was wrong

@@ -38,6 +38,8 @@ def new_verdict() -> dict:
         "notes": [],  # what the verdict's reader should know (fewer trials than asked)
         "error": None,
         "inputs": None,  # trial 0's dtypes and shapes (tensors.describe): the dataset's metadata
+        "case": None,  # the input case judged (bundles.input_cases)
+        "cases": None,  # every case the reference declares: [{"name", "kind"}, ...]
     }
 
 
@@ -50,7 +52,7 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
 
     from profiler_agent.checkers import compare_outputs, ground_truth
     from profiler_agent.trials import output_exchange
-    from profiler_agent.bundles import module_loading
+    from profiler_agent.bundles import input_cases, module_loading
     from profiler_agent.util import tensors
     from profiler_agent.trials.correctness_trials import make_inputs, planned_calls, record_comparison, refill
 
@@ -61,8 +63,10 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     sys.path.insert(0, str(reference_file.parent))
     seed = settings["seed"]
     with submission_code("load_reference"):
-        api = module_loading.reference_api(reference_file)
+        api = module_loading.reference_api(reference_file, settings.get("case"), bool(settings.get("correctness_only")))
         reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
+    # which cases there are, read here from the pristine reference: the agent judges the others after this one
+    verdict["case"], verdict["cases"] = api.case.name, input_cases.describe(api.cases)
     outputs = Path(args.outputs)
     result = verdict["correctness"]
     # the judged process's plan, worked out again here from the same figures

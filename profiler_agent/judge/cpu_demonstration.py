@@ -68,8 +68,9 @@ class Demonstration:
 
 
 def demonstrate(bundle, candidate: Path, options, cache_dir: Path, scratch: Path, seed: int,
-                calls: int) -> Demonstration:
-    """Run the demonstration target on `candidate` (its build is the judged process's) and time its stretch."""
+                calls: int, case: str | None = None) -> Demonstration:
+    """Run the demonstration target on `candidate` (its build is the judged process's) with the input case
+    `case` (None: the judging's first) and time its stretch."""
     workdir, home, tmp, exchange = scratch / "bundle", scratch / "home", scratch / "tmp", scratch / "exchange"
     values, copy = scratch / "values", scratch / "demonstrated"  # the agent's: the sandbox user reads, never writes
     for folder in (workdir, home, tmp, exchange, values):
@@ -99,7 +100,7 @@ def demonstrate(bundle, candidate: Path, options, cache_dir: Path, scratch: Path
 
     extensions = build_cache.extensions_dir(build_cache.reachable_cache_dir(cache_dir, user), candidate, "cpu")
     settings = {"seed": seed, "reference": bundle.reference.name, "candidate": candidate.name,
-                "extensions_dir": str(extensions)}
+                "extensions_dir": str(extensions), "case": case}
     command = [sys.executable, "-m", "profiler_agent.graders.demonstration_target", "--bundle", str(workdir),
                "--calls", str(calls), "--outputs", str(exchange), "--values-file", str(values_file)]
     with build_cache.exclusive(extensions):

@@ -14,7 +14,7 @@ from pathlib import Path
 from profiler_agent.executors import build_cache
 from profiler_agent.devices import device_info
 from profiler_agent.measure import kernel_census, metrics
-from profiler_agent.judge import timing_confirmation, ncu_profiling
+from profiler_agent.judge import timing_confirmation, ncu_profiling, profile_report
 from profiler_agent.sandbox import privileges
 from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
@@ -22,11 +22,15 @@ from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.capped_logs import read_capped
 from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 from profiler_agent.judge.memory_notes import memory_note
-from profiler_agent.judge import started_ahead, failure_reasons, warm_pool, trusted_process
+from profiler_agent.judge import started_ahead, failure_reasons, warm_pool, trusted_process, case_judging
 from profiler_agent.judge.options import SUSPICIOUS_SPEEDUP, JudgeOptions, timing_budget_from_env
 from profiler_agent.judge.verdicts import classify
 
 WARM_NOTE = "[profiler_agent] judged by processes started before this job arrived (judge.warm_pool)\n"
+CORRECTNESS_ONLY_NOTE = ("[profiler_agent] test mode: correctness trials and the verifier's verdict only; not timed, "
+                         "not confirmed, no self-test\n")
+PROFILE_NOTE = ("[profiler_agent] profile mode: correctness trials and the verifier's verdict, then both models' "
+                "kernels under the profiler (result profile); not timed, not confirmed, no self-test\n")
 # The judged child's stages (sandbox.phase_limits.STAGE_WORDS) as the judging stages a contestant sees
 # (result_schema.JUDGING_STAGES): importing and building is compiling, the trials are checking.
 JUDGING_STAGE_OF_CHILD = {
@@ -67,9 +71,11 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path,
     sources: dict[str, bytes], judged: warm_pool.JudgedAhead, verifier: trusted_process.TrustedAhead, census_in_child: bool = True,
+    case: str | None = None,
 ) -> CandidateJudgement:
     """Judge one candidate in the processes started for it (warm_pool.start_pair), each used or cancelled.
-    `census_in_child` False: the kernel census is taken from ncu's record instead (judge.timing_confirmation)."""
+    `census_in_child` False: the kernel census is taken from ncu's record instead (judge.timing_confirmation).
+    `case`: the reference's input case to judge (None: the judging's first; judge.case_judging)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
@@ -88,6 +94,8 @@ def judge_candidate(
         "timing": {"budget_s": options.timing_budget_s if options.timing_budget_s is not None
                    else timing_budget_from_env(), "target_rse": options.target_rse},
         "kernel_census": census_in_child,
+        "correctness_only": options.correctness_only,  # the judged process stops after its trials
+        "case": case,  # every process draws this input case's inputs (bundles.input_cases)
         # an address-space limit breaks CUDA, whose context reserves tens of GB of it
         "memory_limit_bytes": options.memory_limit_bytes if options.device == "cpu" else None,
     }
@@ -103,6 +111,8 @@ def judge_candidate(
     report = trusted_process.parse_report(run.report)
     if report is not None and isinstance(report.get("correctness"), dict):
         report["correctness"].pop("reference_numpy", None)  # the verifier's finding alone
+    if report is not None:
+        report.pop("case_plan", None)  # the verifier's alone (verify_outputs): which cases are judged
     status = classify(run, report)
     compile_text = read_capped(compile_log)
     if run.timed_out and run.phase == "compile":
@@ -170,6 +180,7 @@ def verify_outputs(verifier: trusted_process.TrustedAhead, bundle: Bundle, sourc
     failure_reasons.timed_call_failure_stands(verdict["correctness"], report.get("correctness"))
     report["correctness"] = verdict["correctness"]
     report["inputs"] = verdict.get("inputs")  # the verifier's: drawn outside the judged process
+    report["case_plan"] = {"case": verdict.get("case"), "cases": verdict.get("cases")}  # the verifier's, too
     report["verdict_note"] = failure_reasons.verifier_note(verdict)
     report["flags"] = flags + [f for f in verdict.get("flags", []) if f == "nondeterministic_output"]
     error = verdict.get("error")
@@ -235,7 +246,8 @@ def fill_judged_parts(
         speedup = reference["median_ms"] / candidate["median_ms"]
     samples = _samples(timing.get("samples"))
     target["timing"] = {"reference": reference, "candidate": candidate, "speedup": speedup, "samples": samples,
-                        "confirmation": None}  # the main candidate's: profiler_agent.judge.timing_confirmation
+                        "confirmation": None,  # the main candidate's: profiler_agent.judge.timing_confirmation
+                        "cases": None}  # per input case: profiler_agent.judge.case_judging
     if speedup is not None and speedup > suspicious_speedup:
         flags.append("suspicious_speedup")
     timed_total_ms = report.get("timed_total_ms")
@@ -332,12 +344,22 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         # the times came from a process that ran submission code: bounded here from outside it
         if result["status"] == "passed" and options.device == "cuda":
             options.tell("profiling")
+        if options.correctness_only:
+            started_ahead.cancel_all(*slot.processes())  # the GPU is the profiler's alone
+            case_judging.judge_other_cases(result, main, bundle, options, seed, cache_dir, sources, slot.root,
+                                            judge_candidate, fill_judged_parts)
+            if options.profile:
+                profile_report.add_to_result(result, bundle, options, cache_dir, slot.root / "profile")
+            result["logs"]["stderr"] += PROFILE_NOTE if options.profile else CORRECTNESS_ONLY_NOTE
+            return _finished(result, options, cache_dir, started, slot)
         confirm_started = time.monotonic()
         timing_confirmation.add_to_result(result, bundle, options, cache_dir, slot.root / "confirm", sources, confirming)
         result["durations_s"]["confirm"] = time.monotonic() - confirm_started
         started_ahead.cancel_all(*slot.processes())  # whatever was not needed ends before anything else starts
 
         scratch = slot.root
+        case_judging.judge_other_cases(result, main, bundle, options, seed, cache_dir, sources, scratch,
+                                        judge_candidate, fill_judged_parts)
         if options.ncu:
             options.tell("profiling")
             ncu_profiling.add_to_result(result, bundle, options, cache_dir, scratch / "ncu")
@@ -354,6 +376,12 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
             result["self_test"] = run_self_test(bundle, options, cache_dir, scratch / "self-test")
     finally:  # whatever was not needed (or an error cut short) ends here, with its scratch folder
         slot.close()
+    return _finished(result, options, cache_dir, started, slot)
+
+
+def _finished(result: dict, options: JudgeOptions, cache_dir: Path, started: float, slot) -> dict:
+    """The judging's end: its processes gone, the next one's started (keep_warm), the result checked."""
+    slot.close()
     if options.keep_warm:
         # the next judging's, started once this one's processes are gone: started beside its
         # verification instead, their imports slowed it as much as they saved (docs/measurement.md)

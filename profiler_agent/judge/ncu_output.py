@@ -138,16 +138,21 @@ def kernel_names(launches: list[KernelLaunch]) -> list[str]:
     return list(dict.fromkeys(launch.kernel for launch in launches))
 
 
+def launch_id_of(row: dict) -> int:
+    """The launch ID of a row of ncu's details table, after checking the row is whole."""
+    if None in row or any(value is None for value in row.values()):
+        raise NcuOutputError(f"a row of ncu's table has the wrong number of fields: {row!r}"[:300])
+    try:
+        return int(row["ID"].replace(",", ""))
+    except ValueError:
+        raise NcuOutputError(f"launch ID {row['ID']!r} is not a number") from None
+
+
 def parse_launches(text: str) -> list[KernelLaunch]:
     """Kernel launches in ncu's --csv output (one row per launch and metric), in launch order."""
     launches: dict[int, KernelLaunch] = {}
     for row in _csv_rows(text):
-        if None in row or any(value is None for value in row.values()):
-            raise NcuOutputError(f"a row of ncu's table has the wrong number of fields: {row!r}"[:300])
-        try:
-            launch_id = int(row["ID"].replace(",", ""))
-        except ValueError:
-            raise NcuOutputError(f"launch ID {row['ID']!r} is not a number") from None
+        launch_id = launch_id_of(row)
         launch = launches.setdefault(launch_id, KernelLaunch(
             launch_id, row["Kernel Name"], _call_index(row),
             reference=any(REFERENCE_RANGE in stack for stack in _range_stacks(row))))

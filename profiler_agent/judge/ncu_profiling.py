@@ -6,8 +6,10 @@ profiler_agent.judge.ncu_output."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,8 +63,17 @@ def _error_lines(text: str, limit: int = 2000) -> str:
 
 
 def _read_head(path: Path) -> str:
+    """The start of ncu's log, in a folder the sandbox user owns: neither the folder nor the file is
+    followed if it is a link (the agent reads as root, and what it reads reaches the result)."""
     try:
-        with open(path, "rb") as f:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        finally:
+            os.close(folder)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return ""
             return f.read(MAX_OUTPUT_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return ""
@@ -82,9 +93,11 @@ class ProfilerRun:
 def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
     outputs: Path | None = None, executable: str | None = None, limits=None, cuda_ahead: bool = False,
+    command=None,
 ) -> "ProfilerAhead | ProfilerRun":
     """Start ncu on profiler_agent.graders.profiled_target in the sandbox, ahead of its turn and of its job:
-    `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing."""
+    `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing.
+    `command(executable, log_file, target)`: ncu's command line, when not `profile`'s own (ncu_command)."""
     executable = executable or shutil.which("ncu")
     if executable is None:
         return ProfilerRun(None, note("not found on PATH; nothing profiled"))
@@ -107,7 +120,8 @@ def start_profiler(
     ]
     privileges.hand_over(scratch, user)
     process = started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
-        ncu_command(executable, log_file, target, profile.calls, profile),
+        command(executable, log_file, target) if command else ncu_command(executable, log_file, target,
+                                                                           profile.calls, profile),
         cwd=workdir,
         # the judged process's precompiled header too: the same build flags find the same build
         env=child_env(home, tmp, None, build_cache.pch_root(cache_dir)),
@@ -136,15 +150,17 @@ class ProfilerAhead:
     extensions: Path | None = None  # the candidate's build folder, known once the job is (finish_profiler)
 
 
-def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path) -> ProfilerRun:
-    """Give a profiler started ahead its job (the bundle, the candidate) and its seed; read what ncu recorded."""
+def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path,
+                    case: str | None = None) -> ProfilerRun:
+    """Give a profiler started ahead its job (the bundle, the candidate, the input case: None for the
+    judging's first) and its seed; read what ncu recorded."""
     if isinstance(started, ProfilerRun):
         return started
     shutil.copytree(bundle.root, started.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
     started.extensions = build_cache.extensions_dir(
         build_cache.reachable_cache_dir(started.cache_dir, started.user), candidate, started.device)
     settings = {"seed": seed, "reference": bundle.reference.name, "candidate": candidate.name,
-                "extensions_dir": str(started.extensions)}
+                "extensions_dir": str(started.extensions), "case": case}
     # the build folder is the candidate's: held from the seed to the end, as the judged process held it
     with build_cache.exclusive(started.extensions):
         privileges.hand_over(started.workdir, started.user)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from profiler_agent.judge import ncu_output
+from profiler_agent.judge import ncu_output, profile_output
 
 DEFAULT_TIMEOUT_S = 600.0  # the run limit: from the end of the candidate's import to the end
 DEFAULT_COMPILE_TIMEOUT_S = 600.0  # importing the candidate, where load_inline builds
@@ -41,6 +41,16 @@ class JudgeOptions:
     ncu: bool = False  # profile a passed candidate once more under Nsight Compute (profiler_agent.judge.ncu_output)
     # called with each judging stage (result_schema.JUDGING_STAGES) as it begins: the service tells the site
     progress: Callable[[str], None] | None = None
+    # a test run (the site's `mode: test`, or `judge --mode test`): the correctness trials and the verifier's
+    # verdict only; no timing, no confirmation, no profiler, no second variant, no self-test
+    correctness_only: bool = False
+    # a profile run (the site's `mode: profile`, or `judge --mode profile`): the correctness trials, then both
+    # models' kernels under Nsight Compute (judge.profile_report): at most `profile_kernels` launches of
+    # each, within `profile_timeout_s`; the `.ncu-rep` and ncu's table are copied to `profile_dir` when given
+    profile: bool = False
+    profile_kernels: int = profile_output.DEFAULT_KERNELS_PER_MODEL
+    profile_timeout_s: float = profile_output.DEFAULT_TIMEOUT_S
+    profile_dir: Path | None = None
     # after the judging, start the next one's processes (judge.warm_pool.WarmPool): for agents that
     # judge job after job; the next judging with the same limits skips their imports
     keep_warm: bool = False

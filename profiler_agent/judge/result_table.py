@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from profiler_agent.judge.profile_table import format_profile
+
 
 def _num(value, fmt: str = "{:.4g}", missing: str = "n/a") -> str:
     return missing if value is None else fmt.format(value)
@@ -27,6 +29,18 @@ def _correctness_line(c: dict) -> str:
     )
 
 
+def _named_cases(timing: dict) -> dict:
+    """The per-case figures of a reference's get_cases(); none for the single "default" case."""
+    cases = timing.get("cases") or {}
+    return {} if list(cases) == ["default"] else cases
+
+
+def _case_rows(timing: dict) -> list[tuple[str, str]]:
+    return [(f"  case {name}", f"reference {_num(f['reference_ms'], '{:.4f} ms')}, candidate "
+             f"{_num(f['candidate_ms'], '{:.4f} ms')}, speedup {_num(f['speedup'], '{:.3f}x')}")
+            for name, f in _named_cases(timing).items()]
+
+
 def _judged_rows(part: dict) -> list[tuple[str, str]]:
     t, m, d = part["timing"], part["metrics"], part["durations_s"]
     rows = [("status", part["status"])]
@@ -36,7 +50,8 @@ def _judged_rows(part: dict) -> list[tuple[str, str]]:
         ("correctness", _correctness_line(part["correctness"])),
         ("reference", _stats_line(t["reference"])),
         ("candidate", _stats_line(t["candidate"])),
-        ("speedup", _num(t["speedup"], "{:.3f}x")),
+        ("speedup", _num(t["speedup"], "{:.3f}x") + ("  (geometric mean of the cases)" if _named_cases(t) else "")),
+        *_case_rows(t),
         ("flops", _num(m["flops"], "{:,}") + (f"  ({m['tflops']:.3f} TFLOP/s)" if m["tflops"] else "")),
         ("bytes", _num(m["bytes"], "{:,}")),
         ("bandwidth", _num(m["bandwidth_gbs"], "{:.2f} GB/s")
@@ -57,4 +72,5 @@ def format_table(result: dict) -> str:
     if result["self_test"] is not None:
         rows.append(("self test", f"exit code {result['self_test']['exit_code']}"))
     width = max(len(key) for key, _ in rows)
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in rows)
+    table = "\n".join(f"{key:<{width}}  {value}" for key, value in rows)
+    return table if result.get("profile") is None else table + "\n" + format_profile(result["profile"])

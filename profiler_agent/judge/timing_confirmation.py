@@ -110,12 +110,12 @@ def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) 
 
 
 def run_check(check: trusted_process.TrustedAhead, bundle, sources: dict[str, bytes], options, seed: int,
-              verify_outputs: bool, synchronized: bool, census: dict | None = None) -> dict:
+              verify_outputs: bool, synchronized: bool, census: dict | None = None, case: str | None = None) -> dict:
     """The trusted checking process: the profiled calls' outputs verified (when `verify_outputs`),
-    the kernel census taken (when `census`), the reference timed. Its report, or an error when it
-    gave none."""
+    the kernel census taken (when `census`), the reference timed, on the input case `case`. Its
+    report, or an error when it gave none."""
     settings = {"seed": seed, "trials": CONFIRM_CALLS, "atol": options.atol, "rtol": options.rtol,
-                "verify": verify_outputs, "census": census,
+                "verify": verify_outputs, "census": census, "case": case,
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": synchronized}}
     run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
     if not isinstance(report, dict):
@@ -135,16 +135,17 @@ class Outcome:
 
 
 def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
-                      started: Started | None = None) -> Outcome:
+                      started: Started | None = None, case: str | None = None) -> Outcome:
     """Profile, verify and time the reference from outside; the confirmation of `result`'s times.
-    `started`: the processes started ahead (start_ahead), else they are started now."""
+    `started`: the processes started ahead (start_ahead), else they are started now. `case`: the input
+    case `result` judged (None: the judging's first, whose record also gives the kernel census)."""
     timing = result["timing"]
     reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
     seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
     started = started or start_processes(options, cache_dir, scratch)
     clock = time.monotonic()
     try:
-        profiled = ncu_profiling.finish_profiler(started.profiler, seed, bundle, bundle.candidate)
+        profiled = ncu_profiling.finish_profiler(started.profiler, seed, bundle, bundle.candidate, case)
     except BaseException:
         started.check.cancel()
         raise
@@ -158,8 +159,9 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
             record_why = f"ncu's record: {exc}"
     check = run_check(started.check, bundle, sources, options, seed, profiled.output is not None,
                       synchronized="unsynchronized_work" in result["flags"],
-                      census=census_settings(record, started.profiler,
-                                             loaded_native="no_custom_kernel" not in result["flags"]))
+                      census=None if case is not None else census_settings(
+                          record, started.profiler, loaded_native="no_custom_kernel" not in result["flags"]),
+                      case=case)
     cost = describe_cost(profile_s, time.monotonic() - clock, check.get("durations_s"), profiled.timeline)
     verdict = check.get("verdict") if isinstance(check.get("verdict"), dict) else None
     correctness = (verdict or {}).get("correctness") or {}
@@ -179,7 +181,8 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
                    census=census, custom_kernel=custom, cost=cost)
 
 
-def confirm_on_cpu(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes]) -> Outcome:
+def confirm_on_cpu(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
+                   case: str | None = None) -> Outcome:
     """The candidate's least time as the agent read it from outside (judge.cpu_demonstration), its
     outputs verified and the reference's least time read by the trusted check; the confirmation of
     `result`'s times."""
@@ -190,13 +193,13 @@ def confirm_on_cpu(result: dict, bundle, options, cache_dir: Path, scratch: Path
     scratch.mkdir(parents=True)
     clock = time.monotonic()
     shown = cpu_demonstration.demonstrate(bundle, bundle.candidate, options, cache_dir, scratch / "demonstration",
-                                          seed, calls)
+                                          seed, calls, case)
     demonstrate_s, clock = time.monotonic() - clock, time.monotonic()
     if shown.stretch is None:
         return Outcome(decide(reported, reference_reported, None, shown.why, None, "", CPU_TIME))
     check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check",
                                           shown.outputs, extra_env=cpu_demonstration.IDLE_THREADS_SLEEP)
-    settings = {"seed": seed, "trials": calls, "atol": options.atol, "rtol": options.rtol,
+    settings = {"seed": seed, "trials": calls, "atol": options.atol, "rtol": options.rtol, "case": case,
                 "demonstration": {"calls": calls, "secret": shown.secret},
                 "reference_timing": {"budget_s": REFERENCE_BUDGET_S, "synchronized": False}}
     run, report = trusted_process.finish_trusted(check, settings, bundle, sources)
@@ -254,10 +257,11 @@ def _withdraw_time(result: dict) -> None:
 
 
 def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path, sources: dict[str, bytes],
-                  started: Started | None = None) -> None:
+                  started: Started | None = None, case: str | None = None) -> None:
     """Fill result["timing"]["confirmation"] for a passed candidate; flag `timing_unconfirmed` when
     its times are not confirmed on CUDA; fail it when its profiled outputs were wrong. Never raises.
-    `started` (start_ahead) is used or cancelled."""
+    `started` (start_ahead) is used or cancelled. `case`: the input case `result` judged (None: the
+    judging's first; judge.case_judging confirms the others)."""
     if result["status"] != "passed" or options.device != "cuda":
         started_ahead.cancel_all(*(started.processes() if started else ()))
     if result["status"] != "passed":
@@ -268,9 +272,9 @@ def add_to_result(result: dict, bundle, options, cache_dir: Path, scratch: Path,
         return
     try:
         if options.device != "cuda":
-            outcome = confirm_on_cpu(result, bundle, options, cache_dir, scratch, sources)
+            outcome = confirm_on_cpu(result, bundle, options, cache_dir, scratch, sources, case)
         else:
-            outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started)
+            outcome = confirm_on_device(result, bundle, options, cache_dir, scratch, sources, started, case)
     except Exception as exc:  # noqa: BLE001  (the check failing is an unconfirmed time, never a crash)
         outcome = Outcome(not_confirmed(f"the check failed: {type(exc).__name__}: {exc}", reported)
                           | ({} if options.device == "cuda" else {"method": CPU_TIME.name}))

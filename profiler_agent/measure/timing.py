@@ -47,11 +47,26 @@ def _both_clocks_s() -> tuple[float, float]:
     return _perf_counter_ns() / 1e9, _monotonic_ns() / 1e9
 
 
+# The standard error of a median of n normal readings is this many times sigma / sqrt(n); sigma is
+# estimated as MAD_TO_SIGMA times the median absolute deviation.
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+SETTLED_ROUNDS = 30
+MAD_TO_SIGMA = 1.4826
+
+
 def relative_standard_error(times_ms: list[float]) -> float:
+    """How precise the median of `times_ms` is, relative to it: the stop rule of every timing loop.
+    Estimated from the median absolute deviation, not the standard deviation: the figure reported is
+    the median, which one stalled call (a context switch, a clock change) barely moves, while it would
+    hold a mean-based error above the target for the whole budget (launch-bound calls of a few
+    microseconds ran their full 3 s)."""
     if len(times_ms) < 2:
         return math.inf
-    mean = statistics.fmean(times_ms)
-    return statistics.stdev(times_ms) / math.sqrt(len(times_ms)) / mean if mean > 0 else math.inf
+    median = statistics.median(times_ms)
+    if median <= 0:
+        return math.inf
+    mad = statistics.median(abs(t - median) for t in times_ms)
+    return MEDIAN_SE_FACTOR * MAD_TO_SIGMA * mad / math.sqrt(len(times_ms)) / median
 
 
 def summarize(times_ms: list[float]) -> dict:
@@ -353,7 +368,10 @@ def time_interleaved(
             timings.add(CONTROL, timer(control))
         if rounds < plan.min_runs:
             continue
-        precise = all(relative_standard_error(t) < plan.target_rse for t in timings.times_ms.values())
+        # a median absolute deviation from a dozen readings is itself unsettled: the rule trusts it from
+        # SETTLED_ROUNDS on (the budget still ends a slow call's loop before that)
+        precise = rounds >= SETTLED_ROUNDS and all(relative_standard_error(t) < plan.target_rse
+                                                   for t in timings.times_ms.values())
         # the budget ends by either clock: a patched (frozen) one alone cannot keep the loop going
         elapsed = max(now - then for now, then in zip(_both_clocks_s(), started))
         if precise or elapsed > plan.budget_s:

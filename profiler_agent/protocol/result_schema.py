@@ -64,8 +64,12 @@ _CONFIRMATION = {
     "reason": _OPT_STR,
 }
 # samples: {"reference": [ms, ...], "candidate": [...]}, at most 200 per-call times each, in order
+# cases: {name: _CASE_FIGURES} for each timed input case (bundles.input_cases), in judging order; speedup is
+# then the geometric mean of theirs. null: none timed (a test run, a failure before the verdict)
 _TIMING = {"reference": _TIMING_STATS, "candidate": _TIMING_STATS, "speedup": _OPT_NUMBER,
-           "samples": (dict, type(None)), "confirmation": (dict, type(None))}
+           "samples": (dict, type(None)), "confirmation": (dict, type(None)), "cases": (dict, type(None))}
+_CASE_FIGURES = {"reference_ms": _OPT_NUMBER, "candidate_ms": _OPT_NUMBER, "speedup": _OPT_NUMBER,
+                 "kernel_speedup": _OPT_NUMBER, "confirmed": _OPT_BOOL}  # the case's own confirmation
 _METRICS = {
     "flops": _OPT_NUMBER,
     "bytes": _OPT_NUMBER,
@@ -106,6 +110,48 @@ _NCU = {
     "pct_peak_bandwidth": _OPT_NUMBER,
     "version": _OPT_STR,
 }
+# A profile report (profiler_agent.judge.profile_report), in a profile run alone; null in every other.
+_PROFILE = {
+    "available": (bool,),  # false: no kernel profiled, `reason` says why (a CPU host, no ncu, ...)
+    "tool": _OPT_STR,  # "ncu"
+    "version": _OPT_STR,
+    "vendor": _OPT_STR,  # "nvidia", "metax", "cpu"
+    "reason": _OPT_STR,
+    "kernels_per_model": _OPT_INT,
+    "sections": (list,),
+    "clock_control": _OPT_STR,
+    "metrics": _OPT_STR,  # "listed", or "sections only" when ncu refused the metric list
+    "table_source": _OPT_STR,  # "profile run", or "import" (read back from the .ncu-rep)
+    "kernels": (list,),  # [_PROFILED_KERNEL, ...] in launch order
+    "models": (dict,),  # {"candidate": _PROFILED_MODEL, "reference": ...}
+    "report_file": (dict, type(None)),  # _REPORT_FILE of the .ncu-rep, or null: none written
+    "duration_s": _OPT_NUMBER,
+}
+_PROFILED_KERNEL = {
+    "model": _OPT_STR,  # "candidate", "reference", or null: ncu printed no NVTX ranges
+    "launch": (int,),
+    "name": (str,),
+    "duration_ms": _OPT_NUMBER,
+    "grid": (list, type(None)),
+    "block": (list, type(None)),
+    "registers": _OPT_INT,
+    "achieved_occupancy_pct": _OPT_NUMBER,
+    "theoretical_occupancy_pct": _OPT_NUMBER,
+    "sm_pct": _OPT_NUMBER,
+    "memory_pct": _OPT_NUMBER,
+    "dram_pct": _OPT_NUMBER,
+    "l2_pct": _OPT_NUMBER,
+    "stalls": (list,),  # [_STALL, ...], at most 3, largest first
+    "flops": _OPT_NUMBER,
+    "dram_bytes": _OPT_NUMBER,
+    "flop_per_s": _OPT_NUMBER,
+    "arithmetic_intensity": _OPT_NUMBER,  # FLOP per DRAM byte
+}
+_STALL = {"reason": (str,), "share_pct": NUMBER, "cycles_per_instruction": NUMBER}
+_PROFILED_MODEL = {"kernels": (int,), "duration_ms": _OPT_NUMBER, "capped": (bool,)}
+# the .ncu-rep: `stored` true once the site has it, false with `why` when it was not sent or was refused,
+# null where there is no site (judge --mode profile)
+_REPORT_FILE = {"name": (str,), "bytes": (int,), "sha256": (str,), "stored": _OPT_BOOL, "why": _OPT_STR}
 _LOGS = {"compile": (str,), "stdout": (str,), "stderr": (str,)}
 _DURATIONS = {
     "compile": _OPT_NUMBER,
@@ -148,6 +194,7 @@ RESULT_SHAPE = {
     # the reference's inputs of trial 0, [{"dtype": "float32", "shape": [4096, 1024]}, ...]; null when
     # the verifier did not run (a build that failed, say)
     "inputs": (list, type(None)),
+    "profile": (dict, type(None)),  # _PROFILE in a profile run, else null
 }
 _NULLABLE_OBJECTS = {"self_test", "ncu"}
 
@@ -200,6 +247,8 @@ def conform_inputs(values) -> list | None:
 TIMING_STATS_SHAPE = _TIMING_STATS
 CORRECTNESS_SHAPE = _CORRECTNESS
 CONFIRMATION_SHAPE = _CONFIRMATION
+PROFILE_SHAPE = _PROFILE
+PROFILED_KERNEL_SHAPE = _PROFILED_KERNEL
 
 
 def empty_confirmation() -> dict:
@@ -225,6 +274,7 @@ def empty_result() -> dict:
     result["device"]["kind"] = None
     result["self_test"] = None
     result["ncu"] = None
+    result["profile"] = None
     return result
 
 
@@ -271,11 +321,27 @@ def _check_nullable_parts(value: dict, path: str) -> None:
         _check(value["kernels"], _KERNELS, f"{path}kernels")
     if value["timing"]["confirmation"] is not None:
         _check(value["timing"]["confirmation"], _CONFIRMATION, f"{path}timing.confirmation")
+    for name, figures in (value["timing"]["cases"] or {}).items():
+        _check(figures, _CASE_FIGURES, f"{path}timing.cases.{name}")
 
 
 def _check_trace(value: dict, path: str) -> None:
     for i, point in enumerate(value["telemetry"]["trace"]):
         _check(point, _TRACE_POINT, f"{path}telemetry.trace[{i}]")
+
+
+def _check_profile(profile: dict | None) -> None:
+    if profile is None:
+        return
+    _check(profile, _PROFILE, "profile")
+    for i, kernel in enumerate(profile["kernels"]):
+        _check(kernel, _PROFILED_KERNEL, f"profile.kernels[{i}]")
+        for j, stall in enumerate(kernel["stalls"]):
+            _check(stall, _STALL, f"profile.kernels[{i}].stalls[{j}]")
+    for name, model in profile["models"].items():
+        _check(model, _PROFILED_MODEL, f"profile.models.{name}")
+    if profile["report_file"] is not None:
+        _check(profile["report_file"], _REPORT_FILE, "profile.report_file")
 
 
 def validate_variant(variant: dict, path: str = "variant") -> None:
@@ -295,6 +361,7 @@ def validate_result(result: dict) -> None:
     _check_status_and_flags(result, "")
     _check_nullable_parts(result, "")
     _check_trace(result, "")
+    _check_profile(result["profile"])
     if result["inputs"] is not None and conform_inputs(result["inputs"]) != result["inputs"]:
         raise ValueError("inputs: expected at most 64 objects {dtype: string, shape: list of sizes}")
     for name, variant in result["variants"].items():

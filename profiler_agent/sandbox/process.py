@@ -1,7 +1,8 @@
 """Running one untrusted command: its own session, rlimits, a cgroup where one can be made
 (profiler_agent.sandbox.cgroup) or else a watchdog over its memory (profiler_agent.sandbox.memory_watchdog),
 an allowlisted environment, wall-clock limits (one, or a compile limit then a run limit), output to capped log files, an optional pipe that carries its report back, and a
-sweep that leaves no descendant behind (profiler_agent.sandbox.process_sweep)."""
+sweep that leaves no descendant behind (profiler_agent.sandbox.process_sweep). An order to stop the
+judging (profiler_agent.sandbox.judging_stop) ends the run as a timeout would, then raises JudgingStopped."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 
-from profiler_agent.sandbox import cgroup, privileges, zygote
+from profiler_agent.sandbox import cgroup, judging_stop, privileges, zygote
 from profiler_agent.sandbox.limits import Limits, apply_limits, limit_figures
 from profiler_agent.sandbox import process_sweep, run_cpu
 from profiler_agent.sandbox.memory_watchdog import MemoryExceeded, MemoryWatchdog
@@ -131,10 +132,11 @@ def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed,
         return b"".join(chunks)
 
     while True:
+        judging_stop.raise_if_requested()
         remaining = clock.deadline() - time.monotonic()
         if remaining <= 0:
             return data(), False
-        ready, _, _ = select.select([fd], [], [], 0 if exited else min(remaining, 0.1))
+        ready, _, _ = select.select([fd], [], [], 0 if exited else min(remaining, judging_stop.POLL_S))
         if not ready:
             if exited:
                 return data(), True
@@ -152,6 +154,19 @@ def _read_pipe(fd: int, clock: Clock, proc: subprocess.Popen, on_limits_changed,
         size += len(report_bytes)
         if size <= MAX_REPORT_BYTES:  # past the cap keep draining, so the child is never blocked
             chunks.append(report_bytes)
+
+
+def _wait_for_exit(proc, clock: Clock) -> None:
+    """Until the process exits (subprocess.TimeoutExpired at the deadline), looking for an order to stop."""
+    while True:
+        remaining = clock.deadline() - time.monotonic()
+        try:
+            proc.wait(timeout=max(0.0, min(remaining, judging_stop.POLL_S)))
+            return
+        except subprocess.TimeoutExpired:
+            if remaining <= judging_stop.POLL_S:
+                raise
+            judging_stop.raise_if_requested()
 
 
 def _make_cgroup(limits: Limits, phased: bool) -> tuple[cgroup.JudgedCgroup | None, str | None]:
@@ -273,10 +288,10 @@ def run_sandboxed(
             report = data if complete and data else None
         try:
             if not cancelled:
-                proc.wait(timeout=max(0.0, clock.deadline() - time.monotonic()))
+                _wait_for_exit(proc, clock)
         except subprocess.TimeoutExpired:
             timed_out = True
-    finally:
+    finally:  # also when the judging was ordered to stop (JudgingStopped goes on once all is ended)
         ended = time.monotonic()
         if watchdog is not None:
             watchdog.stop()

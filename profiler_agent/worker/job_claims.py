@@ -11,11 +11,17 @@ back to the queue and counted against that host (submissions/services/recovery.p
 A worker with several queues moves from the first non-empty one in order; it blocks on the first only
 (Redis cannot block on several sources of a move), a slice of BLOCK_SLICE_S at a time, so a job on a
 later queue waits at most that long.
+
+A site from before the final system test's queues grants no `.final` queue (worker.queue_order): Redis
+refuses the move from it, and the worker passes over that queue for REFUSED_QUEUE_RETRY_S before
+asking again (the site's next sweep grants it once the site is upgraded). Any other queue refused is
+an error, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 from redis import Redis
 from redis.exceptions import NoPermissionError
@@ -23,9 +29,28 @@ from rq.exceptions import DequeueTimeout
 from rq.queue import Queue
 from rq.utils import as_text
 
+from profiler_agent.protocol.vocabulary import FINAL_QUEUE_SUFFIX
+
 log = logging.getLogger(__name__)
 
 BLOCK_SLICE_S = 1
+REFUSED_QUEUE_RETRY_S = 60.0
+
+_refused_at: dict[str, float] = {}  # a final queue's key -> when Redis last refused this host a move from it
+
+
+def passed_over(queue_key: str) -> bool:
+    """A final queue this host's Redis user was refused lately (see the module's docstring)."""
+    refused = _refused_at.get(queue_key)
+    return refused is not None and time.monotonic() - refused < REFUSED_QUEUE_RETRY_S
+
+
+def refused(queue_key: str) -> None:
+    """Redis refused this host a final queue's keys: passed over for a while (said once)."""
+    if queue_key not in _refused_at:
+        log.warning("this host may not take jobs from %s (a site without final system test queues?): "
+                    "reading the other queues, and asking again every %.0f s", queue_key, REFUSED_QUEUE_RETRY_S)
+    _refused_at[queue_key] = time.monotonic()
 
 
 class NoClaimList(RuntimeError):
@@ -51,18 +76,25 @@ class ClaimingQueue(Queue):
 
     @classmethod
     def _move(cls, connection: Redis, queue_key: str, claims: str, timeout: int | None):
-        if timeout is None:
-            return connection.lmove(queue_key, claims, "LEFT", "RIGHT")
-        return connection.blmove(queue_key, claims, timeout, "LEFT", "RIGHT")
+        try:
+            if timeout is None:
+                return connection.lmove(queue_key, claims, "LEFT", "RIGHT")
+            return connection.blmove(queue_key, claims, timeout, "LEFT", "RIGHT")
+        except NoPermissionError:
+            if not queue_key.endswith(FINAL_QUEUE_SUFFIX):
+                raise
+            refused(queue_key)
+            return None
 
     @classmethod
     def dequeue_any(cls, queues, timeout, connection, job_class=None, serializer=None, death_penalty_class=None):
         claims = claim_list()
         if claims is None:
             raise NoClaimList("the site has not named this host's claim list yet")
-        queue_keys = [queue.key for queue in queues]
+        listed = [queue.key for queue in queues]
         remaining = timeout
         while True:
+            queue_keys = [key for key in listed if not passed_over(key)]
             found = None
             for queue_key in queue_keys:
                 job_id = cls._move(connection, queue_key, claims, None)
@@ -70,6 +102,7 @@ class ClaimingQueue(Queue):
                     found = queue_key, job_id
                     break
             if found is None:
+                queue_keys = [key for key in queue_keys if not passed_over(key)]  # less one refused just now
                 if timeout is None or not queue_keys:
                     return None
                 if remaining <= 0:

@@ -42,7 +42,7 @@ from rq.worker import WorkerStatus
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 
-from profiler_agent.protocol.vocabulary import JOB_FUNCTION
+from profiler_agent.protocol.vocabulary import FINAL_QUEUE_SUFFIX, JOB_FUNCTION
 from profiler_agent.worker.queue_order import listen_order
 from profiler_agent.worker import job_claims
 from profiler_agent.worker import job_gate
@@ -257,7 +257,15 @@ class JudgeWorker(LivenessMixin, Worker):
         """RQ's clean-up of this worker's queues, without the global rate-limit registries (their
         names are anyone's to write and their clean-up runs Lua scripts, which agents may not)."""
         for queue in self.queues:
-            if not queue.acquire_maintenance_lock():
+            if job_claims.passed_over(queue.key):
+                continue  # a final queue this host is not granted: nor are its registries
+            try:
+                if not queue.acquire_maintenance_lock():
+                    continue
+            except redis.exceptions.NoPermissionError:
+                if not queue.key.endswith(FINAL_QUEUE_SUFFIX):
+                    raise
+                job_claims.refused(queue.key)  # a site from before the final queues grants none of its keys
                 continue
             try:
                 queue.finished_job_registry.cleanup()

@@ -7,9 +7,12 @@ site checks the run is this agent's to judge and answers with the secret of this
 and result paths and the judging options (409: already finished or started by another agent; 403:
 stale attempt or a GPU type this agent does not serve; 404: no such run; each: do nothing). Then GET
 the bundle (a zip), judge it, POST the result (409: already reported; 403: refused; both logged).
-Every call after start carries the token and the secret. While judging, the stage (compiling,
-checking, timing, profiling, self_test) goes to the answer's `progress_url`, when it names one
-(worker.stage_reporter). Paths are joined to the agent's own --site;
+Every call after start carries the token and the secret. When the worker's heartbeat is told to stop
+this attempt (an organizer cancelled the run: worker.job_stop), the judging ends at once, everything
+it started is killed, and nothing is reported: the job ends normally and the worker takes the next.
+While judging, the stage (compiling, checking, timing, profiling, self_test) goes to the answer's
+`progress_url`, when it names one (worker.stage_reporter). A profile run's `.ncu-rep` goes to the
+answer's `profile_file_url` (raw bytes, the secret, `?attempt=n`) before its result. Paths are joined to the agent's own --site;
 an absolute URL elsewhere is refused (the token must never travel to another host). A failure of
 our own is reported as `internal_error`, then re-raised so RQ records the job as failed.
 """
@@ -24,7 +27,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from profiler_agent.protocol.vocabulary import START_PATH
-from profiler_agent.worker import agent_config
+from profiler_agent.sandbox import judging_stop
+from profiler_agent.worker import agent_config, job_stop
 from profiler_agent.bundles.bundle import BundleError, open_bundle
 from profiler_agent.judge.judging import judge_bundle, unjudged_result
 from profiler_agent.judge.options import JudgeOptions
@@ -91,10 +95,41 @@ def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptio
             setattr(judged, key, float(options[key]))
     if options.get("seed") is not None:
         judged.seed = int(options["seed"])
+    # a test submission's run: correctness only (the site's judging_options)
+    judged.correctness_only = options.get("correctness_only") is True or options.get("mode") == "test"
+    if options.get("mode") == "profile":  # the trials, then the profile report (judge.profile_report)
+        judged.correctness_only = judged.profile = True
+        asked = options.get("profile") if isinstance(options.get("profile"), dict) else {}
+        if asked.get("kernels_per_model") is not None:
+            judged.profile_kernels = max(1, int(asked["kernels_per_model"]))
+        if asked.get("timeout_s") is not None:
+            judged.profile_timeout_s = _positive_option(asked, "timeout_s")
     return judged
 
 
-def _judge_download(client, bundle_url: str, options: JudgeOptions, marks: dict) -> dict:
+def upload_profile_report(client, url: str, result: dict, folder: Path, max_bytes: int | None) -> None:
+    """Send a profile run's .ncu-rep to the site (before its result, which ends the attempt), and say in
+    the result's `report_file` whether the site has it. Never raises: the report's figures go anyway."""
+    from profiler_agent.judge.profile_report import REPORT_FILE
+    from profiler_agent.worker.site_client import SiteError
+
+    facts = (result.get("profile") or {}).get("report_file")
+    path = folder / REPORT_FILE
+    if not facts or not path.is_file():
+        return
+    if max_bytes and facts["bytes"] > max_bytes:
+        facts.update(stored=False, why=f"{facts['bytes']:,} bytes, more than the site keeps ({max_bytes:,})")
+        return
+    try:
+        code, answer = client.post_bytes(url, path.read_bytes(), accept=(200, 403, 409, 413, 422))
+    except SiteError as exc:
+        facts.update(stored=False, why=f"not sent: {exc}"[:500])
+        return
+    facts.update(stored=code == 200, why=None if code == 200 else f"refused ({code}): {answer.get('detail', '')}"[:500])
+
+
+def _judge_download(client, bundle_url: str, options: JudgeOptions, marks: dict, upload=None) -> dict:
+    """`upload(result, folder)`: a profile run's report, sent from the folder judge_bundle kept it in."""
     with tempfile.TemporaryDirectory(prefix="profiler-agent-run-", ignore_cleanup_errors=True) as tmp:
         archive = Path(tmp) / "bundle.zip"
         archive.write_bytes(client.get_bytes(bundle_url))
@@ -104,7 +139,12 @@ def _judge_download(client, bundle_url: str, options: JudgeOptions, marks: dict)
         except BundleError as exc:
             # the submission's fault, not ours: retrying would fail the same way
             return unjudged_result(options.device, "runtime_error", f"[profiler_agent] {exc}\n")
-        return judge_bundle(bundle, options)
+        if options.profile:
+            options.profile_dir = Path(tmp) / "profile"
+        result = judge_bundle(bundle, options)
+        if upload is not None and options.profile_dir is not None:
+            upload(result, options.profile_dir)
+        return result
 
 
 def _post_result(client, result_url: str, result: dict, run_id: int) -> None:
@@ -173,7 +213,34 @@ def _stage_reporter(config, answer: dict, run_id: int, attempt: int):
     return StageReporter(SiteClient(config.token, answer["job_secret"], attempts=1, timeout_s=10.0), url, run_id, attempt)
 
 
+def _report_uploader(config, answer: dict, client, attempt: int):
+    """What sends a profile run's .ncu-rep to the start answer's `profile_file_url`; None when it names none."""
+    url = answer.get("profile_file_url")
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        url = site_url(config.site, url) + f"?attempt={attempt}"
+    except ForeignUrl:
+        log.warning("the profile file URL points off this agent's site; the report's file is not sent")
+        return None
+    asked = (answer.get("options") or {}).get("profile")
+    max_bytes = asked.get("max_file_bytes") if isinstance(asked, dict) else None
+    return lambda result, folder: upload_profile_report(client, url, result, folder,
+                                                        max_bytes if isinstance(max_bytes, int) else None)
+
+
 def judge_run(run_id: int, attempt: int) -> dict:
+    stops = job_stop.current()
+    try:
+        with judging_stop.stoppable(lambda: stops.ordered(run_id, attempt)):
+            return _judge_run(run_id, attempt)
+    except judging_stop.JudgingStopped:
+        log.warning("run %s attempt %s: cancelled on the site; its judging was stopped and nothing is reported",
+                    run_id, attempt)
+        return {"run_id": run_id, "attempt": attempt, "status": None, "stopped": True}
+
+
+def _judge_run(run_id: int, attempt: int) -> dict:
     from profiler_agent.worker.site_client import SiteClient
 
     # Wall-clock marks of the job's stages (Unix seconds, comparable with the site's timestamps on
@@ -196,10 +263,11 @@ def judge_run(run_id: int, attempt: int) -> dict:
     try:
         options = judge_options(config, answer.get("options") or {})
         options.progress = reporter
-        result = _judge_download(client, bundle_url, options, marks)
+        result = _judge_download(client, bundle_url, options, marks, _report_uploader(config, answer, client, attempt))
     except Exception:
         trace = traceback.format_exc()
         log.exception("run %s: the agent failed", run_id)
+        judging_stop.raise_if_requested("the run was cancelled")  # then the site wants no report of it
         try:
             _post_result(client, result_url, unjudged_result(config.device, "internal_error", trace), run_id)
         except Exception:
@@ -209,6 +277,7 @@ def judge_run(run_id: int, attempt: int) -> dict:
         if reporter is not None:
             reporter.close()  # its last report goes before the result, which ends the run
     marks["judged"] = time.time()
+    judging_stop.raise_if_requested("the run was cancelled")  # while its result was being made
     _post_result(result_client, result_url, result, run_id)
     marks["reported"] = time.time()
     log.info("run %s: %s", run_id, result["status"])

@@ -71,10 +71,12 @@ def run_worker(
     *,
     burst: bool = False,
     heartbeat_s: float = 10.0,
+    judging_heartbeat_s: float | None = None,
 ) -> bool:
     from redis import Redis
 
-    from profiler_agent.worker import job_gate
+    from profiler_agent.worker import job_gate, job_stop
+    from profiler_agent.worker.heartbeat import JUDGING_HEARTBEAT_S
     from profiler_agent.worker.job_guard import JudgeWorker, judge_kwargs
     from profiler_agent.worker.liveness import reclaim_name
     from profiler_agent.worker.queue_order import listen_order
@@ -85,6 +87,8 @@ def run_worker(
     agent_config.install(config)  # the forked work-horses inherit it
     gate = job_gate.JobGate()
     job_gate.install(gate)  # shared with the work-horses: a refused start closes it
+    stops = job_stop.StopOrders()
+    job_stop.install(stops)  # shared with the work-horses: the heartbeat orders a cancelled judging stopped
     client = SiteClient(config.token, attempts=1, timeout_s=10.0)
     beat = lambda: send_heartbeat(client, config, queues, gate)  # noqa: E731
     # RQ's Worker talks to Redis as it is made (CLIENT SETNAME): a host started while a Redis restart had
@@ -102,7 +106,8 @@ def run_worker(
     # front of the queue for the next free worker, this one first), and a drained worker stays idle
     handed_back = [kwargs for kwargs in (judge_kwargs(worker.connection, job_id) for job_id in abandoned) if kwargs]
     send_heartbeat(client, config, queues, gate, abandoned=handed_back)
-    beats = HeartbeatThread(client, config, queues, heartbeat_s, gate, judging=worker.judging_now)
+    beats = HeartbeatThread(client, config, queues, heartbeat_s, gate, judging=worker.judging_now, stops=stops,
+                            judging_interval_s=judging_heartbeat_s or JUDGING_HEARTBEAT_S)
     beats.start()
     try:
         return worker.work(burst=burst, logging_level="INFO")

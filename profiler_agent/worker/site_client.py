@@ -80,13 +80,12 @@ class SiteClient:
         """POST, and the status code with the JSON object answered (empty when the body is not one)."""
         body = json.dumps(payload, allow_nan=False)
         response = self._request("POST", url, data=body, headers={"Content-Type": "application/json"})
-        if response.status_code not in accept:
-            raise SiteError(f"POST {url}: HTTP {response.status_code}: {response.text[:500]}")
-        try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        return response.status_code, answer if isinstance(answer, dict) else {}
+        return _answered(response, url, accept)
+
+    def post_bytes(self, url: str, data: bytes, accept: tuple[int, ...] = (200,)) -> tuple[int, dict]:
+        """POST a file's bytes (application/octet-stream); the status code and the JSON object answered."""
+        response = self._request("POST", url, data=data, headers={"Content-Type": "application/octet-stream"})
+        return _answered(response, url, accept)
 
     def get_bytes(self, url: str, max_bytes: int = MAX_BUNDLE_BYTES) -> bytes:
         response = self._request("GET", url, stream=True)
@@ -99,3 +98,14 @@ class SiteClient:
                 raise SiteError(f"GET {url}: more than {max_bytes} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _answered(response, url: str, accept: tuple[int, ...]) -> tuple[int, dict]:
+    """A POST's status code and the JSON object answered (empty when the body is not one)."""
+    if response.status_code not in accept:
+        raise SiteError(f"POST {url}: HTTP {response.status_code}: {response.text[:500]}")
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    return response.status_code, answer if isinstance(answer, dict) else {}

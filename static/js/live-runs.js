@@ -37,8 +37,18 @@
     } catch (e) { /* the charts stay as they were; a reload shows them */ }
   }
 
+  // a reason being typed for a cancel: replacing the table would lose it
+  function typing() {
+    return Array.from(box.querySelectorAll("form.cancel-own-run input[name='reason']"))
+      .some((input) => input === document.activeElement || input.value !== "");
+  }
+
   let ticking = null;
   async function refresh() {
+    if (typing()) {
+      setTimeout(refresh, POLL_MS);
+      return;
+    }
     try {
       const response = await fetch(box.dataset.src, { headers: { "X-Requested-With": "fetch" } });
       if (response.ok) {

@@ -4,20 +4,21 @@ from typing import List, Optional
 
 import redis
 
+from django.conf import settings
 from django.http import HttpResponse
 from django.urls import reverse
-from ninja import Header, Router, Schema, Status
+from ninja import Header, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field, model_validator
 
-from submissions import queueing
+from submissions import agent_protocol, queueing
 from submissions.api.answers import ErrorOut, OkOut, answers
 from submissions.api.auth import AgentAuth
 from submissions.api.fields import JsonObjectIn, replace_nul
 from submissions.bundles import bundle_to_zip
-from submissions.models import Run, RunStage
+from submissions.models import Run, RunStage, SubmissionMode
 from submissions.result_schema import RunResult
-from submissions.services import agent_redis, confirming, fleet, judging, recovery
+from submissions.services import agent_redis, cancelling, confirming, fleet, judging, profiles, recovery
 from submissions.services.accounts import record_heartbeat
 
 
@@ -60,8 +61,9 @@ class WorkerIn(JsonObjectIn):
 
 
 class JudgingIn(JsonObjectIn):
-    run_id: int
-    attempt: int
+    # bounded as database keys are: a larger number is no run's, and would overflow the query
+    run_id: int = Field(ge=1, le=2**62)
+    attempt: int = Field(ge=0, le=2**31)
 
 
 class HeartbeatIn(AgentReport):
@@ -76,6 +78,11 @@ class HeartbeatIn(AgentReport):
     abandoned: List[JudgingIn] = []
 
 
+class JudgingOut(Schema):
+    run_id: int
+    attempt: int
+
+
 class HeartbeatOut(OkOut):
     # the list this host's workers move the jobs they take into (profiler_agent/worker/job_claims.py)
     claim_list: Optional[str] = None
@@ -83,6 +90,10 @@ class HeartbeatOut(OkOut):
     why: str = ""
     outdated: bool = False
     outdated_for: List[dict] = []
+    # agent_protocol.STOP_JUDGING: of the heartbeat's `judging`, the attempts an organizer cancelled; the
+    # worker stops judging them now (an agent that ignores it judges to the end; its report is refused)
+    stop_judging: List[JudgingOut] = Field([], description="The attempts of this heartbeat's `judging` whose run "
+                                           "was cancelled: stop judging them now and report nothing")
 
 
 def _agent_run(run_id):
@@ -105,6 +116,7 @@ def heartbeat(request, payload: HeartbeatIn):
     agent = record_heartbeat(request.auth, queues=payload.queues, inventory=payload.inventory, versions=payload.versions)
     judging_now = None if payload.judging is None else [(item.run_id, item.attempt) for item in payload.judging]
     recovery.note_judging(agent, judging_now)
+    answer[agent_protocol.STOP_JUDGING] = cancelling.attempts_to_stop(agent, judging_now)
     recovery.requeue_abandoned(agent, [(item.run_id, item.attempt) for item in payload.abandoned])
     try:
         # Agents call in regularly, which makes the heartbeat a natural clock for the sweeper
@@ -136,6 +148,8 @@ class StartOut(Schema):
     result_url: str
     progress_url: str  # where the agent reports the stage it reached (POST, ProgressIn)
     options: dict
+    profile_file_url: Optional[str] = Field(None, description="A profile run's: where its .ncu-rep goes (POST, "
+                                            "raw bytes, ?attempt=n) before its result; null for every other run")
 
 
 class ProgressIn(JsonObjectIn):
@@ -181,9 +195,12 @@ def start_run(request, run_id: int, payload: StartIn):
         return _refused(run_id, request.auth, "run.start_refused", exc, 403)
     finally:
         _release_claim(request.auth, claimed_job)
+    profile_file_url = (reverse("api:agent_run_profile_file", args=[run_id])
+                        if run.submission.mode == SubmissionMode.PROFILE else None)
     return {"job_secret": secret, "bundle_url": reverse("api:agent_run_bundle", args=[run_id]),
             "result_url": reverse("api:agent_run_result", args=[run_id]),
-            "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options()}
+            "progress_url": reverse("api:agent_run_progress", args=[run_id]), "options": judging.judging_options(run),
+            "profile_file_url": profile_file_url}
 
 
 def _release_claim(agent, job_id):
@@ -213,16 +230,46 @@ def run_progress(request, run_id: int, payload: ProgressIn, job_secret: str = JO
     return {"ok": True, "detail": f"run {run_id}: {payload.stage}"}
 
 
+PROFILE_FILE_BODY = {"requestBody": {"required": True, "description": "The .ncu-rep as Nsight Compute wrote it",
+                                     "content": {"application/octet-stream": {"schema": {"type": "string",
+                                                                                         "format": "binary"}}}}}
+
+
+@agent_router.post("/runs/{run_id}/profile-file", response=answers({200: OkOut}, 401, 403, 404, 409, 413, 422),
+                   openapi_extra=PROFILE_FILE_BODY, url_name="agent_run_profile_file")
+def run_profile_file(request, run_id: int, attempt: int = Query(..., ge=0, le=2**31), job_secret: str = JOB_SECRET):
+    """A profile run's .ncu-rep (raw bytes, at most PROFILE_FILE_MAX_BYTES), before its result: only from the
+    agent judging the run's current attempt, with its secret, while it runs. A second one replaces the first."""
+    _agent_run(run_id)
+    data = request.body
+    if len(data) > settings.PROFILE_FILE_MAX_BYTES:
+        return Status(413, {"detail": f"{len(data)} bytes: the site keeps a profile file of at most "
+                                      f"{settings.PROFILE_FILE_MAX_BYTES} bytes"})
+    if not data:
+        raise HttpError(422, "the profile file is empty")
+    try:
+        profiles.store_profile_file(run_id, request.auth, job_secret, attempt, data)
+    except judging.LateReport as exc:
+        return Status(409, {"detail": str(exc).replace("this late report is kept as evidence", "its file is not kept")})
+    except judging.RunConflict as exc:
+        return Status(409, {"detail": str(exc)})
+    except judging.AgentRefused as exc:
+        return _refused(run_id, request.auth, "run.profile_file_refused", exc, 403)
+    return {"ok": True, "detail": f"run {run_id}: a profile file of {len(data)} bytes is kept"}
+
+
 ZIP_ANSWER = {"responses": {200: {"description": "The submission's files as a zip",
                                   "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}}
 
 
-@agent_router.get("/runs/{run_id}/bundle", response=answers({}, 401, 403, 404, 422), openapi_extra=ZIP_ANSWER,
+@agent_router.get("/runs/{run_id}/bundle", response=answers({}, 401, 403, 404, 409, 422), openapi_extra=ZIP_ANSWER,
                   url_name="agent_run_bundle")
 def run_bundle(request, run_id: int, job_secret: str = JOB_SECRET):
     run = _agent_run(run_id)
     try:
         judging.check_agent_access(run, request.auth, job_secret)
+    except judging.LateReport as exc:  # handed back or cancelled since its start: nothing to judge
+        return Status(409, {"detail": str(exc).replace("this late report is kept as evidence", "its bundle is not served")})
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.bundle_refused", exc, 403)
     files = {f.path: f.content for f in run.submission.files.all()}

@@ -10,16 +10,17 @@ from ninja.files import UploadedFile
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from submissions import selectors
+from submissions import freeze_reads, run_limits, selectors
 from submissions.api.answers import answers
 from submissions.api.auth import ContestantTokenAuth
-from submissions.api.fields import LIMIT, OFFSET, Documents, JsonObjectIn, NonBlankText, Text, column_length
+from submissions.api.fields import (LIMIT, OFFSET, Documents, JsonObjectIn, NonBlankText, Text, column_length,
+                                    refuse_null_body)
 from submissions.bundles import BundleError, bundle_from_uploads
-from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, RunStage,
-                                RunStatus, Season, Submission, Verdict)
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Framework, Issue, Run,
+                                RunStage, RunStatus, Season, Submission, SubmissionMode, Verdict)
 from submissions.pull_requests import PullRequestError, pull_request_url_pattern
 from submissions.rules import ranked_runs, timing_flags
-from submissions.services import pr_intake, submitting
+from submissions.services import cancelling, pr_intake, submitting
 
 
 contestant_router = Router(tags=["contestant"], auth=ContestantTokenAuth())
@@ -45,6 +46,9 @@ CURRENT = Field(True, description="Whether this run's verdict is the one the sub
 PROVISIONAL = Field(False, description="A figure one untrusted host vouches for alone, awaiting a second judging on "
                                        "another host (or one that disagreed): it ranks nowhere; only the owner and "
                                        "organizers get its figure and result")
+HIDDEN_UNTIL_THAW = Field(False, description="The run finished after its season's scoreboard froze: to anyone but "
+                                            "the submission's owner and organizers its result is hidden until the "
+                                            "thaw (verdict empty; figures, flags and result null or empty)")
 
 
 class RunOut(Schema):
@@ -58,7 +62,11 @@ class RunOut(Schema):
     runs_ahead: Optional[int] = Field(None, description="A waiting run: how many of your runs on its GPU type go "
                                                         "first (null otherwise)")
     elapsed_s: Optional[int] = Field(None, description="Whole seconds waited so far (waiting, queued) or judged "
-                                                       "so far (running, since its agent started it); null once done")
+                                                       "so far (running, since its agent started it, of at most "
+                                                       "time_limit_s); null once done")
+    time_limit_s: int = Field(description="The longest a judging may take from its agent's start "
+                                          "(RUN_DEADLINE_SECONDS): a run still unfinished then is taken back and "
+                                          "judged again")
     verdict: VerdictName = Field(description="Empty until the run is done")
     attempts: int
     speedup: Optional[float]
@@ -70,21 +78,33 @@ class RunOut(Schema):
     result: Optional[dict]
     current: bool = CURRENT
     provisional: bool = PROVISIONAL
+    hidden_until_thaw: bool = HIDDEN_UNTIL_THAW
 
     @staticmethod
-    def from_run(run, *, show_provisional=True, current=True, now=None):
-        provisional = timing_flags.is_provisional(run)
-        withheld = provisional and not show_provisional
+    def from_run(run, *, show_provisional=True, current=True, now=None, hidden=False):
+        """`hidden`: a freeze hides its result from the reader (freeze_reads)."""
+        provisional = timing_flags.is_provisional(run) and not hidden
+        withheld = hidden or (provisional and not show_provisional)
         progress = selectors.run_progress(run, now or timezone.now())
         return RunOut(
             id=run.pk, gpu_type=run.gpu_type.slug, status=run.status, stage=progress["stage"] or None,
             queue_position=progress["queue_position"], runs_ahead=progress["runs_ahead"],
-            elapsed_s=progress["elapsed_s"], verdict=run.verdict, attempts=run.attempts,
-            speedup=None if withheld else run.speedup, reference_median_ms=run.reference_median_ms,
-            candidate_median_ms=None if withheld else run.candidate_median_ms, flags=run.flags,
+            elapsed_s=progress["elapsed_s"], time_limit_s=run_limits.limits()["judging_s"],
+            verdict="" if hidden else run.verdict, attempts=run.attempts,
+            speedup=None if withheld else run.speedup,
+            reference_median_ms=None if hidden else run.reference_median_ms,
+            candidate_median_ms=None if withheld else run.candidate_median_ms, flags=[] if hidden else run.flags,
             created_at=run.created_at.isoformat(), finished_at=run.finished_at.isoformat() if run.finished_at else None,
             result=None if withheld else run.result, current=current, provisional=provisional,
+            hidden_until_thaw=hidden,
         )
+
+
+class LimitsOut(Schema):
+    """The time limits its runs are judged under."""
+    compile_s: int = Field(description="Each judged process's build: past it, compile_error")
+    run_s: int = Field(description="Each judged process's run, after its build: past it, timeout")
+    judging_s: int = Field(description="A whole judging, from its agent's start (each run's time_limit_s)")
 
 
 class JudgingHardwareOut(Schema):
@@ -99,8 +119,16 @@ class JudgingHardwareOut(Schema):
 
 SubmissionStateName = Literal[tuple(selectors.SubmissionState.values)]
 STATE = Field(description="judging; then, until an organizer reviews it, passed_awaiting_review (every current run "
-                          "passed) or awaiting_review; then the review's decision, accepted or rejected")
+                          "passed) or awaiting_review; then the review's decision, accepted or rejected; cancelled: "
+                          "every run was cancelled, nothing judged and nothing to review. A test or "
+                          "benchmark submission is never reviewed: judging, then passed or failed")
 RANKED = Field(description="Per GPU type slug, the figure that ranks: {speedup, run, runs_counted}")
+SubmissionModeName = Literal[tuple(SubmissionMode.values)]
+MODE = Field(description="ranked (judged, reviewed and ranked); test (correctness trials only: no timing, never "
+                         "ranked or reviewed); benchmark (judged and timed in full, never ranked, reviewed or "
+                         "public); profile (correctness trials, then a report of each kernel of both models under "
+                         "the GPU's profiler: GET /api/v1/runs/{id}/profile; never ranked, reviewed or public). Test, "
+                         "benchmark and profile submissions are yours and the organizers' alone")
 
 
 class SubmissionOut(Schema):
@@ -115,8 +143,10 @@ class SubmissionOut(Schema):
     needs_cuda: List[str]
     hardware: List[JudgingHardwareOut]
     runs: List[RunOut]
+    limits: LimitsOut
     ranked: dict = RANKED
     state: SubmissionStateName = STATE
+    mode: SubmissionModeName = MODE
     url: str
 
     @staticmethod
@@ -124,6 +154,12 @@ class SubmissionOut(Schema):
         runs = list(submission.runs.all())
         current = {run.pk for run in selectors.latest_runs(submission)}
         show_provisional = selectors.can_see_provisional(request.auth.user, submission)
+        # in a season frozen for the reader: what the public sees (freeze_reads), the state it makes
+        since = freeze_reads.Viewer(request.auth.user).submission_held_since(submission)
+        hidden = freeze_reads.as_shown(runs, since)
+        shown = [run for run in runs if run.pk not in hidden]
+        state = (selectors.submission_state(submission) if since is None else selectors.submission_state(
+            submission, runs=shown, reviews=freeze_reads.reviews_shown(submission.reviews.all(), since)))
         now = timezone.now()
         hardware = selectors.submission_hardware(submission)
         return SubmissionOut(
@@ -134,9 +170,10 @@ class SubmissionOut(Schema):
             contestant=submission.contestant.display_name, source=submission.source,
             bundle_sha256=submission.bundle_sha256, created_at=submission.created_at.isoformat(),
             files=[f.path for f in submission.files.all()],
-            runs=[RunOut.from_run(r, show_provisional=show_provisional, current=r.pk in current, now=now)
-                  for r in runs], ranked=ranked_runs.summary(runs),
-            state=selectors.submission_state(submission).value,
+            runs=[RunOut.from_run(r, show_provisional=show_provisional, current=r.pk in current, now=now,
+                                  hidden=r.pk in hidden)
+                  for r in runs], ranked=ranked_runs.summary(shown), limits=LimitsOut(**run_limits.limits()),
+            state=state.value, mode=submission.mode,
             url=request.build_absolute_uri(f"/submissions/{submission.pk}/"),
         )
 
@@ -171,7 +208,7 @@ def _too_many(response, exc):
     return Status(429, {"detail": str(exc)})
 
 
-@contestant_router.post("/issues", response=answers({201: IssueOut}, 401, 404, 422, 429), url_name="issue_create")
+@contestant_router.post("/issues", response=answers({201: IssueOut}, 401, 403, 404, 422, 429), url_name="issue_create")
 def create_issue(request, payload: IssueIn, response: HttpResponse):
     """Open an issue. At most ISSUES_PER_HOUR / ISSUES_PER_DAY per contestant: beyond, 429 with Retry-After."""
     season = Season.objects.filter(code=payload.season).first()
@@ -183,31 +220,41 @@ def create_issue(request, payload: IssueIn, response: HttpResponse):
                                       description=payload.description)
     except submitting.TooManyRequests as exc:
         return _too_many(response, exc)
+    except submitting.AccessRefused as exc:  # banned, or not admitted to an invite-only season
+        return Status(403, {"detail": str(exc)})
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, _issue_out(issue))
 
 
-@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 404, 409, 413, 422, 429),
+@contestant_router.post("/submissions", response=answers({201: SubmissionOut}, 401, 403, 404, 409, 413, 422, 429),
                         url_name="submission_create")
 def create_submission(request, response: HttpResponse, issue: Text = Form(...),
                       note: Note = Form(""),
+                      mode: SubmissionModeName = Form(SubmissionMode.RANKED.value, description=MODE.description),
                       files: List[UploadedFile] = File(None)):
-    """Submit a bundle for one of your issues: several `files`, or one zip in `files`. Beyond the
-    season's submissions per hour or day: 429 with Retry-After. Exactly the bundle you submitted to the
-    issue before: 409, naming that submission."""
+    """Submit a bundle for one of your issues, or for a published problem (an issue whose reference the
+    organizers fixed: send cudacode.py and your files; a torchcode.py must be a copy of the issue's or is
+    refused): several `files`, or one zip in `files`. Beyond the
+    season's submissions per hour or day (each mode counted on its own): 429 with Retry-After. `mode`: ranked
+    (the default), test, benchmark or profile (on every GPU type that judges it; POST /runs/{id}/profile profiles
+    one passed run on its own type). A ranked submission of a kernel you submitted ranked before: 409,
+    naming that submission (test, benchmark and profile submissions are never refused for it). Banned from the season, or not admitted to an invite-only
+    one: 403, saying how to get in."""
     issue_row = Issue.objects.select_related("season").filter(code=issue.strip().upper()).first()
     if issue_row is None:
         return Status(404, {"detail": _("issue %(issue)s does not exist") % {"issue": issue}})
     try:
-        bundle = bundle_from_uploads(files or [])
-        submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note)
+        bundle = bundle_from_uploads(files or [], issue_row.fixed_reference, issue_row.code)
+        submission = submitting.create_submission(request.auth, issue_row, bundle, source="api", note=note, mode=mode)
     except BundleError as exc:
         return Status(400, {"detail": _("bundle refused: %(errors)s") % {"errors": "; ".join(exc.errors)}})
     except submitting.TooManyRequests as exc:
         return _too_many(response, exc)
     except submitting.AlreadySubmitted as exc:
         return Status(409, {"detail": str(exc)})
+    except submitting.AccessRefused as exc:
+        return Status(403, {"detail": str(exc)})
     except submitting.SubmissionRefused as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, SubmissionOut.from_submission(request, selectors.submission_with_runs(submission.pk)))
@@ -220,6 +267,29 @@ def read_submission(request, submission_id: int):
     if submission is None or not selectors.can_see_code(request.auth.user, submission):
         return Status(404, {"detail": _("submission %(id)s does not exist or is not yours") % {"id": submission_id}})
     return SubmissionOut.from_submission(request, submission)
+
+
+class CancelIn(JsonObjectIn):
+    reason: Text = Field("", max_length=cancelling.OWN_REASON_MAX_CHARS,
+                         description="Why, if you like (kept in the audit trail)")
+
+
+@contestant_router.post("/runs/{run_id}/cancel", response=answers({200: RunOut}, 401, 403, 404, 409, 422),
+                        url_name="run_cancel")
+def cancel_own_run(request, run_id: int, payload: Optional[CancelIn] = None):
+    """Cancel a run of yours that no agent has started (queued or waiting): it ends as `cancelled` and
+    frees your place in its queue (audited). No body, `{}`, or `{"reason": "..."}`. Another's run: 403; a
+    run being judged or finished, or one the organizers queued (a rejudge, a second judging): 409."""
+    refuse_null_body(request, payload)
+    try:
+        run = cancelling.cancel_own_run(run_id, request.auth.user, payload.reason if payload else "")
+    except Run.DoesNotExist:
+        return Status(404, {"detail": _("run %(id)s does not exist") % {"id": run_id}})
+    except cancelling.NotYours as exc:
+        return Status(403, {"detail": str(exc)})
+    except cancelling.CancelRefused as exc:
+        return Status(409, {"detail": str(exc)})
+    return RunOut.from_run(run)
 
 
 class RunSummaryOut(Schema):
@@ -244,6 +314,7 @@ class SubmissionSummaryOut(Schema):
     state: SubmissionStateName = STATE
     runs: List[RunSummaryOut] = Field(description="The current run of each GPU type, by GPU type")
     ranked: dict = RANKED
+    mode: SubmissionModeName = MODE
     url: str
 
     @staticmethod
@@ -252,7 +323,7 @@ class SubmissionSummaryOut(Schema):
         return SubmissionSummaryOut(
             id=submission.pk, issue=submission.issue.code, issue_title=submission.issue.title,
             season=submission.issue.season.code, created_at=submission.created_at.isoformat(), note=submission.note,
-            state=submission.state.value, ranked=ranked_runs.summary(runs),
+            state=submission.state.value, ranked=ranked_runs.summary(runs), mode=submission.mode,
             runs=[RunSummaryOut(id=r.pk, gpu_type=r.gpu_type.slug, status=r.status,
                                 stage=selectors.live_stage(r) or None,
                                 verdict=r.verdict, speedup=r.speedup, flags=r.flags,
@@ -333,7 +404,7 @@ class PullRequestIn(JsonObjectIn):
     issue: Optional[Text] = None
 
 
-@contestant_router.post("/pull-requests", response=answers({201: List[SubmissionOut]}, 401, 404, 422),
+@contestant_router.post("/pull-requests", response=answers({201: List[SubmissionOut]}, 401, 403, 404, 422),
                         url_name="submission_from_pull_request")
 def create_submissions_from_pull_request(request, payload: PullRequestIn):
     """Fetch a pull request's head with git and submit the folder `S<season>/<issue code>/` of each of
@@ -342,10 +413,12 @@ def create_submissions_from_pull_request(request, payload: PullRequestIn):
     issue_row = None
     if payload.issue:
         issue_row = Issue.objects.select_related("season").filter(code=payload.issue.strip().upper()).first()
-        if issue_row is None or issue_row.author_id != request.auth.pk:
+        if issue_row is None or not submitting.may_submit_to(issue_row, request.auth):
             return Status(404, {"detail": _("issue %(issue)s does not exist or is not yours") % {"issue": payload.issue}})
     try:
         created = pr_intake.submit_pull_request(request.auth, payload.pr_url, issue=issue_row)
+    except submitting.AccessRefused as exc:
+        return Status(403, {"detail": str(exc)})
     except (PullRequestError, submitting.SubmissionRefused) as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, [SubmissionOut.from_submission(request, selectors.submission_with_runs(s.pk)) for s in created])

@@ -89,9 +89,9 @@ class DatasetExportOut(Schema):
 
 
 class ExportIn(JsonObjectIn):
-    reason: Text = Field("", max_length=2000)
+    reason: NonBlankText = Field(max_length=2000, description="Why (kept in the audit trail)")
     include: List[Annotated[Text, Field(max_length=32)]] = Field([], max_length=1000, description=(
-        "issue codes of accepted samples whose runs did not pass, exported anyway (a reason is then required)"))
+        "issue codes of accepted samples whose runs did not pass, exported anyway"))
 
 
 @organizer_router.get("/seasons/{code}/datasets", response=answers({200: List[DatasetExportOut]}, 401, 403, 404),
@@ -106,9 +106,9 @@ def list_exports(request, code: str):
 @organizer_router.post("/seasons/{code}/datasets", response=answers({201: DatasetExportOut}, 401, 403, 404, 422),
                        url_name="dataset_export_create")
 def create_export(request, code: str, payload: ExportIn):
-    """Export the season's accepted samples as its next numbered dataset (kept; audited). The body is a
-    JSON object, `{}` or `{"reason": "...", "include": ["ICTXSZ"]}`: accepted samples whose runs did not
-    pass are left out (`left_out` says which and why) unless `include` names them."""
+    """Export the season's accepted samples as its next numbered dataset (kept; audited with the reason).
+    The body is a JSON object, `{"reason": "..."}` or `{"reason": "...", "include": ["ICTXSZ"]}`: accepted
+    samples whose runs did not pass are left out (`left_out` says which and why) unless `include` names them."""
     _organizer(request)
     season = _season(code)
     try:
@@ -165,7 +165,7 @@ class WeightsOut(Schema):
 class WeightsIn(JsonObjectIn):
     rule: Text = Field(max_length=32)
     settings: dict = {}
-    reason: Text = Field("", max_length=2000)
+    reason: NonBlankText = Field(max_length=2000, description="Why (kept in the audit trail)")
 
 
 def _weights_out(season):
@@ -185,7 +185,8 @@ def read_weights(request, code: str):
 @organizer_router.put("/seasons/{code}/weights", response=answers({200: WeightsOut}, 401, 403, 404, 422),
                       url_name="dataset_weights_change")
 def change_weights(request, code: str, payload: WeightsIn):
-    """Choose the season's weight rule and its settings; 400 naming the setting at fault (audited)."""
+    """Choose the season's weight rule and its settings, with a reason; 400 naming the setting at fault
+    (audited)."""
     _organizer(request)
     season = _season(code)
     try:

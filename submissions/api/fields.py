@@ -11,6 +11,7 @@ from typing import Annotated
 
 from django.utils.translation import gettext as _, gettext_lazy
 from ninja import Query, Schema
+from ninja.errors import HttpError
 from pydantic import AfterValidator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -76,6 +77,14 @@ NonBlankText = Annotated[Text, AfterValidator(refuse_blank), Documents(pattern=N
 
 JSON_TYPE_NAMES = {list: gettext_lazy("an array"), str: gettext_lazy("a string"), bool: gettext_lazy("a boolean"),
                    int: gettext_lazy("a number"), float: gettext_lazy("a number"), type(None): gettext_lazy("null")}
+
+
+def refuse_null_body(request, payload):
+    """For an operation whose body is optional (`payload: Optional[...] = None`): no body at all asks
+    for nothing, but a body of JSON `null` is no object, and is a 422 as for any other schema."""
+    if payload is None and request.body:
+        kind = _("Input should be a JSON object, not {kind}").format(kind=JSON_TYPE_NAMES[type(None)])
+        raise HttpError(422, _("invalid request: %(problems)s") % {"problems": kind})
 
 
 class JsonObjectIn(Schema):

@@ -6,8 +6,10 @@ from django.utils.translation import gettext_lazy as _
 
 
 # Rejudges of a GPU type wait on their own queue, `gpu.<slug>.rejudge`, which agents read after the
-# fresh one. The agent derives the same name (profiler_agent/worker/queue_order.py); a test keeps both equal.
+# fresh one; a final system test's runs on `gpu.<slug>.final`, which agents read before every other.
+# The agent derives the same names (profiler_agent/worker/queue_order.py); a test keeps both equal.
 REJUDGE_QUEUE_SUFFIX = ".rejudge"
+FINAL_QUEUE_SUFFIX = ".final"
 
 
 # The GPU type of CPU-only agents (`gpu.cpu`, `profiler_agent work --device cpu`): it judges bundles
@@ -16,8 +18,8 @@ CPU_GPU_TYPE_SLUG = "cpu"
 
 
 class GpuType(models.Model):
-    """A kind of accelerator judged by its own queues (`gpu.<slug>`, then `gpu.<slug>.rejudge`), e.g.
-    cpu, h100, c500."""
+    """A kind of accelerator judged by its own queues (`gpu.<slug>.final`, then `gpu.<slug>`, then
+    `gpu.<slug>.rejudge`), e.g. cpu, h100, c500."""
 
     # no underscore: job ids and Redis key patterns end the slug with one (queueing.job_id_prefix)
     slug = models.SlugField(max_length=32, unique=True, validators=[RegexValidator(
@@ -35,6 +37,10 @@ class GpuType(models.Model):
     @property
     def rejudge_queue_name(self):
         return f"{self.queue_name}{REJUDGE_QUEUE_SUFFIX}"
+
+    @property
+    def final_queue_name(self):
+        return f"{self.queue_name}{FINAL_QUEUE_SUFFIX}"
 
     @property
     def is_cpu(self):

@@ -43,6 +43,10 @@ class Issue(models.Model):
     description = models.TextField(blank=True)
     author = models.ForeignKey(Contestant, on_delete=models.PROTECT, related_name="issues")
     created_at = models.DateTimeField(auto_now_add=True)
+    # an organizer's torchcode.py (services/fixed_references.py): when set, every submission to the issue
+    # is judged on it, whatever reference it carries, and may send cudacode.py alone
+    fixed_reference = models.TextField(blank=True, default="")
+    fixed_reference_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]

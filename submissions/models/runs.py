@@ -46,7 +46,8 @@ class Verdict(models.TextChoices):
     TIMEOUT = "timeout", _("Timeout")
     MEMORY_LIMIT = "memory_limit", _("Memory limit")
     INTERNAL_ERROR = "internal_error", _("Internal error")
-    # Set by an organizer on a run no agent had started (services/cancelling.py), never by an agent.
+    # Set by an organizer, or the run's contestant, on a run no agent had started (services/cancelling.py),
+    # never by an agent.
     CANCELLED = "cancelled", _("Cancelled")
 
 
@@ -80,6 +81,9 @@ class Run(models.Model):
     rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     # A second judging, on another host, of a passed run that awaits it (services/confirming.py).
     confirms = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="confirmations")
+    # A final system test's run, or its second judging: judged before every other run (its own queue).
+    final_test = models.BooleanField(default=False, help_text="A final system test's run (or its second "
+                                     "judging): queued on the GPU type's final queue, read before every other")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -112,14 +116,18 @@ class Run(models.Model):
         return self.status == RunStatus.DONE
 
     @property
-    def behind_fresh_runs(self):
-        """A rejudge's run or a second judging: queued behind every fresh run, never capped (scheduling)."""
-        return self.rejudge_id is not None or self.confirms_id is not None
+    def fresh(self):
+        """A run of a contestant's submission as it came in: capped per contestant and theirs to cancel
+        (scheduling). A rejudge's run, a second judging or a final system test's is not."""
+        return self.rejudge_id is None and self.confirms_id is None
 
     @property
     def queue_name(self):
-        """The Redis queue of the run's job: a rejudge's runs (and second judgings) go behind the fresh ones."""
-        return self.gpu_type.rejudge_queue_name if self.behind_fresh_runs else self.gpu_type.queue_name
+        """The Redis queue of the run's job (scheduling): a final system test's runs (and their second
+        judgings) before every other, a rejudge's runs (and second judgings) behind the fresh ones."""
+        if self.final_test:
+            return self.gpu_type.final_queue_name
+        return self.gpu_type.queue_name if self.fresh else self.gpu_type.rejudge_queue_name
 
     @property
     def provisional(self):

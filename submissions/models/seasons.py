@@ -27,6 +27,12 @@ class SecondJudging(models.TextChoices):
     EVERY_PASSED = "every_passed", _("Every passed result")
 
 
+class Admission(models.TextChoices):
+    """Who may submit to a season (submissions/season_access_reads.py); its pages are public either way."""
+    OPEN = "open", _("Open: every contestant may submit")
+    INVITE_ONLY = "invite_only", _("Invite only: admitted accounts and holders of an invite code")
+
+
 class Season(models.Model):
     code = models.CharField(max_length=16, unique=True, help_text=_("e.g. S1"))
     name = models.CharField(max_length=200)
@@ -63,6 +69,8 @@ class Season(models.Model):
         default=dict, blank=True,
         help_text=_("Settings of the weight rule, e.g. {\"weights\": {\"3\": 5}, \"default\": 1, "
                     "\"samples\": {\"ICTXSZ\": 2}}; validated by the rule"))
+    # changed through services/season_access.py, which audits it (not in the admin's form)
+    admission = models.CharField(max_length=16, choices=Admission.choices, default=Admission.OPEN, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # Replaced by a fresh random token in the transaction of every change to what the season's boards
     # show (submissions/board_versions.py); the public pages' cached renderings are keyed on it.
@@ -70,6 +78,9 @@ class Season(models.Model):
     # What each of the latest versions changed (board_versions.journal), as JSON text: a page whose rows
     # no change touched is still the page of the new version.
     board_changes = models.TextField(default="", editable=False)
+    # When its final system test finished (services/final_system_tests.py): from then on its boards show
+    # the final standings; before, once it has ended, provisional ones.
+    final_standings_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-starts_at"]
@@ -112,3 +123,11 @@ class Season(models.Model):
     @property
     def has_ended(self):
         return self.ends_at is not None and self.ends_at <= timezone.now()
+
+    @property
+    def standings_status(self):
+        """"final" once its final system test has finished, "provisional" from its end until then, else
+        "live"."""
+        if self.final_standings_at is not None:
+            return "final"
+        return "provisional" if self.has_ended else "live"

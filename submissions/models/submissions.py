@@ -1,7 +1,7 @@
 """Submissions, their files, reviews and abuse flags."""
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_lazy as _, pgettext_lazy
 
 from submissions.models.accounts import Contestant
 from submissions.models.issues import Issue
@@ -17,14 +17,32 @@ class SubmissionSource(models.TextChoices):
     PULL_REQUEST = "pr", _("Pull request")
 
 
+class SubmissionMode(models.TextChoices):
+    """What a submission is for. Only a ranked one may rank, be reviewed, count in standings or become a
+    dataset sample; test, benchmark and profile submissions are their owner's (and the organizers') alone."""
+    RANKED = "ranked", _("Ranked")
+    TEST = "test", _("Test")  # correctness trials only: no timing, no confirmation, no self-test
+    BENCHMARK = "benchmark", _("Benchmark")  # the full judging, never ranked or public
+    # the correctness trials, then both models' kernels under the GPU's profiler: a report per kernel
+    # (services/profiles.py), never ranked or public
+    PROFILE = "profile", pgettext_lazy("submission mode", "Profile")  # not an account's profile
+
+
 class Submission(models.Model):
     issue = models.ForeignKey(Issue, on_delete=models.PROTECT, related_name="submissions")
     contestant = models.ForeignKey(Contestant, on_delete=models.PROTECT, related_name="submissions")
     source = models.CharField(max_length=10, choices=SubmissionSource.choices, default=SubmissionSource.UPLOAD)
+    mode = models.CharField(max_length=10, choices=SubmissionMode.choices, default=SubmissionMode.RANKED, db_index=True)
     pr_url = models.URLField(blank=True)
     pr_commit = models.CharField(max_length=64, blank=True)
     bundle_sha256 = models.CharField(max_length=64, db_index=True)
+    kernel_digest = models.CharField(max_length=64, blank=True, db_index=True,
+                                     help_text="What makes the kernel, normalized (submissions/kernel_identity.py)")
     note = models.TextField(blank=True)
+    # A profile submission asked for from a passed run ("profile this run"): that run, whose bundle and GPU
+    # type it takes (services/profiles.py). Null for every other submission.
+    profile_of = models.ForeignKey("submissions.Run", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="profiles")
     # Abuse detection: the reference's normalized fingerprint and the candidate's token shingles.
     reference_fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
     candidate_shingles = models.JSONField(default=list, blank=True)
@@ -35,6 +53,10 @@ class Submission(models.Model):
 
     def __str__(self):
         return f"#{self.pk} {self.issue.code} by {self.contestant}"
+
+    @property
+    def is_ranked(self) -> bool:
+        return self.mode == SubmissionMode.RANKED
 
 
 class SubmissionFile(models.Model):

@@ -1,7 +1,6 @@
-"""The organizer's dataset page: a season's samples with their weights, the weight rule, and the
-numbered exports (staff only; the work is in services/weighting.py and services/datasets.py)."""
-import json
-
+"""The organizer's dataset page: a season's samples with their weights and the numbered exports (staff
+only; the work is in services/weighting.py and services/datasets.py). The weight rule itself is chosen
+on the season settings page (pages/season_settings.py)."""
 from django.contrib import messages
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,7 +14,7 @@ from submissions.rules import ranked_runs, weights
 from submissions.services import datasets, weighting
 
 
-def _page(request, season, *, rule_name=None, settings_text=None, error="", status=200):
+def _page(request, season):
     rule = weights.rule_of(season)
     samples = []
     for submission, review in selectors.accepted_samples(season):
@@ -30,12 +29,9 @@ def _page(request, season, *, rule_name=None, settings_text=None, error="", stat
     for export in exports:
         same = datasets.identical_to(export)
         export.same_as = same.number if same else None
+        export.held_by_freeze = datasets.held_by_freeze(export)
     return render(request, "organizer/dataset.html", {
-        "season": season, "rule": rule, "samples": samples, "exports": exports, "catalog": weights.catalog(),
-        "rule_name": rule_name or season.dataset_weight_rule,
-        "settings_text": settings_text if settings_text is not None else json.dumps(rule.settings, indent=2),
-        "error": error,
-    }, status=status)
+        "season": season, "rule": rule, "samples": samples, "exports": exports})
 
 
 @organizer_required
@@ -60,28 +56,6 @@ def export_dataset(request, code):
             messages.warning(request, _("Left out, their runs did not pass: %(samples)s. Name them under "
                                         "\"include\" to export them anyway.")
                              % {"samples": "; ".join(f"{e['sample']} ({e['why']})" for e in export.left_out)})
-    return redirect("organizer_dataset", code=season.code)
-
-
-@organizer_required
-@require_POST
-def change_weights(request, code):
-    season = get_object_or_404(Season, code=code)
-    rule_name, text = request.POST.get("rule", ""), request.POST.get("settings", "")
-    try:
-        settings = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        error = _("the weight settings are not JSON: %(error)s") % {"error": exc}
-        return _page(request, season, rule_name=rule_name, settings_text=text, error=error, status=400)
-    try:
-        changed = weighting.change_weights(season, rule_name, settings, actor=request.user,
-                                           reason=request.POST.get("reason", ""))
-    except weights.WeightSettingsError as exc:
-        return _page(request, season, rule_name=rule_name, settings_text=text, error=str(exc), status=400)
-    if changed:
-        messages.success(request, _("The weight rule of %(season)s is changed.") % {"season": season.code})
-    else:
-        messages.info(request, _("The weight rule of %(season)s was already so.") % {"season": season.code})
     return redirect("organizer_dataset", code=season.code)
 
 

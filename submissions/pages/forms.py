@@ -7,7 +7,8 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from submissions.hidden_characters import first_hidden_character
-from submissions.models import ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season
+from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue, Season,
+                                SubmissionMode)
 from submissions.search import SEARCH_MAX_CHARS, bounded_search
 from submissions.services import accounts, submitting
 
@@ -31,13 +32,15 @@ class MultipleFileField(forms.FileField):
 
 
 def _issue_label(issue):
-    return f"{issue.season.code}/{issue.code} — {issue.title}"
+    label = f"{issue.season.code}/{issue.code} — {issue.title}"
+    return f"{label} ({_('published problem')})" if issue.fixed_reference else label
 
 
 class SubmitForm(forms.Form):
     issue = forms.ModelChoiceField(queryset=Issue.objects.none(), required=False, label=_("Issue"),
                                    empty_label=_("— open a new issue —"),
-                                   help_text=_("One of your issues, or leave empty to open a new one below."))
+                                   help_text=_("One of your issues or a published problem, or leave empty to open a "
+                                               "new issue below."))
     season = forms.ModelChoiceField(queryset=Season.objects.filter(is_open=True), required=False, label=_("Season"),
                                     help_text=_("Season of the new issue"))
     new_issue_title = forms.CharField(max_length=200, required=False, label=_("New issue title"))
@@ -48,14 +51,22 @@ class SubmitForm(forms.Form):
                               help_text=_("torchcode.py, cudacode.py and the rest, or one .zip of the folder"))
     note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Note"),
                            max_length=SUBMISSION_NOTE_MAX_CHARS)
+    mode = forms.ChoiceField(choices=SubmissionMode.choices, initial=SubmissionMode.RANKED, required=False, label=_("Mode"),
+                             help_text=_("Ranked: judged in full, reviewed and ranked. Test: correctness trials only, "
+                                         "quick, never ranked. Benchmark: judged and timed in full, shown to you and "
+                                         "the organizers only, never ranked. Profile: correctness trials, then a "
+                                         "report of each kernel under the GPU's profiler, yours alone, never ranked."))
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+        self.fields["issue"].queryset = submitting.issues_open_to(contestant)
         self.fields["issue"].label_from_instance = _issue_label
         open_seasons = self.fields["season"].queryset
         if open_seasons.count() == 1:
             self.fields["season"].initial = open_seasons.first()
+
+    def clean_mode(self):
+        return self.cleaned_data.get("mode") or SubmissionMode.RANKED  # a form without the field submits ranked
 
     def clean(self):
         data = super().clean()
@@ -230,7 +241,7 @@ class PullRequestForm(forms.Form):
 
     def __init__(self, *args, contestant=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["issue"].queryset = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+        self.fields["issue"].queryset = submitting.issues_open_to(contestant)
         self.fields["issue"].label_from_instance = _issue_label
 
 

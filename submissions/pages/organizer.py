@@ -12,8 +12,8 @@ from django.views.decorators.http import require_POST
 
 from submissions import exports, fleet_status, highlighting, selectors
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import AgentWorker, Issue, Rejudge, RejudgeScope, Run, Season
-from submissions.rules import ranked_runs, rubrics
+from submissions.models import AgentWorker, Issue, Rejudge, RejudgeScope, Run, RunStatus, Season
+from submissions.rules import ranked_runs, rubrics, timing_flags
 from submissions.services import cancelling, clearing, fleet, rejudging, reviewing
 
 
@@ -128,31 +128,55 @@ def _act_on_run(request, run_id, action, refused, done_message):
     return run
 
 
+def _clear(request, run_id, action, form, has_form, done_message):
+    """Clear a run's flag with the posted reason; a refusal stands next to that run's form (`form`, on the
+    page while `has_form(run)`), which keeps the reason typed."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        action(run.pk, request.user, request.POST.get("reason", ""))
+    except clearing.ClearingRefused as exc:
+        if not has_form(run):  # nothing to clear: the page has no form to stand next to
+            messages.error(request, str(exc))
+            return redirect("organizer_review", submission_id=run.submission_id)
+        context = _review_context(request, _submission_or_404(run.submission_id))
+        # the review form below keeps its own fields empty: the reason typed belongs to this run's form
+        context.update(clear_form=form, clear_run=run.pk, clear_error=str(exc), posted={},
+                       clear_reason=request.POST.get("reason", ""))
+        return render(request, "organizer/review.html", context, status=400)
+    messages.success(request, done_message % {"id": run.pk})
+    return redirect("organizer_review", submission_id=run.submission_id)
+
+
 @organizer_required
 @require_POST
 def clear_run_timing(request, run_id):
     """Let a run whose time the agent could not confirm count in the standings (audited)."""
-    run = _act_on_run(request, run_id, clearing.clear_timing, clearing.ClearingRefused,
-                      _("The time of run #%(id)s is cleared: it counts in the standings."))
-    return redirect("organizer_review", submission_id=run.submission_id)
+    return _clear(request, run_id, clearing.clear_timing, "timing", timing_flags.awaits_clearance,
+                  _("The time of run #%(id)s is cleared: it counts in the standings."))
 
 
 @organizer_required
 @require_POST
 def clear_run_second_judging(request, run_id):
     """Let a provisional figure (awaiting a second judging, or contradicted by one) count (audited)."""
-    run = _act_on_run(request, run_id, clearing.clear_second_judging, clearing.ClearingRefused,
-                      _("The figure of run #%(id)s is cleared: it counts in the standings."))
-    return redirect("organizer_review", submission_id=run.submission_id)
+    return _clear(request, run_id, clearing.clear_second_judging, "second", timing_flags.is_provisional,
+                  _("The figure of run #%(id)s is cleared: it counts in the standings."))
 
 
 @organizer_required
 @require_POST
 def cancel_run(request, run_id):
-    """Cancel a run no agent has started (audited with the reason); back to where the button was."""
-    run = _act_on_run(request, run_id, cancelling.cancel_run, cancelling.CancelRefused, _("Run #%(id)s is cancelled."))
-    if run.rejudge_id and request.POST.get("back") == "rejudge":
+    """Cancel a queued, waiting or running run (audited with the reason); back to where the button was.
+    A running run's agent stops judging it at its next heartbeat."""
+    running = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exists()
+    done = (_("Run #%(id)s is cancelled; its agent is told to stop judging it at its next heartbeat.") if running
+            else _("Run #%(id)s is cancelled."))
+    run = _act_on_run(request, run_id, cancelling.cancel_run, cancelling.CancelRefused, done)
+    back = request.POST.get("back")
+    if run.rejudge_id and back == "rejudge":
         return redirect("organizer_rejudge", rejudge_id=run.rejudge_id)
+    if back == "fleet":
+        return redirect("organizer_fleet")
     return redirect("organizer_review", submission_id=run.submission_id)
 
 
@@ -220,6 +244,12 @@ def fleet_page(request):
     return render(request, "organizer/fleet.html", fleet_status.overview())
 
 
+def _fleet_refused(request, worker, error):
+    """The fleet page with `error` next to the worker's drain form, which keeps the reason typed."""
+    context = {**fleet_status.overview(), "failed_worker": worker.pk, "error": error, "posted": request.POST}
+    return render(request, "organizer/fleet.html", context, status=400)
+
+
 @organizer_required
 def fleet_json(request):
     """The fleet page's JSON twin (same data; whole GPU UUIDs, ISO times, ages in seconds)."""
@@ -233,9 +263,13 @@ def drain_worker(request, worker_id):
     worker = get_object_or_404(AgentWorker.objects.select_related("agent"), pk=worker_id)
     reason = request.POST.get("reason", "").strip()
     if not reason:
-        messages.error(request, _("Say why %(worker)s is drained: the reason is kept in the audit trail.")
-                       % {"worker": worker})
-    elif fleet.drain_worker(worker, actor=request.user, reason=reason):
+        return _fleet_refused(request, worker, _("Say why %(worker)s is drained: the reason is kept in the audit "
+                                                 "trail.") % {"worker": worker})
+    try:
+        drained = fleet.drain_worker(worker, actor=request.user, reason=reason)
+    except fleet.DrainRefused as exc:
+        return _fleet_refused(request, worker, str(exc))
+    if drained:
         messages.success(request, _("%(worker)s is draining: it finishes its current run and takes no more.")
                          % {"worker": worker})
     else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from submissions.models import RunStatus, Verdict
 from submissions.rules import timing_flags
 
-# Verdicts that say nothing about the submission: the platform's failure and an organizer's cancel.
+# Verdicts that say nothing about the submission: the platform's failure and a cancel.
 NOT_A_JUDGEMENT = (Verdict.INTERNAL_ERROR, Verdict.CANCELLED)
 
 

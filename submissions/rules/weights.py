@@ -112,6 +112,12 @@ class WeightRule:
         return key
 
     @classmethod
+    def key_choices(cls):
+        """[(key, label), ...] when `weights` takes a fixed set of keys (a form gives each its field);
+        None when it takes none or any text (a form gives rows to fill in)."""
+        return None
+
+    @classmethod
     def clean_settings(cls, raw):
         """{"default": float, "weights": {key: float}, "samples": {issue code: float}}, or WeightSettingsError."""
         if raw is None:
@@ -206,6 +212,10 @@ class LevelRule(WeightRule):
             raise WeightSettingsError(gettext("'weights' has level %(key)s; levels are 1-4") % {"key": _json_text(key)})
         return str(key)
 
+    @classmethod
+    def key_choices(cls):
+        return [(level, level) for level in cls.LEVELS]
+
     def key_of(self, issue):
         return str(issue.level) if issue.level else None
 
@@ -224,6 +234,10 @@ class FrameworkRule(WeightRule):
             raise WeightSettingsError(gettext("'weights' has framework %(key)s; frameworks: %(known)s")
                                       % {"key": _json_text(key), "known": ", ".join(Framework.values)})
         return key
+
+    @classmethod
+    def key_choices(cls):
+        return list(Framework.choices)
 
     def key_of(self, issue):
         return issue.framework

@@ -15,7 +15,7 @@ from django.utils.translation import ngettext
 
 from submissions import fingerprints
 from submissions.bundles import CANDIDATE_NAMES, REFERENCE_NAMES
-from submissions.models import FlagKind, Issue, ReviewDecision, Submission, SubmissionFlag
+from submissions.models import FlagKind, Issue, ReviewDecision, Submission, SubmissionFlag, SubmissionMode
 from submissions.rules import ranked_runs
 from submissions.services import audit
 
@@ -29,10 +29,63 @@ class RateLimited(ValueError):
         self.retry_after_s = retry_after_s
 
 
-def _limits(season):
+def _limits(season, mode=SubmissionMode.RANKED):
+    """Each mode has its own limits: a season's own apply to ranked submissions, test, benchmark and profile
+    ones have the site's (TEST_SUBMISSIONS_PER_*, BENCHMARK_SUBMISSIONS_PER_*, PROFILE_SUBMISSIONS_PER_*)."""
+    if mode == SubmissionMode.TEST:
+        hour, day = settings.TEST_SUBMISSIONS_PER_HOUR, settings.TEST_SUBMISSIONS_PER_DAY
+        return ((timedelta(hours=1), hour, _tests_in_hour), (timedelta(days=1), day, _tests_in_day))
+    if mode == SubmissionMode.BENCHMARK:
+        hour, day = settings.BENCHMARK_SUBMISSIONS_PER_HOUR, settings.BENCHMARK_SUBMISSIONS_PER_DAY
+        return ((timedelta(hours=1), hour, _benchmarks_in_hour), (timedelta(days=1), day, _benchmarks_in_day))
+    if mode == SubmissionMode.PROFILE:
+        hour, day = settings.PROFILE_SUBMISSIONS_PER_HOUR, settings.PROFILE_SUBMISSIONS_PER_DAY
+        return ((timedelta(hours=1), hour, _profiles_in_hour), (timedelta(days=1), day, _profiles_in_day))
     hour = season.max_submissions_per_hour or settings.SUBMISSIONS_PER_HOUR
     day = season.max_submissions_per_day or settings.SUBMISSIONS_PER_DAY
     return ((timedelta(hours=1), hour, _refused_in_hour), (timedelta(days=1), day, _refused_in_day))
+
+
+def _tests_in_hour(limit):
+    return ngettext("you made %(count)s test submission in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s test submissions in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _tests_in_day(limit):
+    return ngettext("you made %(count)s test submission in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s test submissions in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _benchmarks_in_hour(limit):
+    return ngettext("you made %(count)s benchmark submission in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s benchmark submissions in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _benchmarks_in_day(limit):
+    return ngettext("you made %(count)s benchmark submission in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s",
+                    "you made %(count)s benchmark submissions in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _profiles_in_hour(limit):
+    return ngettext("you asked for %(count)s profile in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s",
+                    "you asked for %(count)s profiles in season %(season)s in the last hour, the limit; "
+                    "try again after %(when)s", limit)
+
+
+def _profiles_in_day(limit):
+    return ngettext("you asked for %(count)s profile in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s",
+                    "you asked for %(count)s profiles in season %(season)s in the last day, the limit; "
+                    "try again after %(when)s", limit)
 
 
 def _refused_in_hour(limit):
@@ -65,10 +118,11 @@ def _check_windows(recent, now, limits, fill):
                               retry_after_s=max(1, int((oldest + window - now).total_seconds()) + 1))
 
 
-def check_rate_limit(contestant, season, now=None):
+def check_rate_limit(contestant, season, now=None, mode=SubmissionMode.RANKED):
+    """The contestant's submissions of this mode in the season, within each of the mode's windows."""
     now = now or timezone.now()
-    _check_windows(Submission.objects.filter(contestant=contestant, issue__season=season), now, _limits(season),
-                   {"season": season.code})
+    _check_windows(Submission.objects.filter(contestant=contestant, issue__season=season, mode=mode), now,
+                   _limits(season, mode), {"season": season.code})
 
 
 def _issues_opened_in_hour(limit):
@@ -112,8 +166,12 @@ def _flag(submission, kind, detail, other=None, similarity=None):
 
 
 def check_on_submit(submission):
-    """Flags that need only the code: same operator elsewhere, near-copies of others' candidates."""
-    season_submissions = Submission.objects.filter(issue__season_id=submission.issue.season_id).exclude(pk=submission.pk)
+    """Flags that need only the code: same operator elsewhere, near-copies of others' candidates. Only
+    ranked submissions are flagged or compared: a test or benchmark run is never reviewed."""
+    if submission.mode != SubmissionMode.RANKED:
+        return
+    season_submissions = (Submission.objects.filter(issue__season_id=submission.issue.season_id,
+                                                    mode=SubmissionMode.RANKED).exclude(pk=submission.pk))
     if submission.reference_fingerprint:
         same = (season_submissions.filter(reference_fingerprint=submission.reference_fingerprint)
                 .exclude(issue_id=submission.issue_id).select_related("issue", "contestant").order_by("created_at").first())
@@ -153,6 +211,8 @@ def _is_accepted(submission):
 def check_after_judging(submission):
     """The 'similar optimization' rule, once every run is done: a speedup no better than the
     contestant's earlier accepted submission of the same operator (same issue or same reference)."""
+    if submission.mode != SubmissionMode.RANKED:
+        return
     new = _best_speedups(submission)
     if not new:
         return

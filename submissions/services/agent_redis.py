@@ -2,7 +2,7 @@
 
 An agent host gets its own user, able to run an RQ worker on the queues of the GPU types the site
 grants it and nothing more:
-- its queues (`rq:queue:gpu.<type>` and `.rejudge`): only LMOVE/BLMOVE from them into its own claim
+- its queues (`rq:queue:gpu.<type>`, `.final` and `.rejudge`): only LMOVE/BLMOVE from them into its own claim
   list (`rq:claimed:<prefix><user>`; profiler_agent/worker/job_claims.py) and reads: no push, no LREM, no
   plain pop, so a job leaves a queue only into the claim list of the host that took it, where the site
   checks it at `start`;
@@ -104,10 +104,12 @@ def key_patterns(agent_name, gpu_slugs):
 
 
 def queue_names(slug):
-    from submissions.models import REJUDGE_QUEUE_SUFFIX
+    """The GPU type's queues, in the order agents read them: its final system test's, the fresh runs',
+    the rejudges' (services/scheduling.py)."""
+    from submissions.models import FINAL_QUEUE_SUFFIX, REJUDGE_QUEUE_SUFFIX
 
     fresh = f"{settings.GPU_QUEUE_PREFIX}{slug}"
-    return [fresh, fresh + REJUDGE_QUEUE_SUFFIX]
+    return [fresh + FINAL_QUEUE_SUFFIX, fresh, fresh + REJUDGE_QUEUE_SUFFIX]
 
 
 def acl_rules(agent_name, gpu_slugs, *, enabled=True):

@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 
 from submissions.models import Run
 from submissions.rules import timing_flags
-from submissions.services import audit, standings
+from submissions.services import audit, reasons, standings
 
 
 class ClearingRefused(ValueError):
@@ -23,6 +23,8 @@ def clear_timing(run_id, organizer, reason):
         raise ClearingRefused(_("run #%(id)s has no unconfirmed time to clear") % {"id": run.pk})
     if not reason:
         raise ClearingRefused(_("clearing a time needs a reason"))
+    if reasons.too_long(reason):
+        raise ClearingRefused(reasons.too_long(reason))
     before = list(run.flags)
     run.flags = [f for f in before if f != timing_flags.UNCONFIRMED] + [timing_flags.CLEARED]
     run.save(update_fields=["flags"])
@@ -46,6 +48,8 @@ def clear_second_judging(run_id, organizer, reason):
         raise ClearingRefused(_("run #%(id)s has no provisional figure to clear") % {"id": run.pk})
     if not reason:
         raise ClearingRefused(_("clearing a figure needs a reason"))
+    if reasons.too_long(reason):
+        raise ClearingRefused(reasons.too_long(reason))
     before = list(run.flags)
     run.flags = [f for f in before if f not in timing_flags.PROVISIONAL] + [timing_flags.SECOND_CLEARED]
     run.save(update_fields=["flags"])

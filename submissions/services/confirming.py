@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from submissions.models import AgentWorker, Run, RunStatus, SecondJudging, Standing, Verdict
+from submissions.models import AgentWorker, Run, RunStatus, SecondJudging, Standing, SubmissionMode, Verdict
 from submissions.rules import timing_flags
 from submissions.services import audit, run_states
 
@@ -37,7 +37,9 @@ def reasons(run, agent):
     """Why this just-judged passed run must wait for a second judging; [] when its host's word is enough.
     Read before the standings take the run in, so "the board" is the board without it."""
     season = run.submission.issue.season
-    if (season.second_judging == SecondJudging.OFF or agent.trusted or run.confirms_id is not None
+    # a test or benchmark run ranks nowhere: nothing to confirm
+    if (season.second_judging == SecondJudging.OFF or run.submission.mode != SubmissionMode.RANKED
+            or agent.trusted or run.confirms_id is not None
             or run.verdict != Verdict.PASSED or not run.speedup):
         return []
     if season.second_judging == SecondJudging.EVERY_PASSED:
@@ -66,7 +68,7 @@ def hold(run, agent, why):
     run.flags = before + [timing_flags.AWAITING_SECOND]
     run.save(update_fields=["flags"])
     confirming = Run.objects.create(submission_id=run.submission_id, gpu_type_id=run.gpu_type_id, job_secret_hash="",
-                                    confirms=run)
+                                    confirms=run, final_test=run.final_test)  # a final test's, in its queue
     if another_host_online(confirming, judged_by=agent.pk):
         run_states.admit(confirming, run.submission.contestant_id)
     else:

@@ -17,9 +17,9 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from submissions import dataset_export
+from submissions import dataset_export, freeze_reads
 from submissions.models import DatasetExport, Season
-from submissions.services import audit
+from submissions.services import audit, reasons
 
 
 def root():
@@ -63,14 +63,15 @@ def _write_export(target, dataset, packed):
 def export_season(season, *, actor=None, reason="", include=()):
     """Export the season's accepted samples as its next numbered dataset; returns the DatasetExport (its
     `left_out` and `included`: dataset_export.build's samples whose runs did not pass, left out unless
-    `include` names them; including one needs a reason). Raises
+    `include` names them). Raises
     dataset_export.DatasetExportError (nothing written, nothing numbered) when a sample cannot be
-    exported. Audited as `dataset.exported`."""
+    exported, or the reason is missing. Audited as `dataset.exported`."""
+    if not reason.strip():
+        raise dataset_export.DatasetExportError(_("exporting a dataset needs a reason (kept in the audit trail)"))
+    if reasons.too_long(reason):
+        raise dataset_export.DatasetExportError(reasons.too_long(reason))
     season = Season.objects.select_for_update().get(pk=season.pk)
     dataset = dataset_export.build(season, include)
-    if dataset.included and not reason.strip():
-        raise dataset_export.DatasetExportError(
-            f"including {', '.join(dataset.included)}, whose runs did not pass, needs a reason")
     packed = dataset_export.archive(dataset)
     number = (DatasetExport.objects.filter(season=season).aggregate(n=Max("number"))["n"] or 0) + 1
     folder = f"{dataset_export.safe_name(season)}/v{number}"
@@ -99,6 +100,13 @@ class PublishError(ValueError):
     """The export cannot be published now; the message says why."""
 
 
+def held_by_freeze(export):
+    """Whether the export reflects a review or run from after its season's scoreboard froze, while it is
+    frozen: published, it would show the public the acceptances and speedups the frozen board hides."""
+    frozen_at = freeze_reads.frozen_at(export.season)
+    return frozen_at is not None and export.as_of is not None and export.as_of > frozen_at
+
+
 @transaction.atomic
 def publish(export, *, actor=None, reason=""):
     """Make the export downloadable by everyone (the season's dataset page, the public API), once its
@@ -110,8 +118,14 @@ def publish(export, *, actor=None, reason=""):
     if not export.season.has_ended:
         raise PublishError(_("season %(season)s has not ended: its dataset is published after its end")
                            % {"season": export.season.code})
+    if held_by_freeze(export):
+        raise PublishError(_("%(export)s holds results from after the scoreboard of %(season)s froze: publish it once "
+                             "the scoreboard thaws (or an export made before the freeze), or it shows everyone what "
+                             "the public board still hides") % {"export": export.name, "season": export.season.code})
     if not reason.strip():
         raise PublishError(_("publishing a dataset needs a reason (kept in the audit trail)"))
+    if reasons.too_long(reason):
+        raise PublishError(reasons.too_long(reason))
     export.published_at, export.published_by = timezone.now(), actor
     export.save(update_fields=["published_at", "published_by"])
     audit.record("dataset.published", export.season, actor=actor, reason=reason.strip(), after={

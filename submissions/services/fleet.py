@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from submissions import harness_versions
 from submissions.models import AgentWorker, Run, RunStatus, Season
-from submissions.services import audit, judging, run_states
+from submissions.services import audit, judging, reasons, run_states
 
 WORKER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
 
@@ -139,9 +139,19 @@ def start_on_worker(run_id, agent, attempt, *, worker_name, gpu_uuid="", harness
     raise refusal
 
 
-@transaction.atomic
+class DrainRefused(ValueError):
+    """The worker cannot be drained as asked (its reason is too long); the message says why."""
+
+
 def drain_worker(worker, *, actor=None, actor_label="", reason=""):
     """The worker finishes its current run and takes no more until resumed. False when it already drains."""
+    if reasons.too_long(reason):
+        raise DrainRefused(reasons.too_long(reason))
+    return _drain(worker, actor=actor, actor_label=actor_label, reason=reason)
+
+
+@transaction.atomic
+def _drain(worker, *, actor=None, actor_label="", reason=""):
     worker = AgentWorker.objects.select_for_update().get(pk=worker.pk)
     if worker.draining:
         return False
@@ -178,7 +188,7 @@ def quarantine_agent(agent, reason, *, actor_label="sweeper"):
     agent.save(update_fields=["quarantine_reason"])
     audit.record("agent.quarantined", agent, actor_label=actor_label, after={"quarantine_reason": reason}, reason=reason)
     for worker in agent.workers.filter(draining=False):
-        drain_worker(worker, actor_label=actor_label, reason=reason)
+        _drain(worker, actor_label=actor_label, reason=reason)  # the sweeper's own reason, not an organizer's
     return True  # its Redis user is switched off on commit (agent_redis.connect: the row's save)
 
 

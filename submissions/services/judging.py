@@ -1,12 +1,13 @@
 """Judging runs: fan out to GPU types, who may start and report a run, and recording results (the
 status changes themselves: run_states; lost runs: recovery)."""
 import logging
+import math
 
 from django.conf import settings
 from django.db import transaction
 
 from submissions import queueing
-from submissions.models import Contestant, Run, RunStatus, Submission, Verdict, hash_secret
+from submissions.models import Contestant, Run, RunStatus, Submission, SubmissionMode, Verdict, hash_secret
 from submissions.rules import timing_flags
 from submissions.services import abuse, audit, confirming, hardware, pr_comments, run_states, standings
 
@@ -33,31 +34,49 @@ class NotHandedOut(AgentRefused):
 
 class LateReport(Exception):
     """A report from an earlier attempt's own agent, with that attempt's secret, after the site handed the
-    attempt back (its agent fell silent, say behind a broken link): late, not forged."""
+    attempt back (its agent fell silent, say behind a broken link) or an organizer cancelled it while it
+    was judged: late, not forged."""
 
     def __init__(self, run, attempt):
-        super().__init__(f"run {run.pk}: attempt {attempt} was handed back and the run judged again "
-                         f"(now attempt {run.attempts}); this late report is kept as evidence")
+        if run.verdict == Verdict.CANCELLED and attempt == run.attempts:
+            message = f"run {run.pk}: attempt {attempt} was cancelled while it was judged; this late report is kept as evidence"
+        else:
+            message = (f"run {run.pk}: attempt {attempt} was handed back and the run judged again "
+                       f"(now attempt {run.attempts}); this late report is kept as evidence")
+        super().__init__(message)
         self.attempt = attempt
 
 
-def create_runs(submission, rejudge=None, gpu_types=None):
+def create_runs(submission, rejudge=None, gpu_types=None, *, final_test=False):
     """One run per GPU type of the submission's season that can judge it (hardware.plan_for: never a
     CUDA bundle on the CPU type), each enqueued after the commit or kept waiting behind the contestant's
-    earlier runs (run_states.admit). `gpu_types`: the plan's, when the caller has it already."""
+    earlier runs (run_states.admit). `gpu_types`: the plan's, when the caller has it already.
+    `final_test`: a final system test's runs, queued before every other (scheduling)."""
     if gpu_types is None:
         gpu_types = hardware.plan_for(submission.issue.season, hardware.stored_files(submission)).judged
     runs = []
     for gpu_type in gpu_types:
-        run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge)
+        run = Run.objects.create(submission=submission, gpu_type=gpu_type, job_secret_hash="", rejudge=rejudge,
+                                 final_test=final_test)
         run_states.admit(run, submission.contestant_id)
         runs.append(run)
     return runs
 
 
-def judging_options():
-    """The limits an agent judges a run under: they come from the site, never from the queue."""
-    return {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS, "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+def judging_options(run=None):
+    """The limits an agent judges a run under, and its submission's mode: they come from the site, never
+    from the queue. A test submission's run is judged for correctness only (`correctness_only`: no
+    timing, no confirmation, no self-test); a profile submission's too, then profiled (`profile`: the caps
+    of the report; an agent too old to know the mode still judges only correctness, and sends no report)."""
+    options = {"run_timeout_s": settings.JUDGE_TIMEOUT_SECONDS, "compile_timeout_s": settings.JUDGE_COMPILE_TIMEOUT_SECONDS}
+    if run is not None and run.submission.mode != SubmissionMode.RANKED:
+        options["mode"] = run.submission.mode
+        options["correctness_only"] = run.submission.mode in (SubmissionMode.TEST, SubmissionMode.PROFILE)
+    if run is not None and run.submission.mode == SubmissionMode.PROFILE:
+        options["profile"] = {"kernels_per_model": settings.PROFILE_KERNELS_PER_MODEL,
+                              "timeout_s": settings.PROFILE_TIMEOUT_SECONDS,
+                              "max_file_bytes": settings.PROFILE_FILE_MAX_BYTES}
+    return options
 
 
 def agent_serves(agent, gpu_type):
@@ -177,9 +196,15 @@ def record_late_report(run_id, agent, late, result):
 def _speedup(result):
     """The result's speedup, never above the kernels' record of both models (confirmation.kernel_speedup):
     agents lower it themselves; a result of an agent that did not is capped here, so clearing a
-    `timing_unconfirmed` flag can never rank a figure the GPU's record does not support."""
+    `timing_unconfirmed` flag can never rank a figure the GPU's record does not support. With several
+    timed input cases each confirmed on its own (harness 1.7), the bound is the geometric mean of each
+    case's speedup within its own record; otherwise the first case's record bounds the mean."""
     timing = result.get("timing") or {}
     speedup, bound = timing.get("speedup"), (timing.get("confirmation") or {}).get("kernel_speedup")
+    cases = list((timing.get("cases") or {}).values())
+    if len(cases) > 1 and all(isinstance(case, dict) and case.get("speedup") and case.get("kernel_speedup")
+                              for case in cases):
+        bound = math.exp(sum(math.log(min(case["speedup"], case["kernel_speedup"])) for case in cases) / len(cases))
     return min(speedup, bound) if speedup is not None and bound else speedup
 
 
@@ -194,16 +219,19 @@ def given_up_by_sweeper(run):
 
 
 def _submitted_again(run):
-    """The contestant's later submission of the same bundle to the issue, allowed because this one was
+    """The contestant's later submission of the same kernel in the season, allowed because this one was
     never judged (submitting.earlier_identical): judging both would rank the luckier sample. Under the
     contestant's row lock (after the run's, the scheduling order), so a submission racing this report
     either sees it (and is refused as already judged) or is seen here."""
     submission = run.submission
     Contestant.objects.select_for_update().filter(pk=submission.contestant_id).first()
-    if not submission.bundle_sha256:
+    if not submission.kernel_digest:
         return None
-    return (Submission.objects.filter(contestant_id=submission.contestant_id, issue_id=submission.issue_id,
-                                      bundle_sha256=submission.bundle_sha256, created_at__gte=submission.created_at)
+    if submission.mode != SubmissionMode.RANKED:
+        return None
+    return (Submission.objects.filter(contestant_id=submission.contestant_id, issue__season_id=submission.issue.season_id,
+                                      kernel_digest=submission.kernel_digest, created_at__gte=submission.created_at,
+                                      mode=SubmissionMode.RANKED)
             .exclude(pk=submission.pk).order_by("created_at").first())
 
 

@@ -5,9 +5,10 @@ import urllib.error
 import urllib.request
 
 from django.conf import settings
+from django.db import transaction
 
-from submissions import queueing, selectors
-from submissions.models import AuditEntry, RunStatus
+from submissions import freeze_reads, queueing, selectors
+from submissions.models import AuditEntry, Run, RunStatus
 from submissions.pull_requests import PullRequestError, parse_pr_url
 from submissions.services import audit
 
@@ -107,6 +108,15 @@ def queue_verdicts(submission_id, attempt=1, delay_s=0):
                               delay_s=delay_s)
 
 
+def post_held_verdicts(season, frozen_since):
+    """After a thaw: queue the tables the freeze held, of the season's PR submissions with a run
+    finished since `frozen_since` (a table posted before it is not posted again: _already_posted)."""
+    ids = (Run.objects.filter(submission__issue__season=season, status=RunStatus.DONE, finished_at__gt=frozen_since)
+           .exclude(submission__pr_url="").values_list("submission_id", flat=True).distinct())
+    for submission_id in sorted(set(ids)):
+        transaction.on_commit(lambda pk=submission_id: queue_verdicts(pk))
+
+
 def retry_delay_s(attempt):
     """Seconds before attempt `attempt + 1`: the base, doubled after each failure."""
     return settings.PR_COMMENT_RETRY_SECONDS * 2 ** (attempt - 1)
@@ -136,6 +146,9 @@ def deliver_verdicts(submission_id, attempt=1):
     runs = selectors.latest_runs(submission)
     if not _can_comment(pr) or any(run.status != RunStatus.DONE for run in runs):
         return "nothing to post"  # no bot on this host; or a rejudge is running, whose end queues its own
+    since = freeze_reads.frozen_at(submission.issue.season)
+    if any(freeze_reads.is_hidden(run, since) for run in runs):
+        return "held until the thaw"  # a PR is public: the thaw posts it (post_held_verdicts)
     key = runs_key(runs)
     # One job per submission at a time (a redelivered job must not post beside the first one).
     with queueing.site_connection().lock(f"gpucf:{settings.SITE_QUEUE_NAME}:pr-comment:{submission.pk}",

@@ -7,9 +7,9 @@ import json
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from submissions import queueing
+from submissions import queueing, season_access_reads
 from submissions.bundles import BundleError, build_bundle
-from submissions.models import Contestant, Issue, SubmissionSource
+from submissions.models import Contestant, SubmissionSource
 from submissions.pull_requests import FetchedPullRequest, PullRequestError, parse_pr_url
 from submissions.services import submitting
 
@@ -29,6 +29,8 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
     (or for `issue` alone). A folder already submitted at the same commit is skipped, and so is one whose
     files are exactly those of an earlier submission to its issue (a new commit that changed other folders)."""
     pr = parse_pr_url(pr_url)
+    if issue is not None:  # refused before anything is fetched
+        submitting.check_access(issue.season, contestant)
     with FetchedPullRequest(pr) as fetched:
         head = fetched.head
         if issue is not None:
@@ -37,19 +39,20 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
                 raise PullRequestError(_("the pull request has no folder %(folder)s/ at commit %(commit)s")
                                        % {"folder": _folder(issue), "commit": head.commit[:10]})
         else:
-            mine = Issue.objects.filter(author=contestant, season__is_open=True).select_related("season")
+            mine = list(submitting.issues_open_to(contestant))
             issues = [i for i in mine if head.folder(_folder(i))]
             if not issues:
                 codes = ", ".join(_folder(i) + "/" for i in mine) or _("none yet: open an issue first")
                 raise PullRequestError(_("the pull request has no folder of your issues at commit %(commit)s "
                                          "(your folders: %(folders)s)") % {"commit": head.commit[:10], "folders": codes})
+            issues = _admitted(issues, contestant)
         created = []
         for each in issues:
             if each.submissions.filter(contestant=contestant, pr_url=pr.url, pr_commit=head.commit).exists():
                 continue  # the same commit again (a webhook redelivery): nothing new to judge
             raw = fetched.read_folder(_folder(each))
             try:
-                bundle = build_bundle(raw)
+                bundle = build_bundle(raw, each.fixed_reference, each.code)
             except BundleError as exc:
                 raise PullRequestError(_("%(folder)s/ at %(commit)s: %(errors)s") % {
                     "folder": _folder(each), "commit": head.commit[:10], "errors": "; ".join(exc.errors)})
@@ -60,6 +63,19 @@ def submit_pull_request(contestant, pr_url, *, issue=None):
             except submitting.AlreadySubmitted:
                 continue  # this folder is unchanged since its last submission: nothing new to judge
         return created
+
+
+def _admitted(issues, contestant):
+    """The issues whose season takes the contestant's submissions; a refusal (a ban, an invite-only
+    season) when none does. A folder of a season that refuses them is left out of a PR that has others."""
+    refusals = {}
+    for issue in issues:
+        if issue.season_id not in refusals:
+            refusals[issue.season_id] = season_access_reads.refusal(issue.season, contestant)
+    admitted = [issue for issue in issues if not refusals[issue.season_id]]
+    if not admitted:
+        raise submitting.AccessRefused(next(why for why in refusals.values() if why))
+    return admitted
 
 
 # ---- webhooks ----------------------------------------------------------------------------

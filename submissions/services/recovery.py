@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from submissions import queueing
 from submissions.models import Agent, Run, RunStatus
-from submissions.services import confirming, run_states
+from submissions.services import confirming, final_system_tests, run_states
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +111,9 @@ def _lost_queued(now, claimed):
     """Queued runs past the grace whose job is nowhere in Redis: one Redis round trip per queue."""
     rows = list(Run.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=_queued_grace(now))
                 .select_related("gpu_type").order_by("pk").only("pk", "attempts", "rq_job_id", "rejudge_id", "confirms_id",
-                                                                 "gpu_type__slug"))
+                                                                 "final_test", "gpu_type__slug"))
     waiting = {name: queueing.waiting_job_ids(name) for name in {run.queue_name for run in rows}}
-    for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue (scheduling)
+    for run in rows:  # each run on its own queue: a rejudge's on the rejudge queue, a final test's on its own
         if not run.rq_job_id.startswith(queueing.job_id_prefix(run.gpu_type.slug)):
             # queued by a site from before job ids named their GPU type: no host's Redis user may read
             # that job, so it goes out again under a new id (and the old one is taken off the queue)
@@ -243,6 +243,7 @@ def sweep_runs(now=None):
         log.warning("sweep: the queues could not be read (%s); queued runs not checked", exc)
         queued = []
     touched += sum(_requeue(lost, now) for lost in queued)
+    final_system_tests.settle_unfinished()  # one whose last run's after-commit settling failed
     return touched + run_states.release_waiting_runs() + confirming.release_waiting()
 
 

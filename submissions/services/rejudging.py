@@ -2,8 +2,8 @@
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from submissions.models import Rejudge, RejudgeScope, Run, RunStatus, Submission
-from submissions.services import audit, hardware, judging
+from submissions.models import Rejudge, RejudgeScope, Run, RunStatus, Submission, SubmissionMode
+from submissions.services import audit, hardware, judging, reasons
 
 
 class RejudgeRefused(ValueError):
@@ -13,9 +13,11 @@ class RejudgeRefused(ValueError):
 def _submissions(scope, target):
     if scope == RejudgeScope.SUBMISSION:
         return Submission.objects.filter(pk=target.pk)
+    # an issue's or a season's rejudge judges what ranks there: a test or benchmark submission is
+    # rejudged alone, by its own page
     if scope == RejudgeScope.ISSUE:
-        return Submission.objects.filter(issue=target)
-    return Submission.objects.filter(issue__season=target)
+        return Submission.objects.filter(issue=target, mode=SubmissionMode.RANKED)
+    return Submission.objects.filter(issue__season=target, mode=SubmissionMode.RANKED)
 
 
 def _label(scope, target):
@@ -41,6 +43,8 @@ def rejudge(scope, target, actor, reason):
         raise RejudgeRefused(_("the scope must be one of %(known)s") % {"known": ", ".join(RejudgeScope.values)})
     if not reason.strip():
         raise RejudgeRefused(_("a rejudge needs a reason (it is kept in the audit trail)"))
+    if reasons.too_long(reason):
+        raise RejudgeRefused(reasons.too_long(reason))
     # the submissions' rows only (`of`): a concurrent rejudge of them waits here and then sees this one's
     # runs; no_key: a run or flag inserted for one of them elsewhere does not wait
     submissions = list(_submissions(scope, target).select_for_update(of=("self",), no_key=True)

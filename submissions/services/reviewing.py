@@ -6,9 +6,9 @@ from django.db import transaction
 from django.utils.translation import gettext as _, ngettext
 
 from submissions import selectors
-from submissions.models import FlagKind, Review, ReviewDecision, Submission, Verdict
+from submissions.models import FlagKind, Review, ReviewDecision, Submission, SubmissionMode, Verdict
 from submissions.rules import rubrics
-from submissions.services import audit, hardware, standings
+from submissions.services import audit, hardware, reasons, standings
 
 
 class ReviewRefused(ValueError):
@@ -95,8 +95,14 @@ def review_submission(submission, reviewer, decision, *, reason="", rubric=None,
     # `before`), and a repeat finds its twin. Lock order: submission, then the season (standings).
     # no_key: a run or flag inserted for it (FOR KEY SHARE, after the season's lock) does not wait.
     Submission.objects.select_for_update(no_key=True).filter(pk=submission.pk).first()
+    if submission.mode != SubmissionMode.RANKED:
+        raise ReviewRefused(_("a %(mode)s submission is never reviewed: only ranked submissions are")
+                            % {"mode": submission.get_mode_display().lower()})
     if decision not in ReviewDecision.values:
         raise ReviewRefused(_("the decision must be one of %(known)s") % {"known": ", ".join(ReviewDecision.values)})
+    for text in (reason, override_reason, acceptance_override):
+        if reasons.too_long(text):
+            raise ReviewRefused(reasons.too_long(text))
     if decision == ReviewDecision.REJECTED and not reason.strip():
         raise ReviewRefused(_("a rejection needs a reason"))
     acceptance_override = acceptance_override.strip()

@@ -1,9 +1,10 @@
 """The run's state machine: every change of a run's status is made here, and nowhere else.
 
     new ──admit──▶ queued ──start──▶ running ──finish──▶ done (the agent's verdict)
-     │               ▲  │               │
-     └──▶ waiting ───┘  │               └──requeue──▶ queued (a new attempt; attempts spent: give_up)
-            ▲           ├──cancel──▶ done (cancelled)           (give_up: done, internal_error)
+     │               ▲  │               │ │
+     └──▶ waiting ───┘  │               │ └──requeue──▶ queued (a new attempt; attempts spent: give_up)
+            ▲           ├──cancel──▶ done (cancelled) ◀──cancel (an organizer's: its agent is told to stop)
+            │           │                                       (give_up: done, internal_error)
             └───────────┘ wait_for_another_host (a second judging with no other host online)
 
 - `queue` starts a new attempt and hands its job to Redis once committed (`queueing`); `requeue`,
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 def admit(run, contestant_id):
     """A new run goes to its queue, or waits in the database when its contestant has `scheduling.cap`
     runs queued (or older ones waiting: they go first). The caller holds the contestant's row lock, or
-    creates a rejudge's runs, which are never capped (their queue is behind every fresh run anyway)."""
+    creates a rejudge's runs (a final system test's among them), which are never capped (scheduling)."""
     if scheduling.must_wait(run, contestant_id):
         run.status = RunStatus.WAITING
         run.save(update_fields=["status"])
@@ -140,16 +141,27 @@ def wait_for_another_host(run):
 
 
 def cancel(run):
-    """An organizer's cancel of a run no agent has started: done with `cancelled`, its job off Redis."""
-    was_queued = run.status == RunStatus.QUEUED
+    """A cancel (an organizer's, or the run's contestant's): done with `cancelled`. A queued run's job
+    leaves Redis. A running run's attempt joins `handed_back` (its agent and secret hash) and the run
+    keeps no current secret, so whatever that attempt reports later is a late report, refused and kept
+    as evidence (judging.record_result); the run keeps its agent, whose heartbeats are told to stop
+    judging it (cancelling.attempts_to_stop)."""
+    was_queued, was_running = run.status == RunStatus.QUEUED, run.status == RunStatus.RUNNING
+    if was_running and run.agent_id and run.job_secret_hash:
+        run.handed_back = [*(run.handed_back or []), {"attempt": run.attempts, "agent_id": run.agent_id,
+                                                      "secret_hash": run.job_secret_hash,
+                                                      "cancelled_at": timezone.now().isoformat()}][-16:]
+        run.job_secret_hash = ""
     run.status = RunStatus.DONE
     run.verdict = Verdict.CANCELLED
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "verdict", "finished_at"])
+    run.stage = ""
+    run.save(update_fields=["status", "verdict", "finished_at", "stage", "handed_back", "job_secret_hash"])
     if was_queued:
         queue_name, job_id = run.queue_name, run.rq_job_id
         # robust: a job left behind by a Redis failure is refused at `start` (the run is done)
         transaction.on_commit(lambda: queueing.remove_job(queue_name, job_id), robust=True)
+    if was_queued or was_running:  # a running rejudge's run may be a final system test's last
         after_leaving_queue(run)
 
 
@@ -170,7 +182,11 @@ def after_leaving_queue(run):
     """A fresh run left the queue (started, finished, cancelled, given up): its slot goes to the
     contestant's next waiting run. Never fails the caller's change: a release that fails is the
     sweeper's to redo."""
-    if run.behind_fresh_runs:
+    if not run.fresh:
+        if run.status == RunStatus.DONE:  # a rejudge's run or a second judging: perhaps a final system test's last
+            from submissions.services import final_system_tests  # it creates runs through this module
+
+            final_system_tests.after_run_done(run)
         return
     try:
         with transaction.atomic():  # a savepoint: the caller's transaction survives a failure here

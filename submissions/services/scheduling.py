@@ -1,8 +1,10 @@
 """The order runs are judged in (docs/architecture.md, "Scheduling"): the policy; the transitions it
 decides are made by run_states.
 
-- Fresh runs go to `gpu.<type>`, a rejudge's runs and second judgings to `gpu.<type>.rejudge`; agents read the fresh
-  queue first (RQ takes its queues in order), so a rejudge never delays a contestant's submission.
+- A final system test's runs (and their second judgings) go to `gpu.<type>.final`, fresh runs to
+  `gpu.<type>`, a rejudge's runs and second judgings to `gpu.<type>.rejudge`; agents read them in that
+  order (RQ takes its queues in order): the final test, judged after the season's end, is held up by
+  nothing, and a rejudge never delays a contestant's submission.
 - One contestant has at most MAX_QUEUED_RUNS_PER_CONTESTANT fresh runs waiting in Redis per GPU type;
   more stay in the database (`waiting`) and are released oldest first when one of the contestant's
   runs on that type leaves the queue (started, finished, cancelled, given up), in the transaction
@@ -29,10 +31,10 @@ def _fresh_runs(contestant_id, gpu_type_id):
 
 def must_wait(run, contestant_id):
     """Whether a new run waits in the database instead of going to its queue: its contestant has `cap`
-    fresh runs queued on that GPU type, or older ones waiting (they go first). A rejudge's runs and
-    second judgings are never capped (their queue is behind every fresh run anyway)."""
+    fresh runs queued on that GPU type, or older ones waiting (they go first). A rejudge's runs, second
+    judgings and a final system test's runs are never capped (the organizers' and the site's own)."""
     limit = cap()
-    if run.behind_fresh_runs or limit is None:
+    if not run.fresh or limit is None:
         return False
     runs = _fresh_runs(contestant_id, run.gpu_type_id).exclude(pk=run.pk)
     counts = runs.aggregate(queued=Count("pk", filter=Q(status=RunStatus.QUEUED)),
@@ -57,15 +59,21 @@ def waiting_pairs():
                 .values_list("submission__contestant_id", "gpu_type_id").order_by().distinct())
 
 
+def queues_in_order(gpu_type):
+    """The GPU type's queues in the order agents read them (profiler_agent/worker/queue_order.py)."""
+    return [gpu_type.final_queue_name, gpu_type.queue_name, gpu_type.rejudge_queue_name]
+
+
 def queue_position(run):
-    """1-based place of a queued run's job among its GPU type's jobs (the fresh queue, then the
-    rejudge queue), or None when it is not waiting in Redis."""
+    """1-based place of a queued run's job among its GPU type's jobs (its final test's queue, then the
+    fresh queue, then the rejudge queue), or None when it is not waiting in Redis."""
     if run.status != RunStatus.QUEUED or not run.rq_job_id:
         return None
     position = queueing.queue_position(run.queue_name, run.rq_job_id)
-    if position is not None and run.behind_fresh_runs:
-        position += queueing.queue_length(run.gpu_type.queue_name)
-    return position
+    if position is None:
+        return None
+    ahead = queues_in_order(run.gpu_type)
+    return position + sum(queueing.queue_length(name) for name in ahead[:ahead.index(run.queue_name)])
 
 
 def runs_ahead(run):

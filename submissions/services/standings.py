@@ -4,8 +4,9 @@ from django.db.models import Min
 
 import math
 
-from submissions import board_ranks, board_versions
-from submissions.models import GpuStanding, ReviewDecision, Run, Season, Standing, Submission
+from submissions import board_ranks, board_versions, final_test_reads, season_access_reads
+from submissions.models import GpuStanding, ReviewDecision, Season, Standing, Submission
+from submissions.models import SubmissionMode
 from submissions.rules import ranked_runs
 from submissions.rules.ranking import GpuSpeedupRule, rule_of
 from submissions.services import audit
@@ -21,10 +22,19 @@ def _latest_reviews(submissions):
     return latest
 
 
+def counted_submission_ids(season, contestant):
+    """The contestant's submissions that count in the season: the latest accepted one per issue."""
+    submissions = list(
+        Submission.objects.filter(issue__season=season, contestant=contestant).prefetch_related("reviews"))
+    return _accepted_submission_ids(submissions, _latest_reviews(submissions))
+
+
 def _accepted_submission_ids(submissions, reviews):
-    """The latest accepted submission of each issue (one accepted sample per issue)."""
+    """The latest accepted submission of each issue (one accepted sample per issue); ranked ones only."""
     counted = {}
     for submission in sorted(submissions, key=lambda s: (s.created_at, s.pk)):
+        if submission.mode != SubmissionMode.RANKED:
+            continue  # a test or benchmark submission never counts
         review = reviews.get(submission.pk)
         if review is not None and review.decision == ReviewDecision.ACCEPTED:
             counted[submission.issue_id] = submission.pk
@@ -38,7 +48,8 @@ def compute_gpu_rows(season, contestant):
         Submission.objects.filter(issue__season=season, contestant=contestant).prefetch_related("reviews")
     )
     accepted = _accepted_submission_ids(submissions, _latest_reviews(submissions))
-    ranked = ranked_runs.figures(Run.objects.filter(submission_id__in=accepted).only(*ranked_runs.FIELDS))
+    runs, _ = final_test_reads.ranking_runs(season, accepted)
+    ranked = ranked_runs.figures(runs.only(*ranked_runs.FIELDS))
     rows = {}
     for gpu_type in season.gpu_types.all():
         speedups = [f.speedup for (_, g), f in ranked.items() if g == gpu_type.pk]
@@ -73,12 +84,15 @@ def compute_row(season, contestant):
     counted = {}
     for submission in sorted(submissions, key=lambda s: (s.created_at, s.pk)):
         review = reviews.get(submission.pk)
-        if review is not None and review.decision == ReviewDecision.ACCEPTED:
+        if review is not None and review.decision == ReviewDecision.ACCEPTED and submission.mode == SubmissionMode.RANKED:
             counted[submission.issue_id] = review
-    times = Submission.objects.filter(issue__season=season, contestant=contestant).aggregate(first=Min("created_at"))
+    times = (Submission.objects.filter(issue__season=season, contestant=contestant, mode=SubmissionMode.RANKED)
+             .aggregate(first=Min("created_at")))
+    # around a final system test, its runs decide which samples still count and how fast they are
+    runs, kept = final_test_reads.ranking_runs(season, [review.submission_id for review in counted.values()])
+    counted = {issue: review for issue, review in counted.items() if review.submission_id in kept}
     # the best ranked figure of the contestant's accepted samples (never the best single run: ranked_runs;
     # never an unreviewed submission's: the public board shows only what an organizer accepted)
-    runs = Run.objects.filter(submission_id__in=[review.submission_id for review in counted.values()])
     best = max((f.speedup for f in ranked_runs.figures(runs.only(*ranked_runs.FIELDS)).values()), default=None)
     base = sum(r.base_score for r in counted.values())
     bonus = sum(r.bonus for r in counted.values())
@@ -87,7 +101,7 @@ def compute_row(season, contestant):
         "base_score": base,
         "bonus": bonus,
         "total_score": base + bonus,
-        "submission_count": len(submissions),
+        "submission_count": sum(1 for s in submissions if s.mode == SubmissionMode.RANKED),
         "first_submission_at": times["first"],
         "last_accepted_at": max((r.created_at for r in counted.values()), default=None),
         "best_speedup": best,
@@ -100,9 +114,13 @@ def _audited(values):
 
 @transaction.atomic
 def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
-    """Recompute one contestant's row and its place in the season's order; a change is audited."""
+    """Recompute one contestant's row and its place in the season's order; a change is audited. A
+    contestant banned from the season has no row (None): a ban keeps them off every board."""
     # first: the season's row lock orders this season's writers; nothing has changed yet
     board_versions.bump(season.pk, changes={})
+    if season_access_reads.is_banned(season, contestant):  # read under the lock a ban takes too
+        remove(season, contestant, actor=actor, actor_label=actor_label, reason=reason)
+        return None
     values = compute_row(season, contestant)
     standing, _ = Standing.objects.select_for_update().get_or_create(season=season, contestant=contestant)
     changed = {k: v for k, v in values.items() if getattr(standing, k) != v}
@@ -113,6 +131,29 @@ def refresh_for(season, contestant, *, actor=None, actor_label="", reason=""):
                      before=before, after=_audited(changed), reason=reason)
     refresh_gpu_rows(season, contestant)
     return standing
+
+
+STANDING_FIELDS = ("accepted_count", "base_score", "bonus", "total_score", "submission_count", "first_submission_at",
+                   "last_accepted_at", "best_speedup")
+
+
+@transaction.atomic
+def remove(season, contestant, *, actor=None, actor_label="", reason=""):
+    """Takes the contestant's rows off the season's boards, live and per GPU type (a ban:
+    services/season_access.py), auditing what the season's row held; returns whether there were any.
+    Nothing is lost: the rows are computed from the submissions and reviews again (refresh_for) when
+    the ban is lifted."""
+    standing = Standing.objects.filter(season=season, contestant=contestant).first()
+    gpu_rows = GpuStanding.objects.filter(season=season, contestant=contestant)
+    if standing is None and not gpu_rows.exists():
+        return False
+    board_versions.bump(season.pk)  # every board of the season: a row less moves every row after it
+    gpu_rows.delete()
+    if standing is not None:
+        audit.record("standing.removed", standing, actor=actor, actor_label=actor_label, reason=reason,
+                     before=_audited({k: getattr(standing, k) for k in STANDING_FIELDS}))
+        standing.delete()
+    return True
 
 
 def _current_rule(season):

@@ -2,19 +2,31 @@
 import hashlib
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from submissions import hidden_characters
+from submissions import hidden_characters, kernel_identity, season_access_reads
 from submissions.bundles import Bundle
 from submissions.models import (ISSUE_DESCRIPTION_MAX_CHARS, SUBMISSION_NOTE_MAX_CHARS, Contestant, Framework, Issue,
-                                RunStatus, Submission, SubmissionFile, SubmissionSource, new_issue_code)
+                                RunStatus, Submission, SubmissionFile, SubmissionMode, SubmissionSource, new_issue_code)
 from submissions.rules import ranked_runs
 from submissions.services import abuse, accounts, hardware, judging, standings
 
 
 class SubmissionRefused(ValueError):
     """The submission cannot be accepted (closed season, someone else's issue, ...)."""
+
+
+class AccessRefused(SubmissionRefused):
+    """A ban from the season, or an invite-only season that has not admitted the contestant (HTTP 403);
+    the message says how to get in (season_access_reads.refusal)."""
+
+
+def check_access(season, contestant):
+    refused = season_access_reads.refusal(season, contestant)
+    if refused:
+        raise AccessRefused(refused)
 
 
 class TooManyRequests(SubmissionRefused):
@@ -26,32 +38,41 @@ class TooManyRequests(SubmissionRefused):
 
 
 class AlreadySubmitted(SubmissionRefused):
-    """The contestant submitted exactly this bundle to the issue before (HTTP 409); `earlier` is that submission."""
+    """The contestant submitted this kernel before (HTTP 409); `earlier` is that submission."""
 
     def __init__(self, message, earlier):
         super().__init__(message)
         self.earlier = earlier
 
 
-def earlier_identical(contestant, issue, bundle_sha256):
-    """The contestant's earlier submission of exactly this bundle (every file, byte for byte) to the issue that
-    was judged or is being judged, or None. Judging the same code again only draws another sample of its
-    timing noise, and keeping the luckiest would rank luck (ranked_runs). One the platform never judged (every
-    run an internal error or cancelled) does not count: nothing the contestant sent is lost."""
-    earlier = (Submission.objects.filter(contestant=contestant, issue=issue, bundle_sha256=bundle_sha256)
-               .prefetch_related("runs").order_by("created_at"))
+def earlier_identical(contestant, season, digest):
+    """The contestant's earlier submission of the same kernel (kernel_identity: the same code for the same
+    operator, whatever the readme, the self-test or the whitespace) in the season, to any of their issues,
+    that was judged or is being judged, or None. Judging the same code again only draws another sample of
+    its timing noise, and keeping the luckiest would rank luck (ranked_runs); the same kernel accepted
+    under two issues would count twice. One the platform never judged (every run an internal error or
+    cancelled) does not count: nothing the contestant sent is lost. Only ranked submissions hold a kernel's
+    figure: a test or benchmark run of the same kernel never stands in the way."""
+    earlier = (Submission.objects.filter(contestant=contestant, issue__season=season, kernel_digest=digest,
+                                         mode=SubmissionMode.RANKED)
+               .select_related("issue").prefetch_related("runs").order_by("created_at"))
     return next((s for s in earlier if any(r.status != RunStatus.DONE or r.verdict not in ranked_runs.NOT_A_JUDGEMENT
                                            for r in s.runs.all())), None)
 
 
-def _already_submitted(earlier):
+def _already_submitted(earlier, issue):
     when = timezone.localtime(earlier.created_at)
-    return AlreadySubmitted(
-        _("you submitted exactly this bundle to issue %(issue)s before, as submission #%(id)s (%(when)s): the same "
-          "code is judged once, and its ranked figure is the median of its runs. Change the code to submit again.")
-        % {"issue": earlier.issue.code, "id": earlier.pk,
-           "when": f"{formats.date_format(when, 'DATETIME_FORMAT')} {when.tzname()}"},
-        earlier)
+    values = {"issue": earlier.issue.code, "id": earlier.pk,
+              "when": f"{formats.date_format(when, 'DATETIME_FORMAT')} {when.tzname()}"}
+    if earlier.issue_id == issue.pk:
+        message = _("you submitted this kernel to issue %(issue)s before, as submission #%(id)s (%(when)s): the same "
+                    "code is judged once, and its ranked figure is the median of its runs (a changed readme, "
+                    "self-test or whitespace is the same code). Change the code to submit again.") % values
+    else:
+        message = _("you submitted this kernel for the same operator to issue %(issue)s, as submission #%(id)s "
+                    "(%(when)s): one kernel has one ranked figure, the median of that submission's runs. Change "
+                    "the code to submit it here.") % values
+    return AlreadySubmitted(message, earlier)
 
 
 def issue_title_refusal(title):
@@ -74,6 +95,7 @@ def note_refusal(note):
 def open_issue(season, author, *, title, operator="", framework="pytorch", level=None, description=""):
     if not season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": season.code})
+    check_access(season, author)
     if not title.strip():
         raise SubmissionRefused(_("an issue needs a title"))
     hidden = issue_title_refusal(title) or issue_operator_refusal(operator)
@@ -106,36 +128,61 @@ def open_issue(season, author, *, title, operator="", framework="pytorch", level
     raise RuntimeError("could not draw a free issue code")
 
 
+def may_submit_to(issue, contestant) -> bool:
+    """An issue is its author's to submit to, unless the organizers fixed its reference: then it is a
+    published problem, every admitted contestant's (check_access decides who is admitted)."""
+    return contestant is not None and (issue.author_id == contestant.pk or bool(issue.fixed_reference))
+
+
+def issues_open_to(contestant):
+    """The issues of open seasons `contestant` may submit to: their own and the published problems."""
+    return (Issue.objects.filter(Q(author=contestant) | ~Q(fixed_reference=""), season__is_open=True)
+            .select_related("season"))
+
+
 @transaction.atomic
-def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note=""):
+def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSource.UPLOAD, pr_url="", pr_commit="", note="",
+                      mode=SubmissionMode.RANKED, gpu_types=None, profile_of=None):
     """Store the bundle, fingerprint and flag it, fan out one run per GPU type that can judge it
-    (services/hardware.py), enqueue them after commit."""
+    (services/hardware.py), enqueue them after commit. `mode`: ranked (the default), test (correctness
+    only), benchmark (judged fully, never ranked) or profile (correctness, then a profile report); each
+    has its own rate limit, and only a ranked one is held to the one-kernel rule. `gpu_types`: only these
+    of the plan's (a profile of one run: its type); `profile_of`: the run a profile was asked for."""
     too_long = note_refusal(note)
     if too_long:
         raise SubmissionRefused(too_long)
-    if issue.author_id != contestant.pk:
+    if mode not in SubmissionMode.values:
+        raise SubmissionRefused(_("unknown mode '%(mode)s'; one of %(known)s")
+                                % {"mode": mode, "known": ", ".join(SubmissionMode.values)})
+    if not may_submit_to(issue, contestant):
         raise SubmissionRefused(_("issue %(issue)s belongs to another contestant; open your own issue") % {"issue": issue.code})
     if not issue.season.is_open:
         raise SubmissionRefused(_("season %(season)s is closed") % {"season": issue.season.code})
+    check_access(issue.season, contestant)
     if not accounts.has_current_agreement(contestant):
         raise SubmissionRefused(accounts.agreement_missing_message())
     try:  # which GPU types judge it, before anything is stored
         plan = hardware.check_judgeable(issue.season, bundle.files)
     except hardware.NoHardwareForBundle as exc:
         raise SubmissionRefused(str(exc))
+    judged = plan.judged if gpu_types is None else [t for t in plan.judged if t in gpu_types]
+    if not judged:
+        raise SubmissionRefused(_("none of the GPU types asked for (%(asked)s) judges this bundle in season %(season)s")
+                                % {"asked": ", ".join(t.slug for t in gpu_types), "season": issue.season.code})
     # Serialize one contestant's concurrent submissions so the rate limit counts them all (and a double click
     # finds its twin).
     Contestant.objects.select_for_update().filter(pk=contestant.pk).first()
-    earlier = earlier_identical(contestant, issue, bundle.sha256)
+    digest = kernel_identity.kernel_digest(bundle.files)
+    earlier = earlier_identical(contestant, issue.season, digest) if mode == SubmissionMode.RANKED else None
     if earlier is not None:
-        raise _already_submitted(earlier)
+        raise _already_submitted(earlier, issue)
     try:
-        abuse.check_rate_limit(contestant, issue.season)
+        abuse.check_rate_limit(contestant, issue.season, mode=mode)
     except abuse.RateLimited as exc:
         raise TooManyRequests(str(exc), exc.retry_after_s)
     submission = Submission.objects.create(
         issue=issue, contestant=contestant, source=source, pr_url=pr_url, pr_commit=pr_commit,
-        bundle_sha256=bundle.sha256, note=note,
+        bundle_sha256=bundle.sha256, kernel_digest=digest, note=note, mode=mode, profile_of=profile_of,
     )
     SubmissionFile.objects.bulk_create(
         SubmissionFile(
@@ -146,6 +193,6 @@ def create_submission(contestant, issue, bundle: Bundle, *, source=SubmissionSou
     )
     abuse.fingerprint_submission(submission, bundle.files)
     abuse.check_on_submit(submission)
-    judging.create_runs(submission, gpu_types=plan.judged)
+    judging.create_runs(submission, gpu_types=judged)
     standings.refresh_for(issue.season, contestant, actor=contestant.user)
     return submission

@@ -5,7 +5,7 @@ from django.utils.translation import gettext as _
 
 from submissions.models import Issue, Season
 from submissions.rules import weights
-from submissions.services import audit
+from submissions.services import audit, reasons
 
 
 def _state(season):
@@ -35,15 +35,21 @@ def _unknown_samples(season, codes):
 def change_weights(season, rule_name, settings=None, *, actor=None, reason=""):
     """Give the season another weight rule or other settings; WeightSettingsError (translated) when
     they are unusable, or name an issue that is not the season's. What is stored is the rule's cleaned
-    settings (defaults filled in, keys sorted). Returns whether anything changed (audited as
-    `season.weights_changed`)."""
+    settings (defaults filled in, keys sorted). A reason is required. Returns whether anything
+    changed (audited as `season.weights_changed`)."""
+    reason = reason.strip()
+    if not reason:
+        raise weights.WeightSettingsError(_("say why the weight rule of %(season)s changes: the reason is kept in "
+                                            "the audit trail") % {"season": season.code})
+    if reasons.too_long(reason):
+        raise weights.WeightSettingsError(reasons.too_long(reason))
     rule = weights.get_rule(rule_name, settings)  # validates; raises before anything is written
     unknown = _unknown_samples(season, rule.settings["samples"])
     if unknown:
         raise weights.WeightSettingsError(_("'samples' names issues that are not in season %(season)s: %(codes)s")
                                           % {"season": season.code, "codes": ", ".join(unknown)})
     return _store(season, rule_name, rule.settings, action="season.weights_changed", obj=season, actor=actor,
-                  reason=reason.strip())
+                  reason=reason)
 
 
 @transaction.atomic
@@ -55,6 +61,8 @@ def set_sample_weight(issue, weight, *, actor=None, reason=""):
     if not reason:
         raise weights.WeightSettingsError(_("say why the weight of %(issue)s is set by hand: the reason is kept "
                                             "in the audit trail") % {"issue": issue.code})
+    if reasons.too_long(reason):
+        raise weights.WeightSettingsError(reasons.too_long(reason))
     season = Season.objects.select_for_update().get(pk=issue.season_id)
     settings = dict(weights.rule_of(season).settings)
     samples = dict(settings["samples"])

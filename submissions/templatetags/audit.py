@@ -1,14 +1,19 @@
 """`{{ entry.before|fields }}`: an audit entry's before/after (stored JSON) as readable lines, one
 field per line (`verdict: passed`), instead of Python's dict text."""
 import json
+import re
+from datetime import datetime
 
 from django import template
+from django.utils import timezone
+from django.utils.formats import date_format, time_format
 from django.utils.html import format_html, format_html_join
 
 register = template.Library()
 
 MAX_DEPTH = 2  # nested objects deeper than this are shown as compact JSON
 MAX_TEXT = 240  # long values (a run's logs inside a result) are cut, the export keeps them whole
+ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)")  # a stored aware time
 
 
 def _text(value):
@@ -22,7 +27,16 @@ def _text(value):
         return ", ".join(_text(v) if not isinstance(v, (dict, list)) else _json(v) for v in value) or "—"
     if isinstance(value, dict):
         return _json(value)
+    if isinstance(value, str) and ISO_MOMENT.fullmatch(value):
+        return _moment(value)
     return str(value)
+
+
+def _moment(text):
+    """A stored time (ISO 8601 with its offset) as the site writes times: the reader's short date and
+    the time to the second, in the site's zone."""
+    moment = timezone.localtime(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    return f"{date_format(moment, 'SHORT_DATE_FORMAT')} {time_format(moment, 'H:i:s')}"
 
 
 def _json(value):
@@ -49,3 +63,12 @@ def fields(value):
     if not isinstance(value, dict):
         return _cut(_text(value))
     return format_html('<dl class="fields">{}</dl>', format_html_join("", "<dt>{}</dt><dd>{}</dd>", _lines(value)))
+
+
+@register.simple_tag
+def reason_max_chars():
+    """`maxlength="{% reason_max_chars %}"` on an organizer's reason input: the browser stops where the
+    services would refuse (services/reasons.py)."""
+    from submissions.services.reasons import REASON_MAX_CHARS
+
+    return REASON_MAX_CHARS

@@ -209,3 +209,19 @@ def test_the_wall_clock_leaves_out_the_hold_as_the_device_timed_it():
     # and so does one that reports more than the wall clock allows
     assert timing.timer_disagrees([0.5] * 5, [timing.wall_without_hold(host, held_ms=held)] * 5)
     assert timing.wall_without_hold(0.3, held_ms=0.0) == 0.3
+
+
+def test_one_stalled_call_does_not_keep_the_timing_loop_running_to_its_budget():
+    """Launch-bound calls read a few microseconds with a rare stall of milliseconds (a context switch):
+    the median is settled after a few dozen calls, and the loop stops there, not at the budget."""
+    readings = iter([0.005 + 0.00005 * (i % 7) if i % 40 != 39 else 5.0 for i in range(100_000)])
+    calls = {"reference": lambda: None, "candidate": lambda: None}
+    timings = timing.time_interleaved(calls, lambda call: timing.Reading(next(readings), 1.0, None, None),
+                                      timing.TimingPlan(warmup=0, min_runs=10, budget_s=30.0))
+    runs = len(timings.times_ms["candidate"])
+    assert 10 <= runs < 200
+    assert timing.relative_standard_error(timings.times_ms["candidate"]) < 0.005
+    stalled = [0.005] * 99 + [5.0]
+    spread = [0.005 + 0.001 * (i % 2) for i in range(100)]  # half the calls 20% slower: not settled
+    assert timing.relative_standard_error(stalled) < 0.005
+    assert timing.relative_standard_error(spread) > 0.005

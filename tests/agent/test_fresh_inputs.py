@@ -18,9 +18,11 @@ SLOW_RELU = '''
 import torch
 
 def slow_relu(x):
-    y = x
-    for _ in range(3):  # the real, slow thing: six passes over the data
-        y = torch.relu(y) * 1.0
+    # the real, slow thing: six passes over the data, in place in one new tensor (a new tensor a pass
+    # made the CPU allocator's page faults, not the passes, what the memo and the honest calls differ by)
+    y = x.clone()
+    for _ in range(3):
+        torch.relu_(y).mul_(1.0)
     return y
 '''
 
@@ -36,7 +38,7 @@ class ModelNew(torch.nn.Module):
             if len(self.memo) >= 8:
                 self.memo.pop(next(iter(self.memo)))
             self.memo[key] = slow_relu(x)
-        return self.memo[key].clone()  # one pass instead of six
+        return self.memo[key].clone()  # one pass instead of seven
 '''
 
 HONEST = SLOW_RELU + '''

@@ -1,30 +1,40 @@
-"""CUDA files build with the narrow torch headers first, then the slim torch/extension.h, then the full
-one; the folders travel in NVCC_PREPEND_FLAGS, never in the build's own flags (which name the build)."""
+"""CUDA files build with the sliced torch headers first, then the narrow ones, the slim torch/extension.h
+and the full one; the folders travel in NVCC_PREPEND_FLAGS, never in the build's own flags (which name the build)."""
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from profiler_agent.executors import nvcc_front, slim_header
+from profiler_agent.executors import nvcc_front, sliced_header, slim_header
 
 
-def recording_compile(fail_with_slim, fail_with_narrow=None, retried=None):
-    """fail_with_narrow: None means as fail_with_slim. retried: a list given the nvcc front's
-    RETRIED_ENV at each call."""
-    fail_with_narrow = fail_with_slim if fail_with_narrow is None else fail_with_narrow
-    calls = []
+def header_label(prepended: str) -> str:
+    """Which headers a build was given, from NVCC_PREPEND_FLAGS."""
+    if slim_header.SLICED_FOLDER_NAME in prepended:
+        return "sliced"
+    if slim_header.NARROW_FOLDER_NAME in prepended:
+        return "narrow"
+    return "slim" if "-I" in prepended else "full"
+
+
+def recording_compile(failing=(), retried=None):
+    """A compile function that fails with the headers labelled in `failing` (header_label) and records
+    each call's CUDA flags and NVCC_PREPEND_FLAGS. retried: a list given the nvcc front's RETRIED_ENV
+    at each call."""
+    calls, lean_main = [], []
 
     def compile_function(name, sources, extra_cflags, extra_cuda_cflags, *args, **kwargs):
         prepended = os.environ.get(slim_header.PREPEND_ENV, "")
         calls.append((list(extra_cuda_cflags or []), prepended))
+        lean_main.append(os.environ.get(slim_header.LEAN_MAIN_ENV))
         if retried is not None:
             retried.append(os.environ.get(nvcc_front.RETRIED_ENV))
-        narrow = slim_header.NARROW_FOLDER_NAME in prepended
-        if "-I" in prepended and (fail_with_narrow if narrow else fail_with_slim):
+        if header_label(prepended) in failing:
             raise RuntimeError("Error building extension 'x'")
         return "module"
 
+    compile_function.lean_main = lean_main  # pch's lean main.cpp header asked for, at each call
     return compile_function, calls
 
 
@@ -38,36 +48,60 @@ def test_the_header_holds_torch_types_alone(tmp_path):
     assert "#include <torch/types.h>" in text and "torch/all.h" not in text
 
 
-def test_cuda_sources_get_the_narrow_folder_through_nvccs_environment(tmp_path, monkeypatch):
+def test_cuda_sources_get_the_sliced_folder_through_nvccs_environment(tmp_path, monkeypatch):
     monkeypatch.setenv(slim_header.PREPEND_ENV, "-lineinfo")
-    compile_function, calls = recording_compile(fail_with_slim=False)
+    compile_function, calls = recording_compile()
     wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
                                            slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
     assert len(calls) == 1 and calls[0][0] == ["-O3"]  # the build's flags untouched
-    assert calls[0][1].startswith(f"-I{tmp_path / slim_header.NARROW_FOLDER_NAME}/") and calls[0][1].endswith(" -lineinfo")
+    assert calls[0][1].startswith(f"-I{tmp_path / slim_header.SLICED_FOLDER_NAME}/") and calls[0][1].endswith(" -lineinfo")
     assert os.environ[slim_header.PREPEND_ENV] == "-lineinfo"  # restored
 
 
-def test_a_narrow_failure_builds_with_the_slim_header_then_the_full_one(tmp_path, capsys, monkeypatch):
+def test_each_failure_builds_with_the_next_headers_down_to_the_full_one(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
-    compile_function, calls = recording_compile(fail_with_slim=False, fail_with_narrow=True)
+    compile_function, calls = recording_compile(failing={"sliced", "narrow"})
     wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
                                            slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
-    assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}"]
-    assert "did not build with the narrow torch headers" in capsys.readouterr().err
+    assert [header_label(prepended) for _, prepended in calls] == ["sliced", "narrow", "slim"]
+    assert [prepended for _, prepended in calls][2:] == [f"-I{tmp_path / 'slim'}"]
+    err = capsys.readouterr().err
+    assert "did not build with the sliced torch headers (RuntimeError); building again with the narrow ones" in err
+    assert "did not build with the narrow torch headers (RuntimeError); building again with the slim ones" in err
 
     retried = []
-    compile_function, calls = recording_compile(fail_with_slim=True, retried=retried)
+    compile_function, calls = recording_compile(failing={"sliced", "narrow", "slim"}, retried=retried)
     wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
                                            slim_header.aten_ops_folder())
     assert wrapped("ext", ["main.cpp", "cuda.cu"], [], ["-O3"]) == "module"
-    assert [prepended for _, prepended in calls][1:] == [f"-I{tmp_path / 'slim'}", ""]
+    assert [header_label(prepended) for _, prepended in calls] == ["sliced", "narrow", "slim", "full"]
+    assert compile_function.lean_main == ["1", None, None, None]  # main.cpp's lean header: the first try only
     assert "building again with the full ones" in capsys.readouterr().err
+    assert slim_header.LEAN_MAIN_ENV not in os.environ
     assert slim_header.PREPEND_ENV not in os.environ
     # the nvcc front skips nvcc's rerun of a failed step where the build is done again, not at the last try
-    assert retried == ["1", "1", None] and nvcc_front.RETRIED_ENV not in os.environ
+    assert retried == ["1", "1", "1", None] and nvcc_front.RETRIED_ENV not in os.environ
+
+
+def test_a_torch_whose_headers_cannot_be_sliced_builds_with_the_narrow_ones(tmp_path, capsys, monkeypatch):
+    """A torch whose TensorBody.h has another shape: the sliced tier is left out, said once, and the
+    build starts with the narrow headers."""
+    monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
+    ops_folder = tmp_path / "include" / "ATen" / "ops"
+    shutil.copytree(slim_header.aten_ops_folder().parent / "core", tmp_path / "include" / "ATen" / "core")
+    body = ops_folder.parent / "core" / "TensorBody.h"
+    body.write_text(body.read_text().replace(sliced_header.DECLARATIONS_START, "// (moved)"))
+    ops_folder.mkdir(parents=True)
+    (ops_folder.parent / "MethodOperators.h").write_text("")
+    compile_function, calls = recording_compile()
+    wrapped = slim_header.with_slim_header(compile_function, tmp_path / "slim", tmp_path / slim_header.NARROW_FOLDER_NAME,
+                                           ops_folder)
+    assert wrapped("ext", ["main.cpp", "cuda.cu"], [], []) == "module"
+    assert [header_label(prepended) for _, prepended in calls] == ["narrow"]
+    assert compile_function.lean_main == ["1"]  # the first tier there
+    assert "no sliced torch headers here (no generated declarations found)" in capsys.readouterr().err
 
 
 def test_the_narrow_header_declares_the_ops_the_cuda_sources_name(tmp_path):
@@ -107,9 +141,9 @@ def test_a_launcher_compiles_against_the_narrow_header_with_torchs_own_headers(t
 
 def test_cpp_only_builds_are_untouched(tmp_path, monkeypatch):
     monkeypatch.delenv(slim_header.PREPEND_ENV, raising=False)
-    compile_function, calls = recording_compile(fail_with_slim=True)
+    compile_function, calls = recording_compile(failing={"sliced", "narrow", "slim"})
     slim_header.with_slim_header(compile_function, tmp_path)("ext", ["main.cpp"], ["-O3"], None)
-    assert calls == [([], "")]
+    assert calls == [([], "")] and compile_function.lean_main == [None]  # main.cpp may hold the kernels
 
 
 def test_the_folder_is_beside_the_builds_and_never_rewritten(tmp_path, monkeypatch):
@@ -143,7 +177,7 @@ def test_each_retry_really_builds_again_as_torch_records_builds(tmp_path, monkey
         if version == old:
             raise ImportError(f"{name}.so: cannot open shared object file: No such file or directory")
         prepended = os.environ.get(slim_header.PREPEND_ENV, "")
-        built_with.append("narrow" if slim_header.NARROW_FOLDER_NAME in prepended else "slim" if prepended else "full")
+        built_with.append(header_label(prepended))
         if prepended:
             raise RuntimeError(f"Error building extension '{name}'")  # x + x needs more than these headers
         return "module"
@@ -155,4 +189,4 @@ def test_each_retry_really_builds_again_as_torch_records_builds(tmp_path, monkey
         assert wrapped(name, [str(source)], [], []) == "module"
     finally:
         cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
-    assert built_with == ["narrow", "slim", "full"]
+    assert built_with == ["sliced", "narrow", "slim", "full"]

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from clarifications import services as clarifications
 from submissions.bundles import build_bundle
 from submissions.models import AgentWorker, GpuType, RejudgeScope, Season
 from submissions.services import accounts, rejudging, submitting
@@ -97,13 +98,22 @@ def every_page(queue_prefix):
     AgentWorker.objects.create(agent=agent, name="gpu-host-1-gpu0", gpu_index=0, gpu_model="NVIDIA H100",
                                gpu_uuid="GPU-0123456789abcdef", memory_bytes=80 * 2**30, harness_version="1.2",
                                last_heartbeat_at=timezone.now())
+    # a question waiting for an answer, one answered for everyone, an announcement
+    clarifications.ask(season, alice.user, "May the kernel use tensor cores?")
+    answered = clarifications.ask(season, bob.user, "Do warm-up runs count?\nIn the timing, I mean.")
+    clarifications.answer(answered, organizer.user, "No: they are **discarded**.", public=True, reason="for everyone")
+    clarifications.post_announcement(season, organizer.user, "Judging on the H100 resumes.", reason="the fleet is back")
     visitor = ["/", "/seasons/S1/", "/seasons/S1/leaderboard/", "/seasons/S1/hardware/", "/seasons/S1/gpus/h100/",
                f"/contestants/{alice.pk}/", "/issues/", f"/issues/{sample.issue.code}/", f"/submissions/{sample.pk}/",
                f"/submissions/{pending.pk}/", "/accounts/login/", "/accounts/register/", "/accounts/password_reset/",
-               "/accounts/password_reset/done/", "/accounts/reset/done/", "/accounts/reset/MQ/bad-token/"]
-    organizer_pages = ["/issues/new/", "/submit/", "/submit/pull-request/", "/account/", "/account/agreement/",
+               "/accounts/password_reset/done/", "/accounts/reset/done/", "/accounts/reset/MQ/bad-token/",
+               "/seasons/S1/clarifications/"]
+    organizer_pages = ["/organizer/clarifications/",
+                       "/issues/new/", "/submit/", "/submit/pull-request/", "/account/", "/account/agreement/",
                        "/organizer/", f"/organizer/submissions/{sample.pk}/", f"/organizer/submissions/{pending.pk}/",
-                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/", "/organizer/seasons/S1/dataset/"]
+                       "/organizer/fleet/", f"/organizer/rejudges/{batch.pk}/", "/organizer/seasons/S1/dataset/",
+                       "/organizer/seasons/", "/organizer/seasons/S1/settings/",
+                       "/organizer/seasons/S1/final-system-test/"]
     return {"visitor": visitor, "organizer": organizer_pages, "organizer_user": organizer.user}
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 WORDS = {
     "en-US": {"runtime_error": "cpu: Runtime error", "passed": "c500: Passed", "queued": "cpu: Queued",
               "near_copy": "Near-copy of another contestant's CUDA code ×2", "flagged_only": "flagged only",
-              "blocker": "CPU: Runtime error, no passed run", "needs": "accepting this submission needs an override",
+              "blocker": "CPU: Runtime error, no passed run", "needs": "Accepting this submission needs an override",
               "accept": "Accept", "record": "Record the decision", "submit_here": "Submit to this issue",
               "anyway": "accepted anyway: the CPU agent lacks a library"},
     "zh-CN": {"runtime_error": "cpu: 运行错误", "passed": "c500: 通过", "queued": "cpu: 排队中",

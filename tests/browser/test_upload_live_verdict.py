@@ -20,7 +20,7 @@ RECORD_STATES = """() => {
   record();
   new MutationObserver(record).observe(document.getElementById('runs'), {subtree: true, childList: true, characterData: true});
 }"""
-ELAPSED = re.compile(r"· (\d+:\d\d)$")
+ELAPSED = re.compile(r"· (\d+:\d\d)\b")  # a running run's is followed by its limit
 
 
 # In plain torch: a changed copy of the example's C++ candidate would be a build of its own (20-30 s of g++

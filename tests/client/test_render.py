@@ -25,6 +25,10 @@ def test_a_long_title_is_clipped_to_its_columns():
     ({"status": "running", "stage": "checking", "elapsed_s": 3725}, "running: checking correctness 1:02:05"),
     ({"status": "running", "stage": None, "elapsed_s": 1}, "running: starting 0:01"),
     ({"status": "running", "stage": "timing", "elapsed_s": 9, "attempts": 2}, "running: timing, attempt 2 0:09"),
+    # judged so far, of the site's limit for a judging
+    ({"status": "running", "stage": "timing", "elapsed_s": 31, "time_limit_s": 6900},
+     "running: timing 0:31 of 1:55:00"),
+    ({"status": "queued", "elapsed_s": 4, "time_limit_s": 6900}, "queued 0:04"),
     ({"status": "done"}, "done"),
 ])
 def test_a_runs_state_in_words(changes, text):
@@ -45,11 +49,13 @@ def test_the_verdict_table_shows_each_current_run_its_reasons_and_the_gpu_types_
                            "workers_online": 0}]
     text = render.submission(answer)
     header, table_head, cpu_row, c500_row = (text.splitlines()[i] for i in (0, 3, 4, 5))
-    assert header == "Submission #7  issue ABCDEF (S1)  state judging"
-    assert table_head.split() == ["GPU", "STATE", "VERDICT", "SPEEDUP", "RANKED", "REFERENCE", "CANDIDATE", "FLAGS"]
-    assert cpu_row.split() == ["cpu", "done", "passed", "2.00x", "1.90x", "1.0000", "ms", "0.5000", "ms",
+    assert header == "Submission #7  issue ABCDEF (S1)  state Judging"
+    # each run's id: what `gpucf cancel RUN` names
+    assert table_head.split() == ["RUN", "GPU", "STATE", "VERDICT", "SPEEDUP", "RANKED", "REFERENCE", "CANDIDATE",
+                                  "FLAGS"]
+    assert cpu_row.split() == ["1", "cpu", "done", "passed", "2.00x", "1.90x", "1.0000", "ms", "0.5000", "ms",
                                "timing_noisy"]
-    assert c500_row.split()[:5] == ["c500", "done", "wrong_answer", "-", "-"]
+    assert c500_row.split()[:6] == ["2", "c500", "done", "wrong_answer", "-", "-"]
     assert "c500: wrong_answer: trial 1: output 0: max abs error 0.5" in text
     assert "an old rejudge" not in text and "compile_error" not in text  # history is not the verdict
     assert "h100: not judged: no agent can judge it" in text
@@ -67,3 +73,18 @@ def test_pages_say_which_rows_they_show():
                                                   "runs": [{**run(status="queued")}]} for n in range(50)]}
     assert render.own_submissions(page).splitlines()[-1] == "submissions 51-100 of 120 (--page picks another page)"
     assert render.own_submissions({"total": 0, "offset": 0, "rows": []}) == "No submission of yours here."
+
+
+def test_states_and_the_ranking_rule_are_printed_in_the_pages_words():
+    """The API's values (`passed_awaiting_review`, `accepted_count`) are for programs (`--json` keeps them);
+    a person reads the words the site's pages use. A value this client does not know is printed as sent."""
+    answer = submission(run("passed"))
+    answer["state"] = "passed_awaiting_review"
+    assert render.submission(answer).splitlines()[0].endswith("state Passed — awaiting review")
+    rows = [{"id": 1, "issue": "ABCDEF", "season": "S1", "created_at": "2025-03-01T12:00:00+00:00",
+             "state": state, "runs": []} for state in ("awaiting_review", "some_new_state")]
+    listed = render.own_submissions({"total": 2, "offset": 0, "rows": rows})
+    assert "Did not pass — awaiting review" in listed and "some_new_state" in listed
+    board = {"season": "S1", "ranking_rule": "accepted_count", "rows": [], "total": 0, "offset": 0}
+    assert render.leaderboard(board).splitlines()[0] == \
+        "Season S1 leaderboard (Accepted count, then base score, then bonus)"

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 import requests
@@ -96,11 +95,10 @@ def db(query, tries=50):
 
 
 def submit(site, contest, example=CHEAP):
-    """A submission through the API (again after a 500: see `db`; a failed request stored nothing). Each with
-    a readme of its own: the site refuses a bundle submitted to the issue before (its code, built once, is the
-    same). `example`: a folder of examples/ by name, or a bundle's folder."""
-    files = [(field, (name, data)) for field, (name, data) in bundle_files(example) if name != "readme.md"]
-    files.append(("files", ("readme.md", f"submission {uuid.uuid4().hex}".encode())))
+    """A submission through the API (again after a 500: see `db`; a failed request stored nothing). Each a
+    kernel of its own (kernels.distinct: one build for all). `example`: a folder of examples/ by name, or a
+    bundle's folder."""
+    files = bundle_files(example)
     for _ in range(10):
         response = requests.post(f"{site}/api/v1/submissions", data={"issue": contest["issue"].code},
                                  files=files, headers={"Authorization": f"Bearer {contest['token']}"}, timeout=30)

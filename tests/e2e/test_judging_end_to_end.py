@@ -7,6 +7,7 @@ import requests
 from submissions import queueing
 from submissions.models import AuditEntry, GpuType, Run, Season
 from submissions.services import accounts, submitting
+from live_platform import kernels
 from tests.conftest import EXAMPLES
 from live_platform.agents import wait_for_runs
 
@@ -14,7 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def bundle_files(example):
-    return [("files", (p.name, p.read_bytes())) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
+    """The example's files as a new kernel (kernels.distinct): tests here submit one example several times."""
+    files = [(p.name, p.read_bytes()) for p in sorted((EXAMPLES / example).iterdir()) if p.is_file()]
+    return [("files", pair) for pair in kernels.distinct(files)]
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import uuid
 import pytest
 from django.db import OperationalError
 
+from live_platform import kernels
 from submissions.bundles import build_bundle
 from submissions.models import GpuType, RejudgeScope, Run, RunStatus, Season
 from submissions.services import accounts, rejudging, submitting
@@ -16,8 +17,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def wrong_bundle():
-    """A quick verdict: wrong answer after the correctness trials, no timing."""
-    return build_bundle({p.name: p.read_bytes() for p in (EXAMPLES / "relu-cpu-wrong").iterdir() if p.is_file()})
+    """A quick verdict: wrong answer after the correctness trials, no timing. A new kernel each call
+    (kernels.distinct): the site refuses one its contestant submitted before."""
+    files = [(p.name, p.read_bytes()) for p in sorted((EXAMPLES / "relu-cpu-wrong").iterdir()) if p.is_file()]
+    return build_bundle(dict(kernels.distinct(files)))
 
 
 def all_done():

@@ -34,10 +34,12 @@ _bundle_numbers = itertools.count(1)
 
 
 def valid_files():
-    """A new bundle each call (its readme is numbered): the site refuses a bundle submitted to the same issue
-    before, and most tests submit several."""
-    return {"torchcode.py": TORCHCODE, "cudacode.py": CUDACODE,
-            "readme.md": f"# ReLU\n中文说明\n\nBundle {next(_bundle_numbers)}.\n".encode()}
+    """A new kernel each call (a numbered comment in its code: a readme is no change of the kernel): the
+    site refuses a kernel its contestant submitted before in the season (kernel_identity), and most tests
+    submit several."""
+    number = next(_bundle_numbers)
+    return {"torchcode.py": TORCHCODE, "cudacode.py": CUDACODE + f"# kernel {number}\n".encode(),
+            "readme.md": f"# ReLU\n中文说明\n\nBundle {number}.\n".encode()}
 
 
 def zip_of(files, folder=""):

@@ -83,7 +83,7 @@ def test_unjudged_and_flagged_submissions_need_it_too(season, alice, bob, organi
 
 
 @pytest.mark.parametrize("headers, why, error, accepted_with_override", [
-    (EN, "CPU: Runtime error, no passed run", "accepting this submission needs an override",
+    (EN, "CPU: Runtime error, no passed run", "Accepting this submission needs an override",
      ("with an override: “C500 is what counts”.</p>", "A new acceptance would need one again:")),
     (ZH, "CPU：运行错误，没有通过的运行", "接受此提交需要越权确认", ("越权接受：“C500 is what counts”。</p>", "再次接受仍需越权确认：")),
 ])

@@ -49,7 +49,7 @@ def world(settings, tmp_path, django_capture_on_commit_callbacks):
         queued, started = (submitting.create_submission(alice, issue, build_bundle(valid_files())) for _ in range(2))
     started_run = started.runs.get()
     _, job_secret = judging.start_run(started_run.pk, agent, started_run.attempts)
-    datasets.export_season(season, actor=organizer.user)  # dataset export 1, to read back
+    datasets.export_season(season, actor=organizer.user, reason="a test export")  # dataset export 1, to read back
     return {
         "agent": {"Authorization": f"Bearer {agent_token}", "X-Job-Secret": job_secret},
         "contestant": {"Authorization": f"Bearer {contestant_token}"},

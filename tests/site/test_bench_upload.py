@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.selectors import gpu_comparison
+from leaderboard.gpu_comparison import gpu_comparison
 from submissions.models import BenchmarkRun, DatasetExport
 from submissions.services import accounts
 from tests.agent.test_benchmark import PASSING, _measurement, _record, write_sums

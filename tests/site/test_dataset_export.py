@@ -135,9 +135,9 @@ def tree_bytes(folder):
 
 
 def test_the_same_season_state_gives_the_same_bytes_numbered_and_kept(world, season, organizer):
-    first = datasets.export_season(season, actor=organizer.user)
+    first = datasets.export_season(season, actor=organizer.user, reason="a test export")
     with translation.override("zh-hans"):  # an organizer reading the site in Chinese exports the same bytes
-        second = datasets.export_season(season, actor=organizer.user)
+        second = datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert (first.number, second.number) == (1, 2)
     assert first.archive_sha256 == second.archive_sha256
     assert datasets.archive_path(first).read_bytes() == datasets.archive_path(second).read_bytes()
@@ -146,7 +146,7 @@ def test_the_same_season_state_gives_the_same_bytes_numbered_and_kept(world, sea
     assert AuditEntry.objects.filter(action="dataset.exported").order_by("pk").last().after["same_content_as"] == 1
     # a change of the season's state (a weight) is a new content; the older exports stay as they were
     weighting.set_sample_weight(world["gemm"].issue, 3, actor=organizer.user, reason="a level-3 fused kernel")
-    third = datasets.export_season(season, actor=organizer.user)
+    third = datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert third.number == 3 and third.archive_sha256 != first.archive_sha256
     rows = {r["id"]: r for r in map(json.loads, (datasets.unpacked_path(third) / "manifest.jsonl").read_text().splitlines())}
     assert (rows[world["gemm"].issue.code]["weight"], rows[world["gemm"].issue.code]["weight_source"]) == (3.0, "sample")
@@ -155,7 +155,7 @@ def test_the_same_season_state_gives_the_same_bytes_numbered_and_kept(world, sea
 
 
 def test_the_archive_carries_times_of_the_season_state_not_of_the_clock(world, season, organizer):
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     as_of = int(export.as_of.timestamp())
     review_times = [s.reviews.order_by("-pk").first().created_at for s in (world["relu"], world["gemm"])]
     assert export.as_of == max(review_times)  # the runs were marked passed with no finish time
@@ -167,7 +167,7 @@ def test_the_archive_carries_times_of_the_season_state_not_of_the_clock(world, s
 
 
 def test_a_season_without_accepted_samples_exports_an_empty_dataset(season, organizer):
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     folder = datasets.unpacked_path(export)
     assert (export.sample_count, export.as_of) == (0, None)
     assert (folder / "manifest.jsonl").read_bytes() == b""
@@ -178,7 +178,7 @@ def test_a_folder_left_by_an_export_that_never_committed_is_kept_aside(world, se
     stray = export_dir / "S1" / "v1"
     stray.mkdir(parents=True)
     (stray / "note.txt").write_text("left by a failed export")
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert export.number == 1 and datasets.archive_path(export).exists()
     orphans = list((export_dir / "S1").glob("v1.orphan-*"))
     assert len(orphans) == 1 and (orphans[0] / "note.txt").read_text() == "left by a failed export"
@@ -187,7 +187,7 @@ def test_a_folder_left_by_an_export_that_never_committed_is_kept_aside(world, se
 def test_a_season_code_unsafe_as_a_file_name_gets_a_folder_of_its_own(world, season, organizer, export_dir):
     season.code = "../S1"
     season.save()
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert datasets.folder_of(export).resolve().parent == (export_dir / f"season-{season.pk}").resolve()
 
 
@@ -207,7 +207,7 @@ def test_measured_inputs_in_a_result_win_over_the_source(world, season, organize
     run = Run.objects.filter(submission=world["relu"], gpu_type__slug="cpu").get()
     run.result = {**run.result, "inputs": [{"dtype": "bfloat16", "shape": [4, 4]}]}
     run.save(update_fields=["result"])
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     rows = {r["id"]: r for r in map(json.loads, (datasets.unpacked_path(export) / "manifest.jsonl").read_text().splitlines())}
     assert rows[world["relu"].issue.code]["inputs"] == [{"dtype": "bfloat16", "shape": [4, 4]}]
     assert rows[world["relu"].issue.code]["inputs_source"] == "run"
@@ -232,7 +232,7 @@ def test_a_bundle_path_that_cannot_be_written_safely_refuses_the_export_and_writ
                                                                                           export_dir):
     world["relu"].files.filter(path="readme.md").update(path="../escape.md")
     with pytest.raises(dataset_export.DatasetExportError, match="escape.md"):
-        datasets.export_season(season, actor=organizer.user)
+        datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert not DatasetExport.objects.exists() and not export_dir.exists()
 
 
@@ -256,7 +256,7 @@ def test_a_sample_whose_runs_did_not_pass_is_left_out_unless_an_organizer_includ
         world, season, alice, organizer):
     wrong = wrong_but_accepted(season, alice, organizer)
     code = wrong.issue.code
-    export = datasets.export_season(season, actor=organizer.user)
+    export = datasets.export_season(season, actor=organizer.user, reason="a test export")
     assert export.left_out == [{"sample": code, "why": "cpu: wrong_answer"}] and export.included == []
     assert code not in {row["id"] for row in manifest_rows(export)} and export.sample_count == 2
     entry = AuditEntry.objects.filter(action="dataset.exported").latest("created_at")
@@ -277,7 +277,7 @@ def test_a_sample_whose_runs_did_not_pass_is_left_out_unless_an_organizer_includ
 
 
 def test_every_sample_says_its_verdict_on_each_gpu_type_and_its_overrides(world, season, organizer):
-    rows = {r["id"]: r for r in manifest_rows(datasets.export_season(season, actor=organizer.user))}
+    rows = {r["id"]: r for r in manifest_rows(datasets.export_season(season, actor=organizer.user, reason="a test export"))}
     relu = rows[world["relu"].issue.code]
     assert [(v["gpu_type"], v["verdict"]) for v in relu["verdicts"]] == [("c500", "passed"), ("cpu", "passed")]
     gemm = rows[world["gemm"].issue.code]  # judged on the CPU; its C500 run still waits: no verdict yet

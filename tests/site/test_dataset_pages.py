@@ -33,7 +33,6 @@ def bearer(contestant):
 @pytest.mark.parametrize("method, path", [
     ("get", "/organizer/seasons/S1/dataset/"),
     ("post", "/organizer/seasons/S1/dataset/export/"),
-    ("post", "/organizer/seasons/S1/dataset/weights/"),
     ("get", "/organizer/seasons/S1/dataset/v1.tar.gz"),
 ])
 def test_the_dataset_pages_send_visitors_to_sign_in_and_refuse_contestants(client, season, alice, method, path):
@@ -66,21 +65,13 @@ def test_an_organizer_exports_from_the_page_and_downloads_the_archive(client, sa
     assert "same bytes as v1" in client.get("/organizer/seasons/S1/dataset/").content.decode()
 
 
-def test_bad_weight_settings_on_the_page_say_what_is_wrong_and_keep_what_was_typed(client, season, organizer):
+def test_the_dataset_page_shows_the_weight_rule_and_leads_to_its_form_on_the_settings_page(client, season,
+                                                                                            organizer):
     client.force_login(organizer.user)
-    typed = '{"weights": {"7": 2}}'
-    refused = client.post("/organizer/seasons/S1/dataset/weights/", {"rule": "level", "settings": typed, "reason": "x"})
-    assert refused.status_code == 400
-    text = refused.content.decode()
-    assert "levels are 1-4" in text and "&quot;7&quot;: 2" in text
-    not_json = client.post("/organizer/seasons/S1/dataset/weights/", {"rule": "level", "settings": "{weights"})
-    assert not_json.status_code == 400 and "the weight settings are not JSON" in not_json.content.decode()
-    season.refresh_from_db()
-    assert season.dataset_weight_rule == "uniform"
-    done = client.post("/organizer/seasons/S1/dataset/weights/",
-                       {"rule": "level", "settings": '{"weights": {"3": 4}}', "reason": "fused kernels"}, follow=True)
-    assert "The weight rule of S1 is changed." in done.content.decode()
-    assert AuditEntry.objects.get(action="season.weights_changed").reason == "fused kernels"
+    page = client.get("/organizer/seasons/S1/dataset/").content.decode()
+    rule = page.split('id="weight-rule"')[1].split("</p>")[0]
+    assert "<code>uniform</code>" in rule and 'href="/organizer/seasons/S1/settings/#weights"' in rule
+    assert "<textarea" not in page  # the rule's settings are a form of fields there, not JSON here
 
 
 def test_a_weight_set_by_hand_on_the_page_shows_on_the_sample_row(client, sample, organizer):
@@ -98,7 +89,8 @@ def test_a_weight_set_by_hand_on_the_page_shows_on_the_sample_row(client, sample
 
 def test_only_an_organizers_token_exports_through_the_api(client, sample, alice, organizer):
     assert client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json").status_code == 401
-    refused = client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json", headers=bearer(alice))
+    refused = client.post("/api/v1/seasons/S1/datasets", {"reason": "mine"}, content_type="application/json",
+                          headers=bearer(alice))
     assert (refused.status_code, refused.json()) == (403, {"detail": "organizers only"})
     assert client.get("/api/v1/seasons/S1/datasets", headers=bearer(alice)).status_code == 403
     assert not DatasetExport.objects.exists()
@@ -109,7 +101,8 @@ def test_only_an_organizers_token_exports_through_the_api(client, sample, alice,
     body = made.json()
     assert (body["number"], body["sample_count"], body["name"], body["same_content_as"]) == (1, 1, "gpucodeforces-S1-v1", None)
     assert AuditEntry.objects.get(action="dataset.exported").reason == "via API"
-    again = client.post("/api/v1/seasons/S1/datasets", {}, content_type="application/json", headers=headers).json()
+    again = client.post("/api/v1/seasons/S1/datasets", {"reason": "again"}, content_type="application/json",
+                        headers=headers).json()
     assert (again["number"], again["same_content_as"], again["archive_sha256"]) == (2, 1, body["archive_sha256"])
     assert [e["number"] for e in client.get("/api/v1/seasons/S1/datasets", headers=headers).json()] == [2, 1]
     manifest = client.get("/api/v1/seasons/S1/datasets/1/manifest", headers=headers)
@@ -223,3 +216,42 @@ def test_no_published_dataset_says_when_there_will_be_one(client, season):
     page = client.get("/seasons/S1/dataset/").content.decode()
     assert "No dataset of this season is published yet" in page
     assert 'id="season-dataset-link"' not in client.get("/seasons/S1/").content.decode()
+
+
+def test_an_export_holding_results_from_after_the_freeze_is_published_only_after_the_thaw(
+        client, season, sample, bob, organizer):
+    """The season ended with its scoreboard frozen (the final hour, the final system test): the public
+    board still shows the snapshot. A dataset published then would show everyone the acceptances, authors
+    and speedups since the freeze that the board hides; an export made before the freeze shows none."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from leaderboard.services import freeze_scoreboard, unfreeze_scoreboard
+
+    client.force_login(organizer.user)
+    client.post("/organizer/seasons/S1/dataset/export/", {"reason": "before the freeze"})
+    freeze_scoreboard(season, organizer.user, reason="the last hour")
+    accepted_sample(season, bob, organizer, {"cpu": (3.0, 0.5)}, title="GELU")
+    client.post("/organizer/seasons/S1/dataset/export/", {"reason": "after the final test"})
+    season.ends_at = timezone.now() - timedelta(minutes=1)
+    season.save()
+
+    page = client.get("/organizer/seasons/S1/dataset/").content.decode()
+    row = page.split('id="export-2"')[1].split("</tr>")[0]
+    assert "after the thaw" in row and "publish-form" not in row
+    refused = client.post("/organizer/seasons/S1/dataset/v2/publish/", {"reason": "open data"}, follow=True)
+    assert ("gpucodeforces-S1-v2 holds results from after the scoreboard of S1 froze: publish it once the "
+            "scoreboard thaws") in refused.content.decode()
+    api = client.post("/api/v1/seasons/S1/datasets/2/publish", {"reason": "open data"},
+                      content_type="application/json", headers=bearer(organizer))
+    assert api.status_code == 400 and "holds results from after the scoreboard of S1 froze" in api.json()["detail"]
+    assert not AuditEntry.objects.filter(action="dataset.published").exists()
+    assert client.get("/seasons/S1/dataset/v2.tar.gz").status_code == 404
+
+    # what the public saw at the freeze may be published meanwhile
+    done = client.post("/organizer/seasons/S1/dataset/v1/publish/", {"reason": "open data"}, follow=True)
+    assert "gpucodeforces-S1-v1 is published" in done.content.decode()
+    unfreeze_scoreboard(season, organizer.user, reason="results day")
+    thawed = client.post("/organizer/seasons/S1/dataset/v2/publish/", {"reason": "open data"}, follow=True)
+    assert "gpucodeforces-S1-v2 is published" in thawed.content.decode()

@@ -63,15 +63,16 @@ def test_changing_the_rule_is_validated_audited_and_stored_cleaned(season, organ
     assert (entry.actor, entry.reason, entry.before, entry.after) == (
         organizer.user, "fused count more", {"rule": "uniform", "settings": {}},
         {"rule": "level", "settings": {"default": 1.0, "weights": {"3": 5.0}, "samples": {}}})
-    assert not weighting.change_weights(season, "level", {"weights": {"3": 5}}, actor=organizer.user)  # no change
+    assert not weighting.change_weights(season, "level", {"weights": {"3": 5}}, actor=organizer.user,
+                                      reason="again")  # no change
     assert AuditEntry.objects.filter(action="season.weights_changed").count() == 1
 
 
 def test_a_refused_change_writes_nothing(season, organizer, alice):
     with pytest.raises(weights.WeightSettingsError, match="level \"9\""):
-        weighting.change_weights(season, "level", {"weights": {"9": 1}}, actor=organizer.user)
+        weighting.change_weights(season, "level", {"weights": {"9": 1}}, actor=organizer.user, reason="typo")
     with pytest.raises(weights.WeightSettingsError, match="not in season S1: NOTHER"):
-        weighting.change_weights(season, "uniform", {"samples": {"NOTHER": 2}}, actor=organizer.user)
+        weighting.change_weights(season, "uniform", {"samples": {"NOTHER": 2}}, actor=organizer.user, reason="x")
     season.refresh_from_db()
     assert (season.dataset_weight_rule, season.dataset_weight_settings) == ("uniform", {})
     assert not AuditEntry.objects.filter(action__contains="weight").exists()
@@ -81,7 +82,7 @@ def test_a_sample_weight_set_by_hand_needs_a_reason_is_audited_on_the_issue_and_
                                                                                                   organizer):
     submission = accepted_sample(season, alice, organizer, {"cpu": (2.0, 1.0)})
     issue = submission.issue
-    weighting.change_weights(season, "level", {"default": 2}, actor=organizer.user)
+    weighting.change_weights(season, "level", {"default": 2}, actor=organizer.user, reason="levels count")
     with pytest.raises(weights.WeightSettingsError, match="say why"):
         weighting.set_sample_weight(issue, 3, actor=organizer.user, reason=" ")
     with pytest.raises(weights.WeightSettingsError, match="must be from 0 to 1000"):

@@ -164,7 +164,9 @@ def test_an_outdated_worker_is_refused_its_seasons_runs_without_spending_their_a
 
 
 @pytest.mark.parametrize("text, ok", [("1", True), ("1.2", True), ("1.2.3", True), ("", True),
-                                      ("1.2.3.4", False), ("v1.2", False), ("1.x", False), ("1..2", False)])
+                                      ("1.2.3.4", False), ("v1.2", False), ("1.x", False), ("1..2", False),
+                                      # digits of other scripts: "９.０" would read as a minimum of 9.0
+                                      ("９.０", False), ("١.٢", False)])
 def test_a_seasons_minimum_harness_version_is_validated(season, text, ok):
     season.min_harness_version = text
     if ok:
@@ -178,6 +180,14 @@ def test_harness_versions_compare_numerically():
     assert harness_versions.is_below("1.9", "1.10") and not harness_versions.is_below("1.10", "1.9")
     assert not harness_versions.is_below("1", "1.0.0") and not harness_versions.is_below("2", "")
     assert harness_versions.is_below(None, "1") and harness_versions.is_below("dev", "0.1")
+
+
+def test_a_harness_version_is_ascii_digits_alone():
+    """Python's `\\d` and int() read fullwidth and Arabic-Indic digits: a minimum typed as "９.０" was saved
+    and meant 9.0, which no agent has, so every run of the season waited."""
+    assert harness_versions.parse("９.０") is None and harness_versions.parse("١.٢") is None
+    assert not harness_versions.is_below("1.0", "９.０")  # unreadable: no minimum, as blank
+    assert harness_versions.is_below("９.０", "1.0")  # an agent reporting it fails any minimum
 
 
 def test_drain_and_resume_commands_name_the_worker(agent_and_token, other_agent):

@@ -130,6 +130,7 @@ def test_a_judging_worker_shows_how_long_its_run_has_been_judged_and_the_limit(c
     twin = fleet_status.overview_json(fleet_status.overview())
     assert twin["run_deadline_s"] == 1200 and 754 <= twin["workers"][0]["judging_elapsed_s"] <= 760
     client.force_login(organizer.user)
-    for headers, words in (({}, ("for 75", "s of at most 1200 s")), (ZH, ("已评测 75", "秒，最长 1200 秒"))):
+    settings.RUN_DEADLINE_SECONDS = 6900  # written as the submission page and gpucf write it: 1:55:00
+    for headers, words in (({}, ("for 12:3", "of at most 1:55:00")), (ZH, ("已评测 12:3", "最长 1:55:00"))):
         cell = client.get("/organizer/fleet/", headers=headers).content.decode().split('class="muted elapsed">')[1]
         assert all(word in cell.split("</span>")[0] for word in words), cell[:200]

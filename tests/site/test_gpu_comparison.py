@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from leaderboard import selectors
+from leaderboard import gpu_comparison
 from submissions.models import BenchmarkRun, GpuType
 from submissions.services import accounts
 from tests.judged_data import accepted_sample
@@ -39,7 +39,7 @@ def judged(season, alice, bob, organizer):
 def test_judged_gpus_compare_sample_by_sample(judged):
     one, two, three = judged
     season = one.issue.season
-    comparison = selectors.gpu_comparison(season)
+    comparison = gpu_comparison.gpu_comparison(season)
     # the two with the most timed samples: the CPU (three) first, the C500 (two)
     assert (comparison["a"].key, comparison["b"].key) == ("cpu", "c500")
     assert [(r["sample"], r["a_ms"], r["b_ms"], r["ratio"]) for r in comparison["rows"]] == sorted(
@@ -63,7 +63,7 @@ def test_a_benchmark_run_is_a_gpu_to_compare_with(client, judged, alice):
     run = _upload(client, alice, "NVIDIA H100 80GB HBM3", [
         (one.issue.code, 2.0, "passed", 0.1), (two.issue.code, 1.0, "passed", 1.0),
         (three.issue.code, 3.0, "wrong_answer", None)])
-    comparison = selectors.gpu_comparison(one.issue.season, "cpu", run.comparison_key)
+    comparison = gpu_comparison.gpu_comparison(one.issue.season, "cpu", run.comparison_key)
     assert [(r["sample"], r["ratio"], r["b_source"]) for r in comparison["rows"]] == sorted([
         (one.issue.code, 0.1 / 2.0, {"kind": "benchmark", "run": run.pk}),
         (two.issue.code, 1.0 / 4.0, {"kind": "benchmark", "run": run.pk})])

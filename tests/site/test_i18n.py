@@ -48,7 +48,7 @@ def test_every_string_in_the_code_is_in_the_catalog_and_translated(tmp_path, mon
     that was wrapped but never translated shows up as untranslated here."""
     # .ci/run installs GNU gettext: without it this test could not see an untranslated string
     assert shutil.which("xgettext"), "install GNU gettext (apt-get install gettext) to run the catalog check"
-    for folder in ("leaderboard", "submissions", "templates"):
+    for folder in ("config", "leaderboard", "clarifications", "submissions", "templates"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     copied = tmp_path / "locale" / "zh_Hans" / "LC_MESSAGES"
     copied.mkdir(parents=True)
@@ -107,8 +107,8 @@ def test_messages_of_templates_hold_balanced_markup_only():
 def test_the_compiled_catalog_matches_the_source():
     """compilemessages was run after the last edit of django.po."""
     def pairs(entries):
-        return {(e.msgid, e.msgid_plural): (e.msgstr, tuple(sorted(e.msgstr_plural.items())))
-                for e in entries if e.msgid}
+        return {(e.msgctxt, e.msgid, e.msgid_plural): (e.msgstr, tuple(sorted(e.msgstr_plural.items())))
+                for e in entries if e.msgid}  # with the context: "Profile" is an account's and a mode's
 
     source = polib.pofile(str(CATALOG / "django.po"))
     compiled = polib.mofile(str(CATALOG / "django.mo"))

@@ -81,6 +81,12 @@ def test_the_gpu_board_is_read_in_order_from_its_index(board):
     assert_read_in_order_from(plan_of(selectors.gpu_standings_query(board, gpu)), "gpu_standing_board_order")
 
 
+def test_the_frozen_gpu_board_is_read_in_order_from_its_index(board, organizer):
+    freeze = freeze_scoreboard(board, organizer.user)
+    gpu = board.gpu_types.get(slug="cpu")
+    assert_read_in_order_from(plan_of(selectors.gpu_standings_query(board, gpu, freeze=freeze)), "frozen_gpu_board_order")
+
+
 ROW = re.compile(r'<td class="rank">(\d+)</td>\s*<td><a href="/contestants/(\d+)/">')
 
 
@@ -113,3 +119,19 @@ def test_every_page_holds_the_rows_of_the_plain_order(client, board):
     assert api["total"] == N and [r["rank"] for r in api["rows"]] == [rank for rank, _ in everyone[1100:]]
     searched = [contestant for _, contestant in rows_shown(client.get("/seasons/S1/leaderboard/?q=Uni+3"))]
     assert searched and set(Contestant.objects.filter(pk__in=searched).values_list("affiliation", flat=True)) == {"Uni 3"}
+
+
+def test_every_page_of_a_frozen_gpu_board_holds_the_rows_it_held_at_the_freeze(client, board, organizer):
+    gpu = board.gpu_types.get(slug="cpu")
+    pages = [1, 2, 21, 23]
+    at_freeze = {page: rows_shown(client.get(f"/seasons/S1/gpus/cpu/?page={page}")) for page in pages}
+    assert all(at_freeze.values()) and at_freeze[1][0][0] == 1
+    freeze_scoreboard(board, organizer.user)
+    last = GpuStanding.objects.get(season=board, gpu_type=gpu, contestant_id=at_freeze[23][-1][1])
+    last.geomean_speedup, last.passed_count = 99.0, 2  # the last climbs to the top, after the freeze
+    last.board_key = GpuSpeedupRule().board_key(last)
+    last.save()
+    for page in pages:
+        assert rows_shown(client.get(f"/seasons/S1/gpus/cpu/?page={page}")) == at_freeze[page], page
+    api = client.get("/api/v1/seasons/S1/gpus/cpu/leaderboard?offset=1100&limit=50").json()
+    assert [(r["rank"], r["contestant"]) for r in api][-1][1] == last.contestant.display_name

@@ -44,3 +44,29 @@ def test_submission_page_renders_readme_as_markdown_and_code_highlighted(client,
     assert "<h1>Fast ReLU</h1>" in html and "<strong>vectorized</strong>" in html and "<em>CUDA</em>" in html
     assert "<script>alert" not in html
     assert 'class="hl"' in html and '<span class="k">class</span>' in html  # torchcode.py highlighted
+
+
+@pytest.mark.parametrize("text, shown", [
+    # a remote image: a link to it, named by its alt text (or its address), fetched by no visitor
+    ("![the roofline](https://example.org/roof.png)",
+     '<a href="https://example.org/roof.png" rel="noopener noreferrer nofollow">the roofline</a>'),
+    ('<img src="https://tracker.example/p.gif?u=1&amp;v=2">',
+     '<a href="https://tracker.example/p.gif?u=1&amp;v=2" rel="noopener noreferrer nofollow">'
+     "https://tracker.example/p.gif?u=1&amp;v=2</a>"),
+    # a relative one would be a 404 on every page that shows it: its alt text alone
+    ("![plot](plot.png)", "<p>plot</p>"),
+    ('<img src="/media/x.png" alt="a &lt;b&gt; plot">', "a &lt;b&gt; plot"),
+    ("![](../../secret.png)", "<p></p>"),
+    # inside a link already: the alt text, no link within a link
+    ("[![badge](https://example.org/b.svg)](https://example.org)",
+     '<a href="https://example.org" rel="noopener noreferrer nofollow">badge</a>'),
+])
+def test_an_image_from_elsewhere_is_never_fetched_by_a_visitor(text, shown):
+    html = render_markdown(text)
+    assert "<img" not in html and shown in html
+
+
+def test_an_image_of_the_sites_own_static_files_is_shown():
+    html = render_markdown('![logo](/static/img/logo.png "the logo")')
+    assert '<img alt="logo" src="/static/img/logo.png" title="the logo">' in html
+    assert "<img" not in render_markdown("![x](/static/../media/x.png)")

@@ -138,3 +138,22 @@ def test_a_host_slower_than_the_timeout_counts_as_a_failure(
     (failed,) = audits(submission, "pr.comment_failed")
     assert failed.after["status"] is None and "timed out" in failed.reason
     assert len(scheduled_delays()) == 1
+
+
+def test_a_pull_request_judged_during_a_freeze_gets_its_table_at_the_thaw(
+        pr_submission, agent_and_token, django_capture_on_commit_callbacks):
+    """A PR is public: its verdict table would show a result the frozen board hides."""
+    from leaderboard.services import freeze_scoreboard, unfreeze_scoreboard
+
+    api, submission = pr_submission()
+    freeze_scoreboard(submission.issue.season, reason="the last hour")
+    with django_capture_on_commit_callbacks(execute=True):
+        report_all(submission, agent_and_token[0], passed_result())
+    run_site_worker(django_capture_on_commit_callbacks)
+    assert api.requests == [] and audits(submission, "pr.commented") == []
+    with django_capture_on_commit_callbacks(execute=True):
+        unfreeze_scoreboard(submission.issue.season, reason="results day")
+    assert run_site_worker(django_capture_on_commit_callbacks) == 1
+    (comment,) = api.requests
+    assert "| CPU | Passed |" in comment["json"]["body"]
+    assert len(audits(submission, "pr.commented")) == 1

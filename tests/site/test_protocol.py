@@ -11,7 +11,7 @@ import profiler_agent.protocol.vocabulary as agent_side
 from profiler_agent.protocol import result_schema
 from submissions import agent_protocol, bundles, queueing
 from submissions import result_schema as site_result
-from submissions.models import REJUDGE_QUEUE_SUFFIX, RunStage, Verdict
+from submissions.models import FINAL_QUEUE_SUFFIX, REJUDGE_QUEUE_SUFFIX, RunStage, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +30,7 @@ def test_the_sites_verdicts_are_the_agents_statuses_and_an_organizers_cancel():
 def test_the_sites_run_stages_and_queue_names_are_the_agents():
     assert list(RunStage.values) == list(agent_protocol.JUDGING_STAGES)
     assert REJUDGE_QUEUE_SUFFIX == agent_protocol.REJUDGE_QUEUE_SUFFIX
+    assert FINAL_QUEUE_SUFFIX == agent_protocol.FINAL_QUEUE_SUFFIX
 
 
 def test_the_job_the_site_enqueues_is_the_one_agents_run():
@@ -53,7 +54,8 @@ def test_the_agent_api_paths_are_the_sites_routes():
     for route, path in (("api:agent_run_start", agent_protocol.START_PATH),
                         ("api:agent_run_bundle", agent_protocol.BUNDLE_PATH),
                         ("api:agent_run_result", agent_protocol.RESULT_PATH),
-                        ("api:agent_run_progress", agent_protocol.PROGRESS_PATH)):
+                        ("api:agent_run_progress", agent_protocol.PROGRESS_PATH),
+                        ("api:agent_run_profile_file", agent_protocol.PROFILE_FILE_PATH)):
         assert reverse(route, args=[7]) == path.format(run_id=7)
 
 

@@ -74,17 +74,17 @@ def test_a_new_commit_submits_only_the_folders_it_changed(client, host, issue, s
                                                           django_capture_on_commit_callbacks):
     gelu = submitting.open_issue(season, alice, title="GELU")
     with django_capture_on_commit_callbacks(execute=True):
-        host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu)))
+        host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# GELU's own kernel\n")))
         first = pr_intake.submit_pull_request(alice, GITEE_PR.format(n=5))
     assert sorted(s.issue.code for s in first) == sorted([issue.code, gelu.code])
 
     # the next commit changes the GELU folder alone: the ReLU folder is exactly its earlier submission
     with django_capture_on_commit_callbacks(execute=True):
-        sha = host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# faster\n")))
+        sha = host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# GELU's own kernel\n# faster\n")))
         (second,) = pr_intake.submit_pull_request(alice, GITEE_PR.format(n=5))
     assert (second.issue, second.pr_commit) == (gelu, sha) and Submission.objects.count() == 3
 
-    host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# faster\n")))  # changed nothing
+    host.open_pull_request(5, dict(bundle_in(issue), **bundle_in(gelu, extra=b"# GELU's own kernel\n# faster\n")))  # changed nothing
     client.force_login(alice.user)
     again = client.post("/submit/pull-request/", {"pr_url": GITEE_PR.format(n=5)}, headers={"Accept-Language": "en"})
     assert "Nothing new to judge" in again.content.decode() and Submission.objects.count() == 3

@@ -163,7 +163,7 @@ def test_the_same_bundle_again_to_the_same_issue_is_refused_in_every_way_in(
     first = submit(django_capture_on_commit_callbacks, alice, issue, files)
     report_all(first, agent, passed_result(speedup=0.93))
 
-    with pytest.raises(submitting.AlreadySubmitted, match=rf"exactly this bundle to issue {issue.code} before, "
+    with pytest.raises(submitting.AlreadySubmitted, match=rf"this kernel to issue {issue.code} before, "
                                                           rf"as submission #{first.pk}") as refused:
         submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
     assert refused.value.earlier == first
@@ -179,12 +179,10 @@ def test_the_same_bundle_again_to_the_same_issue_is_refused_in_every_way_in(
     assert f"as submission #{first.pk}" in text(page) and page.status_code == 200
     assert issue.submissions.count() == 1  # nothing stored, no run queued
 
-    # one byte of difference is another bundle; the same bundle for another issue of one's own is allowed
-    # (and flagged for the organizer as the same operator)
-    changed = submit(django_capture_on_commit_callbacks, alice, issue, dict(files, **{"cudacode.py": files["cudacode.py"] + b"\n"}))
-    other_issue = submitting.open_issue(season, alice, title="ReLU again")
-    elsewhere = submit(django_capture_on_commit_callbacks, alice, other_issue, dict(files))
-    assert changed.pk and elsewhere.abuse_flags.filter(kind="same_operator").exists()
+    # a changed line of code is another kernel
+    changed = submit(django_capture_on_commit_callbacks, alice, issue,
+                     dict(files, **{"cudacode.py": files["cudacode.py"] + b"\nSCALE = 1\n"}))
+    assert changed.pk and changed.runs.exists()
 
 
 def test_a_bundle_the_platform_never_judged_may_be_sent_again(
@@ -204,3 +202,40 @@ def test_a_bundle_the_platform_never_judged_may_be_sent_again(
     third = submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
     with pytest.raises(submitting.AlreadySubmitted, match=f"#{third.pk}"):  # queued: being judged
         submit(django_capture_on_commit_callbacks, alice, issue, dict(files))
+
+
+def test_the_same_kernel_rezipped_or_sent_to_another_issue_joins_the_earlier_ranked_figure(
+        client, season, alice, bob, agent_and_token, django_capture_on_commit_callbacks):
+    """A readme, a self-test, blank lines, trailing spaces and Windows line endings do not make another kernel,
+    nor does another issue of one's own for the same operator: each would draw another sample of the same code's
+    timing noise, and the board would show the luckier one. The refusal names the submission whose runs rank."""
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    files = valid_files()
+    first = submit(django_capture_on_commit_callbacks, alice, issue, files)
+    report_all(first, agent, passed_result(speedup=4.01))
+
+    cosmetic = dict(files, **{"README.md": b"# my ReLU\n", "run_code.py": b"print('self test')\n",
+                              "cudacode.py": files["cudacode.py"].replace(b"\n", b"  \r\n") + b"\n\n"})
+    with pytest.raises(submitting.AlreadySubmitted, match=rf"as submission #{first.pk}"):
+        submit(django_capture_on_commit_callbacks, alice, issue, cosmetic)
+
+    other_issue = submitting.open_issue(season, alice, title="ReLU again")
+    with pytest.raises(submitting.AlreadySubmitted,
+                       match=rf"same operator to issue {issue.code}, as submission #{first.pk}") as refused:
+        submit(django_capture_on_commit_callbacks, alice, other_issue, cosmetic)
+    assert refused.value.earlier == first
+    _, token = accounts.create_api_token(alice, "cli")
+    api = client.post("/api/v1/submissions", {"issue": other_issue.code, "files": [
+        SimpleUploadedFile(name, data) for name, data in cosmetic.items()]},
+        headers={"Authorization": f"Bearer {token}"})
+    assert api.status_code == 409 and f"#{first.pk}" in api.json()["detail"], api.content
+    assert other_issue.submissions.count() == 0 and issue.submissions.count() == 1
+
+    # the same kernel for another operator is another submission, and so is another contestant's copy
+    other_operator = dict(cosmetic, **{"torchcode.py": files["torchcode.py"].replace(b"relu", b"gelu")})
+    assert other_operator["torchcode.py"] != files["torchcode.py"]
+    elsewhere = submit(django_capture_on_commit_callbacks, alice, other_issue, other_operator)
+    assert elsewhere.runs.exists()
+    bobs_issue = submitting.open_issue(season, bob, title="ReLU")
+    assert submit(django_capture_on_commit_callbacks, bob, bobs_issue, dict(files)).runs.exists()

@@ -212,7 +212,8 @@ def test_changing_a_setting_re_ranks_the_stored_standings_and_is_audited(db):
         "org", "bonus only for prizes")
 
     # Switching the rule re-ranks everyone by the kernel contest's order.
-    seasons.change_ranking(season, "cumulative_score", {"more_submissions_first": False}, actor=organizer)
+    seasons.change_ranking(season, "cumulative_score", {"more_submissions_first": False}, actor=organizer,
+                           reason="seed 000's rule")
     assert stored_ranks(season, ids) == sorted(ranks("cumulative_score", CRAFTED, {"more_submissions_first": False}))
 
 
@@ -225,6 +226,8 @@ def test_an_invalid_change_writes_nothing(db):
         seasons.change_ranking(season, "accepted_count", {"bonus_breaks_ties": "yes"})
     with pytest.raises(RankingSettingsError, match="unknown ranking rule 'elo'"):
         seasons.change_ranking(season, "elo", {})
+    with pytest.raises(RankingSettingsError, match="say why the ranking rule of SX changes"):
+        seasons.change_ranking(season, "cumulative_score", {}, reason="  ")
     season.refresh_from_db()
     assert (season.ranking_rule, season.ranking_settings) == ("accepted_count", {})
     assert not AuditEntry.objects.filter(action="season.ranking_changed").exists()

@@ -18,9 +18,12 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
+from clarifications import services as clarification_services
+from clarifications.models import Announcement, Clarification
 from submissions.models import (AgentWorker, ApiToken, AuditEntry, BenchmarkRun, Contestant, DatasetExport, GpuType,
-                                Issue, Rejudge, RejudgeScope, Review, Run, RunStatus, Season, Submission)
-from submissions.services import accounts, datasets, judging, rejudging, submitting
+                                InviteCode, Issue, ProfileFile, Rejudge, RejudgeScope, Review, Run, RunStatus, Season,
+                                SeasonAdmission, SeasonBan, Submission)
+from submissions.services import accounts, datasets, judging, profiles, rejudging, submitting
 from tests.judged_data import accepted_sample
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import passed_result, report_all, submit
@@ -54,6 +57,11 @@ def world(season, alice, bob, organizer, django_capture_on_commit_callbacks):
     issue_a = submitting.open_issue(season, alice, title="A's ReLU")
     sub_a = submit(capture, alice, issue_a, valid_files())
     report_all(sub_a, agent, logged)
+    with capture(execute=True):  # A's profile of her CPU run, judged, its .ncu-rep kept
+        run_a_cpu = sub_a.runs.get(gpu_type__slug="cpu")
+        profiled = profiles.request_profile(run_a_cpu.pk, alice.user).runs.get()
+    report_all(profiled.submission, agent, passed_result())
+    ProfileFile.objects.create(run=profiled, content=b"NCU-REP", size=7, sha256="0" * 64, attempt=profiled.attempts)
     issue_b = submitting.open_issue(season, bob, title="B's ReLU")
     sub_b = submit(capture, bob, issue_b, valid_files())
     report_all(sub_b, agent, passed_result())
@@ -69,11 +77,14 @@ def world(season, alice, bob, organizer, django_capture_on_commit_callbacks):
     benchmark = BenchmarkRun.objects.create(
         contestant=alice, gpu_name="Test GPU", device_kind="cuda", dataset_name="S1 v1", season=season,
         dataset_checksum="0" * 64, harness_version="1", sample_count=0, passed_count=0)
+    question = clarification_services.ask(season, alice.user, "May A's kernel use tensor cores?")
+    announcement = clarification_services.post_announcement(season, organizer.user, "Judging resumes.", reason="test")
     return {
         "season": season, "alice": alice, "bob": bob, "organizer": organizer, "agent": agent, "agent2": agent2,
         "issue_a": issue_a, "issue_b": issue_b, "sub_a": sub_a, "sub_b": sub_b, "accepted": accepted,
         "export": export, "leased": leased, "unleased": unleased, "job_secret": job_secret, "rejudge": rejudge,
-        "token_a": token_a, "benchmark": benchmark,
+        "profiled": profiled, "run_a_cpu": run_a_cpu,
+        "token_a": token_a, "benchmark": benchmark, "question": question, "announcement": announcement,
         "worker": AgentWorker.objects.create(agent=agent, name="agent-one-gpu0"),
         "users": {"a": alice.user, "b": bob.user, "organizer": organizer.user},
         "bearer": {"a": raw_a, "b": accounts.create_api_token(bob)[1],
@@ -92,6 +103,8 @@ def ids(world):
         "queued_run_b": world["rejudge"].runs.first().pk, "rejudge": world["rejudge"].pk,
         "worker": world["worker"].pk, "export": world["export"].number, "token_a": world["token_a"].pk,
         "benchmark": world["benchmark"].pk, "attempt": world["leased"].attempts,
+        "question": world["question"].pk, "announcement": world["announcement"].pk,
+        "profiled": world["profiled"].pk, "run_a_cpu": world["run_a_cpu"].pk,
     }
 
 
@@ -165,6 +178,19 @@ ROUTES = {
     # the page of anyone's submission: its code and logs only to whoever may see them (tests below)
     "submission_detail": [Case("get", "/submissions/{sub_a}/", everyone(200))],
     "submission_runs": [Case("get", "/submissions/{sub_a}/runs/", everyone(200))],
+    # one's own queued run: only A cancels it; B and an organizer are told it is not theirs (tests/site/test_own_cancel.py)
+    "cancel_own_run": [Case("get", "/runs/{unleased}/cancel/", people(405)),
+                       Case("post", "/runs/{unleased}/cancel/", people("redirect"), may_change=("a",))],
+    # a profile run's report and its .ncu-rep: its owner's and the organizers' alone (tests/site/test_profiles.py);
+    # asking for one: A's passed run, by A alone (B and the organizer are told it is not theirs)
+    "run_profile_page": [Case("get", "/runs/{profiled}/profile/", {"anonymous": 404, "a": 200, "b": 404,
+                                                                   "organizer": 200})],
+    "run_profile_download": [Case("get", "/runs/{profiled}/profile.ncu-rep", {"anonymous": 404, "a": 200, "b": 404,
+                                                                              "organizer": 200})],
+    "request_profile": [Case("get", "/runs/{run_a_cpu}/profile/request/", people(405)),
+                        Case("post", "/runs/{run_a_cpu}/profile/request/", people("redirect"), may_change=("a",))],
+    # the comparison of one's own versions: B and the organizer see none of A's (tests/browser/test_comparison_page.py)
+    "issue_versions": [Case("get", "/issues/{issue_a}/versions/", people(200))],
     "set_language": [Case("get", "/i18n/setlang/", everyone("redirect")),
                      Case("post", "/i18n/setlang/", everyone("redirect"), data={"language": "zh-hans"})],
     # ---- accounts
@@ -218,6 +244,11 @@ ROUTES = {
         Case("get", "/organizer/seasons/{season}/rejudge/", staff(405)),
         Case("post", "/organizer/seasons/{season}/rejudge/", staff("redirect"), data={"reason": "test"})],
     "organizer_rejudge": [Case("get", "/organizer/rejudges/{rejudge}/", staff(200))],
+    "organizer_final_system_test": [Case("get", "/organizer/seasons/{season}/final-system-test/", staff(200))],
+    # the season has not ended: the start is refused with a message, back to the page
+    "organizer_final_system_test_start": [
+        Case("get", "/organizer/seasons/{season}/final-system-test/start/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/final-system-test/start/", staff(400), data={"reason": "test"})],
     "organizer_fleet": [Case("get", "/organizer/fleet/", staff(200))],
     "organizer_fleet_json": [Case("get", "/organizer/fleet.json", staff(200))],
     "organizer_drain_worker": [
@@ -232,10 +263,15 @@ ROUTES = {
     "organizer_dataset_export": [
         Case("get", "/organizer/seasons/{season}/dataset/export/", staff(405)),
         Case("post", "/organizer/seasons/{season}/dataset/export/", staff("redirect"), data={"reason": "test"})],
-    "organizer_dataset_weights": [
-        Case("get", "/organizer/seasons/{season}/dataset/weights/", staff(405)),
-        Case("post", "/organizer/seasons/{season}/dataset/weights/", staff("redirect"),
-             data={"rule": "uniform", "settings": "{{}}", "reason": "test"})],
+    "organizer_seasons": [Case("get", "/organizer/seasons/", staff(200))],
+    "organizer_season_settings": [
+        Case("get", "/organizer/seasons/{season}/settings/", staff(200)),
+        Case("post", "/organizer/seasons/{season}/settings/", staff("redirect"),
+             data={"section": "ranking", "ranking-rule": "cumulative_score", "ranking-reason": "test"})],
+    "organizer_season_freeze": [
+        Case("get", "/organizer/seasons/{season}/settings/freeze/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/settings/freeze/", staff("redirect"),
+             data={"freeze-action": "freeze", "freeze-reason": "test"})],
     "organizer_dataset_download": [Case("get", "/organizer/seasons/{season}/dataset/v{export}.tar.gz", staff(200))],
     "organizer_dataset_publish": [
         Case("get", "/organizer/seasons/{season}/dataset/v{export}/publish/", staff(405)),
@@ -245,6 +281,55 @@ ROUTES = {
         Case("get", "/organizer/issues/{accepted_issue}/weight/", staff(405)),
         Case("post", "/organizer/issues/{accepted_issue}/weight/", staff("redirect"),
              data={"weight": "2", "reason": "test"})],
+    # season access: the world has no admission, invite code or ban to withdraw or lift (400 and 404 say so)
+    "organizer_season_access": [Case("get", "/organizer/seasons/{season}/access/", staff(200))],
+    "organizer_season_admission": [
+        Case("get", "/organizer/seasons/{season}/access/admission/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/admission/", staff("redirect"),
+             data={"admission": "invite_only", "reason": "test"})],
+    "organizer_season_admit": [
+        Case("get", "/organizer/seasons/{season}/access/admit/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/admit/", staff("redirect"),
+             data={"accounts": "bob", "reason": "test"})],
+    "organizer_season_revoke_admission": [
+        Case("get", "/organizer/seasons/{season}/access/admitted/{b}/revoke/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/admitted/{b}/revoke/", staff(400), data={"reason": "test"})],
+    "organizer_season_invites": [
+        Case("get", "/organizer/seasons/{season}/access/invites/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/invites/", staff("redirect"),
+             data={"count": "1", "reason": "test"})],
+    "organizer_season_revoke_invite": [
+        Case("get", "/organizer/seasons/{season}/access/invites/NOSUCHCODE/revoke/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/invites/NOSUCHCODE/revoke/", staff(404),
+             data={"reason": "test"})],
+    "organizer_season_ban": [
+        Case("get", "/organizer/seasons/{season}/access/bans/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/bans/", staff("redirect"),
+             data={"account": "bob", "reason": "test"})],
+    "organizer_season_lift_ban": [
+        Case("get", "/organizer/seasons/{season}/access/bans/{b}/lift/", staff(405)),
+        Case("post", "/organizer/seasons/{season}/access/bans/{b}/lift/", staff(400), data={"reason": "test"})],
+    # a contestant's join page: a wrong code is refused (400) and admits nobody
+    "season_join": [Case("get", "/seasons/{season}/join/", people(200)),
+                    Case("post", "/seasons/{season}/join/", people(400), data={"code": "NOSUCHCODE"})],
+    # ---- clarifications: a season's page for everyone (a question and a private answer for its asker
+    # alone: tests/site/test_clarifications.py); asking signed in; answering and announcing for organizers
+    "season_clarifications": [Case("get", "/seasons/{season}/clarifications/", everyone(200))],
+    "season_ask": [Case("get", "/seasons/{season}/clarifications/ask/", people(405)),
+                   Case("post", "/seasons/{season}/clarifications/ask/", people("redirect"),
+                        data={"question": "route access test"})],
+    "organizer_clarifications": [Case("get", "/organizer/clarifications/", staff(200))],
+    "organizer_answer_clarification": [
+        Case("get", "/organizer/clarifications/{question}/answer/", staff(405)),
+        Case("post", "/organizer/clarifications/{question}/answer/", staff("redirect"),
+             data={"answer": "yes", "visibility": "public", "reason": "test"})],
+    "organizer_announce": [
+        Case("get", "/organizer/announcements/", staff(405)),
+        Case("post", "/organizer/announcements/", staff("redirect"),
+             data={"season": "{season}", "text": "route access test", "reason": "test"})],
+    "organizer_withdraw_announcement": [
+        Case("get", "/organizer/announcements/{announcement}/withdraw/", staff(405)),
+        Case("post", "/organizer/announcements/{announcement}/withdraw/", staff("redirect"), data={"reason": "test"})],
     # ---- the API: documentation
     "api:api-root": [Case("get", "/api/v1/", api_public(404))],
     "api:openapi-json": [Case("get", "/api/v1/openapi.json", api_public())],
@@ -262,6 +347,10 @@ ROUTES = {
         Case("get", "/api/v1/agent/runs/{leased}/bundle", api(agent=200, agent2=403), headers=SECRET),
         # a queued run nobody started: no agent gets its files before `start` hands it out
         Case("get", "/api/v1/agent/runs/{unleased}/bundle", api(agent=403, agent2=403), headers=SECRET)],
+    # a profile run's .ncu-rep: the leased run is no profile run (409 to its agent); another agent: 403
+    "api:agent_run_profile_file": [
+        Case("post", "/api/v1/agent/runs/{leased}/profile-file?attempt={attempt}", api(agent=409, agent2=403),
+             data=b"NCU-REP", headers=SECRET)],
     "api:agent_run_result": [
         Case("post", "/api/v1/agent/runs/{leased}/result", api(agent=200, agent2=403),
              data=lambda world: passed_result(), json=True, headers=SECRET)],
@@ -279,6 +368,12 @@ ROUTES = {
                             Case("get", "/api/v1/submissions?season={season}", api_people(200))],
     "api:own_issues": [Case("get", "/api/v1/issues", api_people(200))],
     "api:token_owner": [Case("get", "/api/v1/me", api_people(200))],
+    "api:run_profile_request": [Case("post", "/api/v1/runs/{run_a_cpu}/profile", api(a=201, b=403, organizer=403),
+                                     data={}, json=True)],
+    "api:run_profile": [Case("get", "/api/v1/runs/{profiled}/profile", api(a=200, b=404, organizer=200))],
+    "api:run_profile_file": [Case("get", "/api/v1/runs/{profiled}/profile/report", api(a=200, b=404, organizer=200))],
+    "api:run_cancel": [Case("post", "/api/v1/runs/{unleased}/cancel", api(a=200, b=403, organizer=403), data={},
+                            json=True)],
     "api:submission_from_pull_request": [
         Case("post", "/api/v1/pull-requests", api(a=400, b=404, organizer=404),
              data={"pr_url": PR_URL, "issue": "{issue_a}"}, json=True)],
@@ -286,7 +381,8 @@ ROUTES = {
     "api:benchmark_run": [Case("get", "/api/v1/benchmark-runs/{benchmark}", api_people(200))],
     # ---- the API: organizers (a personal token of a staff account)
     "api:dataset_exports": [Case("get", "/api/v1/seasons/{season}/datasets", api_staff(200))],
-    "api:dataset_export_create": [Case("post", "/api/v1/seasons/{season}/datasets", api_staff(201), data={}, json=True)],
+    "api:dataset_export_create": [Case("post", "/api/v1/seasons/{season}/datasets", api_staff(201),
+                                       data={"reason": "test"}, json=True)],
     "api:dataset_export": [Case("get", "/api/v1/seasons/{season}/datasets/{export}", api_staff(200))],
     "api:dataset_export_archive": [Case("get", "/api/v1/seasons/{season}/datasets/{export}/archive", api_staff(200))],
     "api:dataset_export_manifest": [Case("get", "/api/v1/seasons/{season}/datasets/{export}/manifest", api_staff(200))],
@@ -300,6 +396,33 @@ ROUTES = {
                                         data={"rule": "uniform", "reason": "test"}, json=True)],
     "api:sample_weight_change": [Case("put", "/api/v1/issues/{accepted_issue}/weight", api_staff(200),
                                       data={"weight": 2, "reason": "test"}, json=True)],
+    "api:season_access": [Case("get", "/api/v1/seasons/{season}/access", api_staff(200))],
+    "api:season_admission_change": [Case("put", "/api/v1/seasons/{season}/access", api_staff(200),
+                                         data={"admission": "invite_only", "reason": "test"}, json=True)],
+    "api:season_admit": [Case("post", "/api/v1/seasons/{season}/access/admitted", api_staff(200),
+                              data={"accounts": ["bob"], "reason": "test"}, json=True)],
+    "api:season_admission_withdraw": [Case("post", "/api/v1/seasons/{season}/access/admitted/bob/withdraw",
+                                           api_staff(400), data={"reason": "test"}, json=True)],  # not admitted
+    "api:season_invites_create": [Case("post", "/api/v1/seasons/{season}/access/invites", api_staff(201),
+                                       data={"reason": "test"}, json=True)],
+    "api:season_invite_withdraw": [Case("post", "/api/v1/seasons/{season}/access/invites/NOSUCHCODE/withdraw",
+                                        api_staff(404), data={"reason": "test"}, json=True)],
+    "api:season_ban": [Case("post", "/api/v1/seasons/{season}/access/bans", api_staff(201),
+                            data={"account": "bob", "reason": "test"}, json=True)],
+    "api:season_ban_lift": [Case("post", "/api/v1/seasons/{season}/access/bans/bob/lift", api_staff(400),
+                                 data={"reason": "test"}, json=True)],  # not banned
+    # a contestant joins with a code: a wrong one is refused and admits nobody
+    "api:season_join": [Case("post", "/api/v1/seasons/{season}/join", api_people(400), data={"code": "NOSUCHCODE"},
+                             json=True)],
+    # ---- the API: clarifications (one's own and those answered for everyone; organizers answer and announce)
+    "api:season_clarifications": [Case("get", "/api/v1/seasons/{season}/clarifications", api_people(200))],
+    "api:clarification_ask": [Case("post", "/api/v1/seasons/{season}/clarifications", api_people(201),
+                                   data={"question": "route access test"}, json=True)],
+    "api:waiting_clarifications": [Case("get", "/api/v1/clarifications/waiting", api_staff(200))],
+    "api:clarification_answer": [Case("post", "/api/v1/clarifications/{question}/answer", api_staff(200),
+                                      data={"answer": "yes", "public": True, "reason": "test"}, json=True)],
+    "api:announcement_create": [Case("post", "/api/v1/seasons/{season}/announcements", api_staff(201),
+                                     data={"text": "route access test", "reason": "test"}, json=True)],
     # ---- the API: public boards (no token needed; one is ignored)
     "api:season_list": [Case("get", "/api/v1/seasons", api_public())],
     "api:season_issues": [Case("get", "/api/v1/seasons/{season}/issues", api_public())],
@@ -388,6 +511,8 @@ def ask(world, case, role, client=None):
         client.force_login(world["users"][role])
     path = case.path.format(**names)
     data = fill(case.data, world, names)
+    if isinstance(data, bytes):  # a file's raw bytes (an agent's profile file)
+        return client.generic(case.method.upper(), path, data, content_type="application/octet-stream", headers=headers)
     if case.json:
         body = json.dumps({key: as_number(value) for key, value in data.items()})
         return getattr(client, case.method)(path, body, content_type="application/json", headers=headers)
@@ -401,13 +526,17 @@ def state_of_the_site():
     the audit of refusals (a refused agent's call is recorded, by design) and a token's last use."""
     return {
         "rows": [model.objects.count() for model in (Issue, Submission, Run, Review, Rejudge, DatasetExport,
-                                                     BenchmarkRun, ApiToken, AgentWorker)],
+                                                     BenchmarkRun, ApiToken, AgentWorker, SeasonAdmission,
+                                                     InviteCode, SeasonBan, ProfileFile)],
         "audit": AuditEntry.objects.exclude(action__endswith="_refused").count(),
         "runs": list(Run.objects.order_by("pk").values_list("status", "verdict", "agent", "attempts", "job_secret_hash",
                                                             "alive_at", "stage", "flags")),
         "tokens": list(ApiToken.objects.order_by("pk").values_list("revoked_at", flat=True)),
         "workers": list(AgentWorker.objects.order_by("pk").values_list("draining", flat=True)),
-        "seasons": list(Season.objects.order_by("pk").values_list("dataset_weight_rule", "dataset_weight_settings")),
+        "seasons": list(Season.objects.order_by("pk").values_list("dataset_weight_rule", "dataset_weight_settings",
+                                                                  "admission")),
+        "clarifications": list(Clarification.objects.order_by("pk").values_list("answer", "public", "answered_at")),
+        "announcements": list(Announcement.objects.order_by("pk").values_list("withdrawn_at", flat=True)),
         "profiles": list(Contestant.objects.order_by("pk").values_list(
             "display_name", "github_handle", "agreement_version")),
     }

@@ -51,7 +51,10 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
                     _, secret = judging.start_run(run.pk, agent, run.attempts)
                 except (judging.RunConflict, judging.AgentRefused):
                     continue  # another agent or the organizer was first
-                judging.record_result(run.pk, agent, secret, passed_result())
+                try:
+                    judging.record_result(run.pk, agent, secret, passed_result())
+                except judging.LateReport:
+                    continue  # the organizer cancelled it while it was judged: a late report, kept as evidence
         return work
 
     def cancel():
@@ -59,7 +62,7 @@ def test_concurrent_starts_reports_cancels_and_submissions_neither_deadlock_nor_
             try:
                 cancelling.cancel_run(run.pk, organizer.user, "withdrawn")
             except cancelling.CancelRefused:
-                pass  # an agent started it first
+                pass  # an agent finished it first
 
     def submit():
         for _ in range(4):

@@ -11,7 +11,7 @@ import pytest
 
 from submissions.bundles import build_bundle
 from submissions.models import RejudgeScope, Run, RunStatus, Verdict
-from submissions.services import rejudging, reviewing, submitting
+from submissions.services import cancelling, rejudging, reviewing, submitting
 from submissions.services.accounts import create_api_token
 from tests.judged_data import mark_passed
 from tests.site.bundle_files import valid_files
@@ -121,4 +121,35 @@ def test_the_api_tells_the_state(client, submission, organizer):
     assert state() == "accepted"
     schema = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["SubmissionOut"]
     assert schema["properties"]["state"]["enum"] == ["judging", "passed_awaiting_review", "awaiting_review",
-                                                     "accepted", "rejected"]
+                                                     "accepted", "rejected", "passed", "failed", "cancelled"]
+
+
+def in_review_queue(client, organizer, submission):
+    client.force_login(organizer.user)
+    return f'href="/organizer/submissions/{submission.pk}/"' in text(client.get("/organizer/", headers=ENGLISH))
+
+
+def test_a_submission_whose_every_run_was_cancelled_leaves_the_review_queue_and_says_cancelled(
+        client, submission, season, alice, organizer):
+    """Nothing was judged: there is nothing to review, and "Did not pass" would blame the code."""
+    half = submitting.create_submission(alice, submitting.open_issue(season, alice, title="GELU"),
+                                        build_bundle(dict(valid_files(), **{"readme.md": b"another"})))
+    for run in submission.runs.all():
+        cancelling.cancel_own_run(run.pk, alice.user, "wrong files")
+    cpu, c500 = half.runs.order_by("gpu_type__slug")
+    assert (c500.gpu_type.slug, cpu.gpu_type.slug) == ("cpu", "c500")  # by slug: c500 first
+    cancelling.cancel_own_run(c500.pk, alice.user)  # one type cancelled, the other judged: still reviewed
+    Run.objects.filter(pk=cpu.pk).update(status=RunStatus.DONE, verdict=Verdict.WRONG_ANSWER)
+
+    assert not in_review_queue(client, organizer, submission) and in_review_queue(client, organizer, half)
+    client.force_login(alice.user)
+    for headers, cancelled in ((ENGLISH, "Cancelled"), (CHINESE, "已取消")):
+        seen = states_seen(client, submission, headers)
+        seen.pop("contestant")  # its first row is the newer submission's
+        assert seen == {"submission": cancelled, "runs table": cancelled, "issue": cancelled}
+        page = text(client.get(f"/contestants/{alice.pk}/", headers=headers))
+        row = re.search(rf'href="/submissions/{submission.pk}/".*?</tr>', page, re.S).group(0)
+        assert f">{cancelled}</span>" in row
+    assert states_seen(client, half)["submission"] == "Did not pass — awaiting review"
+    bearer = {"Authorization": f"Bearer {create_api_token(alice)[1]}"}
+    assert client.get(f"/api/v1/submissions/{submission.pk}", headers=bearer).json()["state"] == "cancelled"

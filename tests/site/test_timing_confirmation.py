@@ -79,7 +79,7 @@ def test_an_organizer_clears_it_with_a_reason_and_it_counts(client, season, alic
     assert f"/organizer/runs/{run.pk}/clear-timing/" in review
 
     refused = client.post(f"/organizer/runs/{run.pk}/clear-timing/", {"reason": "  "}, headers=EN, follow=True)
-    assert "clearing a time needs a reason" in page_text(refused)
+    assert "Clearing a time needs a reason." in page_text(refused)
     run.refresh_from_db()
     assert run.flags == ["timing_unconfirmed"]
 
@@ -177,3 +177,29 @@ def test_the_wire_schema_takes_a_confirmation_or_none():
     result["timing"]["confirmation"] = dict(CONFIRMATION, kernel_ms=-1.0)
     with pytest.raises(ValidationError, match="kernel_ms"):
         RunResult.model_validate(result)
+
+
+@pytest.mark.parametrize("case_records, stored", [
+    # each case confirmed on its own (harness 1.7): the mean of each case within its own record
+    ({"small": 4.0, "wide": 1.0}, 2.0),  # sqrt(min(4, 4) * min(1, 1)), above the first case's 1.5
+    ({"small": 1.0, "wide": 1.0}, 1.0),  # the second case's figure above its record: lowered to it
+    # an older agent's cases, confirmed on the first case alone: that case's record bounds the mean
+    (None, 1.5),
+])
+def test_a_run_of_several_cases_is_bounded_by_each_cases_own_record(
+        season, alice, agent_and_token, django_capture_on_commit_callbacks, case_records, stored):
+    agent, _ = agent_and_token
+    issue = submitting.open_issue(season, alice, title="ReLU")
+    submission = submit(django_capture_on_commit_callbacks, alice, issue, valid_files())
+    result = unconfirmed_result(speedup=2.0)
+    result["flags"] = []
+    result["timing"]["confirmation"].update(confirmed=True, reference_kernel_ms=4.5, kernel_speedup=1.5)
+    result["timing"]["cases"] = {
+        "small": {"reference_ms": 1.0, "candidate_ms": 0.25, "speedup": 4.0},
+        "wide": {"reference_ms": 3.0, "candidate_ms": 3.0, "speedup": 1.0},
+    }
+    for name, record in (case_records or {}).items():
+        result["timing"]["cases"][name].update(kernel_speedup=record, confirmed=True)
+    report_all(submission, agent, result)
+    run = Run.objects.get(submission=submission, gpu_type__slug="c500")
+    assert run.speedup == pytest.approx(stored)

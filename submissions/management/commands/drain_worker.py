@@ -18,7 +18,10 @@ class Command(BaseCommand):
         except LookupError as exc:
             raise CommandError(str(exc)) from exc
         change = fleet.resume_worker if self.resume else fleet.drain_worker
-        changed = change(worker, actor_label="manage.py", reason=reason)
+        try:
+            changed = change(worker, actor_label="manage.py", reason=reason)
+        except fleet.DrainRefused as exc:
+            raise CommandError(str(exc)) from exc
         verb = "taking runs" if self.resume else "draining"
         already = "" if changed else " (it already was)"
         self.stdout.write(f"worker {worker.agent.name}/{worker.name}: {verb}{already}")
