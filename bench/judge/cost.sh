@@ -3,7 +3,8 @@
 # Parts (PART=warm by default):
 # - warm: every bundle built first, then each judged warm (the pool's processes started before the job),
 #   GAP seconds apart (default 5; 0: a full queue): the median wall time and the cost per stage. BUNDLES
-#   (default: the adversarial, launch-bound and dispatch bundles and examples/001-example; the dataset's
+#   (default: the adversarial, launch-bound, dispatch and graph bundles, examples/001-example and the two
+#   forward-and-backward examples; the dataset's
 #   ds-* samples, with inputs of 134-537 MB, do not fit the call beside them) is a list of folders;
 # - cold: the agent's precompiled headers prepared, then the cold compile as a judging whose processes wait
 #   sees it (--cold), and the cold compile of examples/001-example as a judged process builds it
@@ -19,7 +20,7 @@ CACHE=bench/.cache/cost  # git-ignored; kept between calls on a device machine
 
 warm() {
   local bundles=() folder
-  for folder in ${BUNDLES:-bench/fixtures/bundles/adv-* bench/fixtures/bundles/dispatch-cpu bench/fixtures/bundles/lb-* examples/001-example}; do
+  for folder in ${BUNDLES:-bench/fixtures/bundles/adv-* bench/fixtures/bundles/dispatch-cpu bench/fixtures/bundles/lb-* bench/fixtures/bundles/graph-static-copies examples/001-example examples/attention-backward examples/ce-fused-backward}; do
     bundles+=(--bundle "$folder")
   done
   timeout "${WARM_TIMEOUT:-400}" "$PYTHON" bench/judge/judging_cost.py --cache-dir "$CACHE" --gap "${GAP:-5}" "${bundles[@]}" 2>&1

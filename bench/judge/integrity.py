@@ -36,7 +36,6 @@ import launch_bound  # noqa: E402
 from integrity_cases import Case, judge_outcome, select  # noqa: E402
 
 REPO = launch_bound.REPO
-BUNDLES = launch_bound.BUNDLES
 DEFAULT_CACHE = REPO / "bench" / ".cache" / "integrity-builds"  # git-ignored
 STARTED = time.monotonic()
 JUDGING_ALLOWANCE_S = 40  # a judging is not started with less than this left before the deadline
@@ -86,7 +85,7 @@ class Bench:
     def judging(self, case: Case, index: int, extra: list[str] | None = None) -> tuple[dict, float]:
         name = case.bundle if case.judgings == 1 else f"{case.bundle}-{index + 1}"
         remaining = self.args.deadline - elapsed()
-        return judge(BUNDLES / case.bundle, self.cache_of(case), self.out / f"{name}.json",
+        return judge(case.path, self.cache_of(case), self.out / f"{name}.json",
                      self.out / "logs" / f"{name}.log", [*self.common, *case.judge_args, *(extra or [])],
                      timeout_s=max(remaining, 30.0))
 
@@ -104,7 +103,7 @@ class Bench:
               f"{', '.join(c.bundle for c in builds + firsts)}", flush=True)
 
         def build(case: Case):
-            result, seconds = judge(BUNDLES / case.bundle, self.cache_of(case), self.out / f"build-{case.bundle}.json",
+            result, seconds = judge(case.path, self.cache_of(case), self.out / f"build-{case.bundle}.json",
                                     self.out / "logs" / f"build-{case.bundle}.log",
                                     ["--device", self.args.device, "--run-timeout", "1"],
                                     timeout_s=max(self.args.deadline - elapsed(), 30.0))
@@ -170,6 +169,14 @@ class Bench:
         warm = [row["wall_s"] for row in rows if row["warm_honest"] and row["status"] != "skipped"]
         median = statistics.median(warm) if warm else None
         self.report["warm_honest_median_wall_s"] = median
+        # an adversarial one that passed is never ranked above what its kernels' record supports
+        passed = [row for row in rows if not row["honest"] and row["status"] == "passed"]
+        above = [row["bundle"] for row in passed
+                 if not (row["speedup"] and row["confirmation"]["kernel_speedup"]
+                         and row["speedup"] <= row["confirmation"]["kernel_speedup"] * (1 + 1e-9))]
+        self.report["adversarial_passed_above_kernels"] = above
+        print(f"adversarial judgings that passed: {len(passed)}; timing.speedup above its kernels' ratio "
+              f"(or no ratio): {', '.join(above) or 'none'}")
         counts = {v: sum(row["verdict"] == v for row in rows) for v in ("OK", "UNEXPECTED", "SKIPPED")}
         print(f"\nmedian judging wall time of the warm honest judgings: {fmt(median, '.1f')} s "
               f"({len(warm)} judgings); verdicts: {counts}", flush=True)
@@ -192,7 +199,7 @@ class Bench:
             if elapsed() + NCU_ALLOWANCE_S > self.args.deadline:
                 print(f"| {case.bundle} | skipped: bench deadline |")
                 continue
-            bundle = BUNDLES / case.bundle
+            bundle = case.path
             env = {}
             if case.builds:
                 env = {"TORCH_EXTENSIONS_DIR": str(build_cache.extensions_dir(builds, bundle / "cudacode.py", "cuda")),
@@ -231,9 +238,10 @@ def summarize(case: Case, expected: str, result: dict, seconds: float, index: in
         "reason": result.get("reason"), "speedup": timing.get("speedup"),
         "median_ms": [side("reference").get("median_ms"), side("candidate").get("median_ms")],
         "batched_ms": [side("reference").get("batched_ms"), side("candidate").get("batched_ms")],
-        "confirmation": {key: confirmation.get(key) for key in ("kernel_ms", "ratio", "confirmed", "reason")},
+        "confirmation": {key: confirmation.get(key) for key in ("kernel_ms", "ratio", "kernel_speedup", "confirmed",
+                                                               "reason")},
         "durations_s": result.get("durations_s"), "stages": launch_bound.stage_line(result),
-        "wall_s": round(seconds, 1), "warm_honest": warm and index == case.judgings - 1,
+        "wall_s": round(seconds, 1), "warm_honest": warm and index == case.judgings - 1, "honest": case.honest,
     }
 
 

@@ -15,7 +15,7 @@ for bundle in ${ONLY:-}; do options+=(--only "$bundle"); done
 
 bench_integrity() {
   "$PYTHON" bench/judge/integrity.py "${options[@]}" 2>&1 | tee "$WORK/integrity-console.log" \
-    | grep -E '^\|| median|OK|UNEXPECTED' | cut -c1-400 | tee "$OUT_DIR/integrity.log"
+    | grep -E '^\|| median|adversarial|OK|UNEXPECTED' | cut -c1-400 | tee "$OUT_DIR/integrity.log"
   cp "$WORK/integrity/integrity.json" "$OUT_DIR/integrity.json"
 }
 step integrity bench_integrity

@@ -151,9 +151,9 @@ def ncu_target(bundle: Path, calls: int, flush_per_call: bool = False) -> None:
     sys.path.insert(0, str(bundle))
     api = loading.reference_api(bundle / "torchcode.py")
     device = torch.device("cuda")
-    reference = loading.build_model(api.Model, api.get_init_inputs, 0, device)
+    reference = loading.build_model(api.Model, api.get_init_inputs, 0, device, api.backward)
     module = loading.import_file(bundle / "cudacode.py", "candidate")
-    candidate = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device)
+    candidate = loading.build_model(module.ModelNew, api.get_init_inputs, 0, device, api.backward)
     flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if flush_per_call else None
     push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
 

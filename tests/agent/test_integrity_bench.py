@@ -23,8 +23,8 @@ CASE = {case.bundle: case for case in CASES}
 
 def test_every_case_is_a_bundle_and_the_script_lists_them():
     for case in CASES:
-        folder = REPO / "bench" / "fixtures" / "bundles" / case.bundle
-        assert (folder / "torchcode.py").is_file() and (folder / "cudacode.py").is_file(), case.bundle
+        folder = case.path
+        assert folder.is_relative_to(REPO) and (folder / "torchcode.py").is_file() and (folder / "cudacode.py").is_file(), case.bundle
     help_text = subprocess.run([sys.executable, "bench/judge/integrity.py", "--help"], cwd=REPO, capture_output=True,
                                text=True, check=True).stdout
     assert "--only" in help_text and "--deadline" in help_text
