@@ -167,9 +167,10 @@ def include_flags(root: Path | None, extra_cflags: list[str], with_cuda: bool) -
 
 def include_path(root: Path | None, extra_cflags: list[str], with_cuda: bool, lean: bool) -> list[Path]:
     """The folders a build with these flags puts in CPATH: the lean header's first where `lean`, then
-    the full one's; only those prepared."""
+    the full one's; only those prepared. Absolute: ninja compiles in the build's folder, where a
+    relative entry (a relative --cache-dir) would name nothing and GCC would parse torch's headers."""
     kinds = [LEAN, FULL] if lean else [FULL]
-    return [folder for kind in kinds if (folder := _prepared(root, extra_cflags, with_cuda, kind))]
+    return [folder.absolute() for kind in kinds if (folder := _prepared(root, extra_cflags, with_cuda, kind))]
 
 
 def install(root: Path | None) -> None:

@@ -2,12 +2,13 @@
 once for a set of flags, then used by a judged build with exactly those flags, and by no other. The header
 is the run's (tests/conftest.py's precompiled_header, made by pch.prepare as `prepare-pch` makes it)."""
 
+import os
 import shutil
 
 import pytest
 
 from profiler_agent.executors import build_cache, pch
-from tests.agent.conftest import EXAMPLES
+from tests.agent.conftest import EXAMPLES, REPO
 from tests.conftest import share_precompiled_header
 
 FAST = ("--timing-budget", "0.2")
@@ -105,9 +106,13 @@ def test_main_cpp_reads_the_lean_header_only_where_asked_and_gcc_takes_its_pch(p
     for asked in ("1", "0"):
         build = tmp_path / f"build-{asked}"
         build.mkdir()
-        done = subprocess.run([sys.executable, "-c", BUILD_WITH_LEAN_MAIN, str(precompiled_header), asked,
+        # the lean build names the folder relatively (a relative --cache-dir): ninja compiles in the
+        # build's folder, so only an absolute CPATH entry lets it find the lean header there
+        root, cwd = (precompiled_header.name, precompiled_header.parent) if asked == "1" else (precompiled_header, None)
+        done = subprocess.run([sys.executable, "-c", BUILD_WITH_LEAN_MAIN, str(root), asked,
                                f"lean_main_{asked}", LEAN_BINDING, str(build)],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, cwd=cwd,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
         outputs[asked] = done.stdout + done.stderr
         assert done.returncode == 0, outputs[asked][-3000:]
         assert "not used because" not in outputs[asked]  # -Winvalid-pch: GCC took the .gch it found
