@@ -323,7 +323,8 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     """Judge `bundle` and return a validated schema-1 result."""
     started = time.monotonic()
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31 - 1024)
-    cache_dir = Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()
+    # absolute: the judged processes, which build and read the precompiled headers there, run elsewhere
+    cache_dir = (Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()).absolute()
     result = result_schema.empty_result()
     sources = snapshot_sources(bundle)
     # every process of the judging, started ahead (judge.warm_pool), taken from the pool when one waits

@@ -2,6 +2,7 @@
 once for a set of flags, then used by a judged build with exactly those flags, and by no other. The header
 is the run's (tests/conftest.py's precompiled_header, made by pch.prepare as `prepare-pch` makes it)."""
 
+import json
 import os
 import shutil
 
@@ -20,8 +21,11 @@ def module_build_cache(tmp_path_factory, precompiled_header):
     return share_precompiled_header(tmp_path_factory.mktemp("pch-builds"), precompiled_header)
 
 
-def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judge, request):
-    root = build_cache.pch_root(request.getfixturevalue("build_cache"))  # the judge's --cache-dir
+def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, request, tmp_path, capsys, monkeypatch):
+    from profiler_agent.__main__ import main
+
+    cache_dir = request.getfixturevalue("build_cache")  # the judge's --cache-dir
+    root = build_cache.pch_root(cache_dir)
     folder = pch.prepare(root, ["-O3"], with_cuda=False)  # relu-cpu passes extra_cflags=["-O3"]; the run's
     assert (folder / "torch" / "extension.h.gch").stat().st_size > 1 << 20
     assert (folder / "torch" / "extension.h").resolve() == pch._header().resolve()
@@ -33,7 +37,13 @@ def test_a_judged_build_uses_the_header_prepared_for_its_flags(make_bundle, judg
 
     source = (EXAMPLES / "relu-cpu" / "cudacode.py").read_text().replace('name="relu"', 'name="relu_pch"')
     self_test = "from cudacode import ModelNew\nprint('self-test imported', ModelNew.__name__)\n"
-    result = judge(make_bundle(source, **{"run_code.py": self_test}), *FAST).result
+    bundle = make_bundle(source, **{"run_code.py": self_test})
+    # named relatively, as an operator may: the judged processes run elsewhere, so the judge resolves it
+    monkeypatch.chdir(cache_dir.parent)
+    main(["judge", str(bundle), "--device", "cpu", "--cache-dir", cache_dir.name, "--json", str(tmp_path / "r.json"),
+          *FAST])
+    capsys.readouterr()
+    result = json.loads((tmp_path / "r.json").read_text())
     assert result["status"] == "passed", result["logs"]["stderr"][-2000:]
     log = result["logs"]["compile"]
     assert f"main.cpp looks for precompiled torch headers in {folder}" in log  # in CPATH, not the flags
