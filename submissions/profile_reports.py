@@ -30,6 +30,7 @@ STALL_LABELS = {
     "membar": _("Memory barrier"),
     "misc": _("Miscellaneous"),
     "sleeping": _("Sleeping"),
+    "gmma": _("GMMA (waiting on a warpgroup matrix multiply, Hopper's wgmma)"),
 }
 
 

@@ -61,6 +61,16 @@ NOT_A_STALL = "selected"  # the cycle the warp issued: in the sum, never a reaso
 TOP_STALLS = 3
 METRICS = (DURATION, SM_PCT, MEMORY_PCT, DRAM_PCT, L2_PCT, OCCUPANCY, THEORETICAL_OCCUPANCY, REGISTERS, DRAM_BYTES,
            *FLOP_METRICS, *(STALL_METRIC.format(reason) for reason in STALL_REASONS))
+# Hopper's warpgroup MMA (wgmma) has a stall of its own, a metric of that chip alone (`ncu --query-metrics
+# --chip gh100`): asked for elsewhere, ncu would refuse the whole list
+STALL_REASONS_BY_ARCH = {9: ("gmma",)}
+
+
+def metrics_for(compute_capability: str) -> tuple[str, ...]:
+    """The listed metrics for a GPU of this compute capability ("9.0"; "unknown" gets the common ones)."""
+    major = compute_capability.split(".")[0]
+    extra = STALL_REASONS_BY_ARCH.get(int(major), ()) if major.isdigit() else ()
+    return (*METRICS, *(STALL_METRIC.format(reason) for reason in extra))
 
 # The same figures as a section labels them: (section, label, unit or None for any)
 SOL = "GPU Speed Of Light Throughput"
@@ -105,10 +115,18 @@ def _rows(text: str) -> list[dict[str, str]]:
         return []
     table = [lines[start]] + [line for line in lines[start + 1:] if line.startswith('"')]
     reader = csv.DictReader(io.StringIO("\n".join(table)))
+    columns = reader.fieldnames or []
     for column in ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"):
-        if column not in (reader.fieldnames or []):
+        if column not in columns:
             raise NcuOutputError(f"ncu's table has no column {column!r}")
-    return list(reader)
+    # the rule columns after the value: ncu 2025.3 ends a metric's row at its value, leaving them off
+    rules = columns[columns.index("Metric Value") + 1:]
+    rows = list(reader)
+    for row in rows:
+        for column in rules:
+            if row.get(column, "") is None:
+                row[column] = ""
+    return rows
 
 
 def has_table(text: str) -> bool:

@@ -25,6 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from profiler_agent.executors import build_cache
 from profiler_agent.judge import ncu_output, ncu_profiling, profile_output
 from profiler_agent.judge.ncu_output import MAX_OUTPUT_BYTES, NcuOutputError
 from profiler_agent.measure.nvtx_ranges import CANDIDATE_RANGE
@@ -67,15 +68,16 @@ def host_vendor(device: str) -> str:
 
 
 def report_command(executable: str, log_file: Path, target: list[str], kernels_per_model: int,
-                   with_metrics: bool = True) -> list[str]:
+                   with_metrics: bool = True, compute_capability: str = "unknown") -> list[str]:
     """ncu's command line for a report written beside its log (REPORT_FILE) and printed as a table."""
     sections = profile_output.SECTIONS if with_metrics else profile_output.PLAIN_SECTIONS
+    metrics = profile_output.metrics_for(compute_capability)
     return [
         executable,
         "--clock-control", CLOCK_CONTROL,
         "--target-processes", "application-only",
         *[item for section in sections for item in ("--section", section)],
-        *(["--metrics", ",".join(profile_output.METRICS)] if with_metrics else []),
+        *(["--metrics", ",".join(metrics)] if with_metrics else []),
         "--nvtx", "--nvtx-include", f"{CANDIDATE_RANGE}/",
         "--launch-count", str(2 * kernels_per_model),
         "--export", str(log_file.parent / REPORT_FILE), "--force-overwrite",
@@ -146,7 +148,8 @@ def _profile_once(bundle, options, cache_dir: Path, scratch: Path, executable: s
     plan = ncu_output.Profile((), 1, cap, reference_calls=1)
     started = ncu_profiling.start_profiler(
         options.device, options.profile_timeout_s, cache_dir, scratch, plan, executable=executable,
-        command=lambda ncu, log_file, target: report_command(ncu, log_file, target, cap, with_metrics))
+        command=lambda ncu, log_file, target: report_command(ncu, log_file, target, cap, with_metrics,
+                                                             build_cache.gpu_compute_capability()))
     try:
         # a fresh seed, not the judgement's: the verdict is decided, and this one may be seen
         return ncu_profiling.finish_profiler(started, secrets.randbelow(2**31 - 1024), bundle, bundle.candidate)

@@ -8,6 +8,7 @@ reads it again with this parser, so a layout this test does not know shows there
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,9 @@ REFERENCE_STACK = ('4321  "<default domain>:profiler_agent call 0:none:none:none
                    '"<default domain>:profiler_agent reference:none:none:none:none:none:none"  '
                    '"<default domain>:candidate:none:none:none:none:none:none" ')
 SOL, CLI = "GPU Speed Of Light Throughput", "Command line profiler metrics"
+# ncu 2025.3.1 on an H200, examples/001-example's profile (bench/judge/profile_report.sh): its metric rows
+# end at their value, leaving the rule columns of the header off
+RECORDED_H200 = Path(__file__).parent / "fixtures" / "ncu_h200_profile_relu.csv"
 
 
 def stall(reason):
@@ -182,6 +186,38 @@ def test_without_nvtx_columns_the_model_is_unknown_and_nothing_is_guessed():
     records, models = profile_output.kernels_per_model(profile_output.parse(out.getvalue()), cap=20)
     assert [r["model"] for r in records] == [None, None, None]
     assert models["candidate"]["kernels"] == models["reference"]["kernels"] == 0
+
+
+def test_ncu_2025_3s_rows_without_their_rule_columns_are_read():
+    text = RECORDED_H200.read_text()
+    rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
+    assert len(rows[1]) < len(rows[0])  # what the H200's table looks like: shorter rows than the header
+    launches = profile_output.parse(text)
+    assert [launch.model for launch in launches] == ["candidate", "reference"]
+    assert launches[0].name.startswith("relu_kernel_vec4")
+    record = profile_output.kernel_record(launches[0])
+    assert record["duration_ms"] > 0 and 0 < record["dram_pct"] <= 100 and record["block"] == [256, 1, 1]
+    assert [stall["reason"] for stall in record["stalls"]][0] == "long_scoreboard"  # a memory-bound copy
+
+
+def test_hoppers_wgmma_stall_is_asked_for_on_hopper_alone_and_read_as_a_reason():
+    gmma = stall("gmma")
+    assert gmma in profile_output.metrics_for("9.0")
+    for other in ("8.0", "8.9", "10.0", "unknown"):
+        assert gmma not in profile_output.metrics_for(other)
+        assert set(profile_output.metrics_for(other)) == set(profile_output.METRICS)
+    metrics = [(CLI, stall("gmma"), "", "6.0"), (CLI, stall("long_scoreboard"), "", "1.0"),
+               (CLI, stall("selected"), "", "1.0")]
+    launch = profile_output.parse(table(rows_of(0, GEMM, CANDIDATE_STACK, "(128, 1, 1)", "(1, 1, 1)", metrics)))[0]
+    assert [(s["reason"], round(s["share_pct"])) for s in profile_output.stall_breakdown(launch)] == [
+        ("gmma", 75), ("long_scoreboard", 12)]
+
+
+def test_a_row_cut_before_its_value_is_still_refused():
+    whole = rows_of(0, GELU, CANDIDATE_STACK, "(1, 1, 1)", "(1, 1, 1)", [(SOL, "Duration", "nsecond", "5")])[0]
+    short = whole[:COLUMNS.index("Metric Value")]
+    with pytest.raises(NcuOutputError, match="wrong number of fields"):
+        profile_output.parse(table([short]))
 
 
 @pytest.mark.parametrize("text, message", [
