@@ -264,7 +264,9 @@ def markdown_row(row: dict) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "bench-out/integrity"))
-    parser.add_argument("--only", action="append", metavar="BUNDLE", help="a bundle under bench/fixtures/bundles (repeatable)")
+    parser.add_argument("--only", action="append", metavar="BUNDLE", help="a bundle of the bench, by its folder's name (repeatable)")
+    parser.add_argument("--set", choices=("all", "honest", "adversarial"), default="all",
+                        help="the honest bundles alone (with their truth), the others alone, or all")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
                         help="the judgings' build cache (the failing build gets a fresh one of its own)")
@@ -284,6 +286,8 @@ def main() -> None:
     args = parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     cases, skipped = select(args.only, args.device)
+    if args.set != "all":
+        cases = [case for case in cases if case.honest == (args.set == "honest")]
     Bench(args).run(cases, skipped)
 
 

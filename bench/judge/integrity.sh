@@ -4,12 +4,15 @@
 # from ncu in the call's cache state), then the dataset's convolution sample judged alone (its peak TFLOP/s
 # follows cuDNN's TF32 switch). Writes RESULTS/integrity/: integrity.json and its table (integrity.log),
 # ds1-convolution.json, gpu.txt and the scenario's record (integrity-scenario.json).
-#   bash bench/judge/integrity.sh                      (~9 min on an H100; RESULTS=$OUT on a device machine)
+#   bash bench/judge/integrity.sh                      (~12 min on an H200; RESULTS=$OUT on a device machine)
 #   DEADLINE=300 ONLY="lb-mlp-gelu adv-side-stream" NO_TRUTH=1 SKIP_CONV=1 bash bench/judge/integrity.sh
+# In 10-minute calls, two (SET: all, honest or adversarial; the truth is the honest bundles'):
+#   SET=honest SKIP_CONV=1 DEADLINE=540 bash bench/judge/integrity.sh
+#   SET=adversarial SKIP_CONV=1 DEADLINE=540 bash bench/judge/integrity.sh
 source "$(dirname "$0")/../gpu_scenario.sh"
 OUT_DIR=$(results_for integrity)
 gpu_facts "$OUT_DIR"
-options=(--out "$WORK/integrity" --deadline "${DEADLINE:-470}")
+options=(--out "$WORK/integrity" --deadline "${DEADLINE:-470}" --set "${SET:-all}")
 for bundle in ${ONLY:-}; do options+=(--only "$bundle"); done
 [ -z "${NO_TRUTH:-}" ] || options+=(--no-truth)
 
