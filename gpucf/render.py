@@ -130,7 +130,9 @@ def submission(answer):
         lines.append("No run judges this bundle.")
     for run in runs:
         reason = (run.get("result") or {}).get("reason")
-        if run["status"] == "done" and run["verdict"] != "passed" and reason:
+        if run.get("cancelled_by_organizers") is not None:  # a site before it sends none
+            lines.append(f"{run['gpu_type']}: cancelled by the organizers: {run['cancelled_by_organizers'] or 'no reason given'}")
+        elif run["status"] == "done" and run["verdict"] != "passed" and reason:
             lines.append(f"{run['gpu_type']}: {run['verdict']}: {reason}")
     for row in answer.get("hardware", []):
         if not row["judged"]:

@@ -79,6 +79,9 @@ class RunOut(Schema):
     current: bool = CURRENT
     provisional: bool = PROVISIONAL
     hidden_until_thaw: bool = HIDDEN_UNTIL_THAW
+    cancelled_by_organizers: Optional[str] = Field(None, description="A run the organizers cancelled: their "
+                                                                     "reason (empty when they gave none); null "
+                                                                     "otherwise")
 
     @staticmethod
     def from_run(run, *, show_provisional=True, current=True, now=None, hidden=False):
@@ -97,6 +100,7 @@ class RunOut(Schema):
             created_at=run.created_at.isoformat(), finished_at=run.finished_at.isoformat() if run.finished_at else None,
             result=None if withheld else run.result, current=current, provisional=provisional,
             hidden_until_thaw=hidden,
+            cancelled_by_organizers=None if hidden else cancelling.organizer_reason(run),
         )
 
 

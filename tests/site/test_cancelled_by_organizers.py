@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from submissions.services import submitting
+from gpucf import render
+from submissions.services import accounts, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import submit
 
@@ -37,3 +38,24 @@ def test_the_contestant_sees_that_an_organizer_cancelled_their_run_and_why(clien
     assert "Cancelled" in own and "Cancelled by the organizers" not in own and "my own mistake" not in own
     runs = client.get(f"/submissions/{alices.pk}/runs/", headers=EN)  # the table's live refresh
     assert runs.status_code == 200 and "resubmit tomorrow" in runs.content.decode()
+
+
+def test_the_api_and_the_client_say_so_too(client, alice, alices, organizer, django_capture_on_commit_callbacks):
+    cpu, c500 = alices.runs.get(gpu_type__slug="cpu"), alices.runs.get(gpu_type__slug="c500")
+    client.force_login(organizer.user)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/organizer/runs/{cpu.pk}/cancel/", {"reason": "the queue is stuck; resubmit tomorrow"})
+    client.force_login(alice.user)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/runs/{c500.pk}/cancel/", {"reason": "my own mistake"})
+    client.logout()
+    _, token = accounts.create_api_token(alice)
+    answer = client.get(f"/api/v1/submissions/{alices.pk}", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 200, answer.content
+    runs = {run["gpu_type"]: run for run in answer.json()["runs"]}
+    assert runs["cpu"]["verdict"] == runs["c500"]["verdict"] == "cancelled"
+    assert runs["cpu"]["cancelled_by_organizers"] == "the queue is stuck; resubmit tomorrow"
+    assert runs["c500"]["cancelled_by_organizers"] is None  # the contestant's own: their reason stays theirs
+    text = render.submission(answer.json())  # what `gpucf status` and `gpucf watch` print
+    assert "cpu: cancelled by the organizers: the queue is stuck; resubmit tomorrow" in text
+    assert "my own mistake" not in text
