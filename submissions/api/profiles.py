@@ -11,7 +11,8 @@ from pydantic import Field
 from submissions import profile_reports, selectors
 from submissions.api.answers import answers
 from submissions.api.auth import ContestantTokenAuth
-from submissions.api.contestant import SubmissionOut, VerdictName, RunStatusName, _too_many
+from submissions.api.contestant import _too_many
+from submissions.api.submission_answers import RunStatusName, SubmissionOut, VerdictName
 from submissions.models import ProfileFile, Run, SubmissionMode, SubmissionSource
 from submissions.services import profiles, submitting
 
