@@ -3,12 +3,12 @@ the issue search, a submission's JSON. In a season whose results are frozen, a r
 the freeze shows to the public (visitors and other contestants) as "result hidden until the thaw": no
 verdict, figure, flag, log or chart of it, and it counts in no figure shown. What it changed of an
 earlier run is not shown either (a second judging finished since: that run still awaits it, as it did
-then), nor a review made since. The submission's owner and organizers see everything.
+then; an organizer's clearance since: its time still reads unconfirmed), nor a review made since. The submission's owner and organizers see everything.
 
 The freeze is the public side's (leaderboard/), which the domain does not import: the leaderboard
 registers when a season's results froze for the public (`register`, leaderboard/apps.py). Without a
 registered read nothing is frozen."""
-from submissions.models import RunStatus
+from submissions.models import AuditEntry, RunStatus
 from submissions.rules import timing_flags
 
 _frozen_at = None  # season -> when its results froze for the public (a datetime), or None
@@ -56,12 +56,35 @@ def is_hidden(run, since):
             and (run.finished_at or run.created_at) > since)
 
 
+CLEARANCES = {"run.timing_cleared": timing_flags.CLEARED, "run.second_judging_cleared": timing_flags.SECOND_CLEARED}
+
+
+def _flags_before_clearances(runs, since):
+    """Of `runs`, those an organizer cleared (services/clearing) after the freeze of `since`: their flags
+    before the first such clearance, by run id."""
+    cleared = [run for run in runs if set(run.flags or []) & set(CLEARANCES.values())]
+    if since is None or not cleared:
+        return {}
+    entries = (AuditEntry.objects.filter(action__in=list(CLEARANCES), object_type="run", created_at__gt=since,
+                                         object_id__in=[str(run.pk) for run in cleared])
+               .order_by("created_at", "pk").values_list("object_id", "before"))
+    before = {}
+    for run_id, values in entries:
+        flags = (values or {}).get("flags")
+        if isinstance(flags, list):
+            before.setdefault(int(run_id), flags)
+    return before
+
+
 def as_shown(runs, since):
-    """Of one submission's `runs` (a list), the ids of those hidden by the freeze of `since`; the other
-    runs that a second judging hidden by it has since confirmed or contradicted are shown awaiting it,
-    as they were then (their flags changed in memory, never saved)."""
+    """Of one submission's `runs` (a list), the ids of those hidden by the freeze of `since`. The other
+    runs show what they showed then (their flags changed in memory, never saved): one an organizer
+    cleared since reads as it did before the clearance, and one that a second judging hidden by the
+    freeze has since confirmed or contradicted reads as awaiting it."""
     runs = list(runs)
     hidden = {run.pk for run in runs if is_hidden(run, since)}
+    for run_id, flags in _flags_before_clearances([run for run in runs if run.pk not in hidden], since).items():
+        next(run for run in runs if run.pk == run_id).flags = list(flags)
     judged_again_since = {run.confirms_id for run in runs if run.pk in hidden and run.confirms_id}
     for run in runs:
         if run.pk in judged_again_since and run.pk not in hidden:

@@ -13,9 +13,10 @@ from django.utils import timezone
 from leaderboard.services import freeze_scoreboard, unfreeze_scoreboard
 from submissions.models import AgentWorker, GpuType, RejudgeScope, Run
 from submissions.rules import timing_flags
-from submissions.services import accounts, judging, rejudging, submitting
+from submissions.services import accounts, clearing, judging, rejudging, submitting
 from tests.site.bundle_files import valid_files
 from tests.site.judging_helpers import accept, passed_result, report_all, submit
+from tests.site.test_timing_confirmation import unconfirmed_result
 from tests.page_text import shows
 
 EN = {"Accept-Language": "en"}
@@ -168,3 +169,37 @@ def test_a_second_judging_finished_after_the_freeze_leaves_the_public_its_run_aw
     assert "3.00×" not in public and "awaiting a second judging" in public
     own = text(client_of(alice.user).get(f"/submissions/{submission.pk}/", headers=EN))
     assert "3.00×" in own and "Confirmed by a second judging" in own
+
+
+def test_a_time_cleared_after_the_freeze_reads_unconfirmed_to_the_public_until_the_thaw(
+        season, alice, bob, organizer, agent_and_token, django_capture_on_commit_callbacks):
+    """Alice's accepted runs came back `timing_unconfirmed` before the freeze (no ranked figure); an
+    organizer cleared one since: Bob still reads it unconfirmed, with no figure ranked, until the thaw."""
+    agent, _ = agent_and_token
+    submission = submit(django_capture_on_commit_callbacks, alice, submitting.open_issue(season, alice, title="ReLU"),
+                        valid_files())
+    report_all(submission, agent, unconfirmed_result(speedup=2.5))
+    accept(submission, organizer.user)  # its code and runs are public
+    freeze_scoreboard(season, organizer.user, reason="the last hour")
+    run = Run.objects.get(submission=submission, gpu_type__slug="c500")
+    clearing.clear_timing(run.pk, organizer.user, reason="two streams overlap")
+
+    def read(contestant):
+        response = client_of().get(f"/api/v1/submissions/{submission.pk}",
+                                   headers={"Authorization": f"Bearer {token_of(contestant)}"})
+        assert response.status_code == 200, response.content
+        answer = response.json()
+        return next(r for r in answer["runs"] if r["id"] == run.pk)["flags"], answer["ranked"]
+
+    assert read(bob) == (["timing_unconfirmed"], {})
+    flags, ranked = read(alice)
+    assert flags == ["timing_cleared"] and ranked["c500"]["speedup"] == 2.5
+    cleared_note = "an organizer cleared it, so it counts"
+    public = text(client_of(bob.user).get(f"/submissions/{submission.pk}/", headers=EN))
+    assert 'data-flag="timing_unconfirmed"' in public and 'data-flag="timing_cleared"' not in public
+    assert cleared_note not in public
+    own = text(client_of(alice.user).get(f"/submissions/{submission.pk}/", headers=EN))
+    assert 'data-flag="timing_cleared"' in own and cleared_note in own
+
+    unfreeze_scoreboard(season, organizer.user, reason="results day")
+    assert read(bob) == (["timing_cleared"], read(alice)[1])
