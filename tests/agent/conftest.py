@@ -96,3 +96,34 @@ def judge(build_cache, capsys, tmp_path):
         return JudgeOutcome(code, result, captured.out, captured.err)
 
     return run
+
+
+REDIS_URL = "redis://127.0.0.1:6379/15"  # the worker tests' Redis database
+
+
+@pytest.fixture
+def site():
+    """The small real HTTP site of tests/agent/fake_site.py, recording what an agent sends."""
+    from tests.agent.fake_site import FakeSite
+
+    fake = FakeSite()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def queue():
+    """A queue of the test's own on the worker tests' Redis, emptied after."""
+    import uuid
+
+    from redis import Redis
+    from rq import Queue
+    from rq.job import Job
+    from rq.serializers import JSONSerializer
+
+    connection = Redis.from_url(REDIS_URL)
+    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection, serializer=JSONSerializer)
+    yield q
+    for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
+        Job.fetch(job_id, connection=connection, serializer=JSONSerializer).delete()
+    q.delete(delete_jobs=True)

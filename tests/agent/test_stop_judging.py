@@ -14,17 +14,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from redis import Redis
-from rq import Queue
-from rq.job import Job
-from rq.serializers import JSONSerializer
 
 from profiler_agent.protocol.vocabulary import STOP_JUDGING
-from tests.agent.conftest import REPO, SMALL_RELU_ROWS
-from tests.agent.fake_site import FakeSite
+from tests.agent.conftest import REDIS_URL, REPO, SMALL_RELU_ROWS
 from tests.agent.processes import descendants, process_table, wait_gone
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 
 # Its forward starts a daemon of its own session (killing the judged process's group misses it), which
 # becomes `sleep <mark>` so the test can find it, then never returns.
@@ -57,23 +51,6 @@ WRONG = '''
 @pytest.fixture
 def relu_rows():
     return SMALL_RELU_ROWS
-
-
-@pytest.fixture
-def site():
-    fake = FakeSite()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def queue():
-    connection = Redis.from_url(REDIS_URL)
-    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection, serializer=JSONSerializer)
-    yield q
-    for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
-        Job.fetch(job_id, connection=connection, serializer=JSONSerializer).delete()
-    q.delete(delete_jobs=True)
 
 
 def zip_folder(root: Path) -> bytes:

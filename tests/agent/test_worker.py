@@ -7,42 +7,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from redis import Redis
-from rq import Queue
-from rq.job import Job
 
 import profiler_agent
 from profiler_agent.protocol.result_schema import validate_result
 from profiler_agent.worker.judge_job import ForeignUrl, site_url
 from profiler_agent.worker.site_client import SiteClient, SiteError
-from rq.serializers import JSONSerializer
-from tests.agent.conftest import REPO
-from tests.agent.fake_site import FakeSite, zipped
+from tests.agent.conftest import REDIS_URL, REPO
+from tests.agent.fake_site import zipped
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 TOKEN = "agent-token-1"
 
 
 @pytest.fixture
 def build_cache(examples_build_cache) -> Path:
     return examples_build_cache  # examples/relu-cpu, judged here, is built there once a run
-
-
-@pytest.fixture
-def site():
-    fake = FakeSite()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def queue():
-    connection = Redis.from_url(REDIS_URL)
-    q = Queue(f"gpu.test-{uuid.uuid4().hex[:10]}", connection=connection, serializer=JSONSerializer)
-    yield q
-    for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
-        Job.fetch(job_id, connection=connection, serializer=JSONSerializer).delete()
-    q.delete(delete_jobs=True)
 
 
 def enqueue(queue, site, run_id: str, bundle: str, attempt: int = 1):
