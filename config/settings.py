@@ -292,6 +292,9 @@ PROFILE_SUBMISSIONS_PER_DAY = env_int("PROFILE_SUBMISSIONS_PER_DAY", 10)
 PROFILE_KERNELS_PER_MODEL = env_int("PROFILE_KERNELS_PER_MODEL", 20)
 PROFILE_TIMEOUT_SECONDS = env_int("PROFILE_TIMEOUT_SECONDS", 600)
 PROFILE_FILE_MAX_BYTES = min(env_int("PROFILE_FILE_MAX_BYTES", 8 * 1024 * 1024), REQUEST_MAX_BODY_BYTES)
+# Agents send the .ncu-rep gzip-compressed (about a fifth to a tenth of its size): kept decompressed, up to
+# this size.
+PROFILE_REPORT_MAX_BYTES = env_int("PROFILE_REPORT_MAX_BYTES", 64 * 1024 * 1024)
 # Issues one contestant may open (one per operator they optimize): 355 in 80 s was a script, not a person.
 ISSUES_PER_HOUR = env_int("ISSUES_PER_HOUR", 20)
 ISSUES_PER_DAY = env_int("ISSUES_PER_DAY", 60)

@@ -108,8 +108,11 @@ def judge_options(config: agent_config.AgentConfig, options: dict) -> JudgeOptio
 
 
 def upload_profile_report(client, url: str, result: dict, folder: Path, max_bytes: int | None) -> None:
-    """Send a profile run's .ncu-rep to the site (before its result, which ends the attempt), and say in
-    the result's `report_file` whether the site has it. Never raises: the report's figures go anyway."""
+    """Send a profile run's .ncu-rep to the site, gzip-compressed (an H200's reports of two kernels took
+    9.6 MB, 0.8 MB compressed), before its result, which ends the attempt; say in the result's
+    `report_file` whether the site has it. Never raises: the report's figures go anyway."""
+    import gzip
+
     from profiler_agent.judge.profile_report import REPORT_FILE
     from profiler_agent.worker.site_client import SiteError
 
@@ -117,11 +120,13 @@ def upload_profile_report(client, url: str, result: dict, folder: Path, max_byte
     path = folder / REPORT_FILE
     if not facts or not path.is_file():
         return
-    if max_bytes and facts["bytes"] > max_bytes:
-        facts.update(stored=False, why=f"{facts['bytes']:,} bytes, more than the site keeps ({max_bytes:,})")
+    body = gzip.compress(path.read_bytes(), compresslevel=6, mtime=0)
+    if max_bytes and len(body) > max_bytes:
+        facts.update(stored=False, why=f"{facts['bytes']:,} bytes ({len(body):,} compressed), more than the site "
+                                       f"keeps ({max_bytes:,})")
         return
     try:
-        code, answer = client.post_bytes(url, path.read_bytes(), accept=(200, 403, 409, 413, 422))
+        code, answer = client.post_bytes(url, body, accept=(200, 403, 409, 413, 422))
     except SiteError as exc:
         facts.update(stored=False, why=f"not sent: {exc}"[:500])
         return

@@ -230,7 +230,8 @@ def run_progress(request, run_id: int, payload: ProgressIn, job_secret: str = JO
     return {"ok": True, "detail": f"run {run_id}: {payload.stage}"}
 
 
-PROFILE_FILE_BODY = {"requestBody": {"required": True, "description": "The .ncu-rep as Nsight Compute wrote it",
+PROFILE_FILE_BODY = {"requestBody": {"required": True, "description": "The .ncu-rep, gzip-compressed (or as "
+                                                                     "Nsight Compute wrote it)",
                                      "content": {"application/octet-stream": {"schema": {"type": "string",
                                                                                          "format": "binary"}}}}}
 
@@ -238,8 +239,9 @@ PROFILE_FILE_BODY = {"requestBody": {"required": True, "description": "The .ncu-
 @agent_router.post("/runs/{run_id}/profile-file", response=answers({200: OkOut}, 401, 403, 404, 409, 413, 422),
                    openapi_extra=PROFILE_FILE_BODY, url_name="agent_run_profile_file")
 def run_profile_file(request, run_id: int, attempt: int = Query(..., ge=0, le=2**31), job_secret: str = JOB_SECRET):
-    """A profile run's .ncu-rep (raw bytes, at most PROFILE_FILE_MAX_BYTES), before its result: only from the
-    agent judging the run's current attempt, with its secret, while it runs. A second one replaces the first."""
+    """A profile run's .ncu-rep, gzip-compressed (or as written), before its result: at most
+    PROFILE_FILE_MAX_BYTES as sent and PROFILE_REPORT_MAX_BYTES decompressed; only from the agent judging the
+    run's current attempt, with its secret, while it runs. A second one replaces the first."""
     _agent_run(run_id)
     data = request.body
     if len(data) > settings.PROFILE_FILE_MAX_BYTES:
@@ -248,6 +250,12 @@ def run_profile_file(request, run_id: int, attempt: int = Query(..., ge=0, le=2*
     if not data:
         raise HttpError(422, "the profile file is empty")
     try:
+        data = profiles.decompressed_report(data, settings.PROFILE_REPORT_MAX_BYTES)
+    except profiles.ProfileFileRefused as exc:
+        if exc.status == 422:
+            raise HttpError(422, str(exc)) from None
+        return Status(exc.status, {"detail": str(exc)})
+    try:
         profiles.store_profile_file(run_id, request.auth, job_secret, attempt, data)
     except judging.LateReport as exc:
         return Status(409, {"detail": str(exc).replace("this late report is kept as evidence", "its file is not kept")})
@@ -255,7 +263,7 @@ def run_profile_file(request, run_id: int, attempt: int = Query(..., ge=0, le=2*
         return Status(409, {"detail": str(exc)})
     except judging.AgentRefused as exc:
         return _refused(run_id, request.auth, "run.profile_file_refused", exc, 403)
-    return {"ok": True, "detail": f"run {run_id}: a profile file of {len(data)} bytes is kept"}
+    return {"ok": True, "detail": f"run {run_id}: a profile file of {len(data)} bytes is kept"}  # decompressed
 
 
 ZIP_ANSWER = {"responses": {200: {"description": "The submission's files as a zip",

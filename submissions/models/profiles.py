@@ -7,8 +7,9 @@ from submissions.models.runs import Run
 
 
 class ProfileFile(models.Model):
-    """One profile run's report file, sent by the agent that judged it (PROFILE_FILE_MAX_BYTES at most),
-    in the database like a bundle's files, so nothing depends on a local disk."""
+    """One profile run's report file, sent by the agent that judged it (gzip-compressed within
+    PROFILE_FILE_MAX_BYTES) and kept as Nsight Compute wrote it (PROFILE_REPORT_MAX_BYTES at most), in the
+    database like a bundle's files, so nothing depends on a local disk."""
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="profile_file")
     content = models.BinaryField()

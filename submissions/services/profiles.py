@@ -57,6 +57,36 @@ def stored_file(run):
     return ProfileFile.objects.filter(run_id=run.pk).defer("content").first()
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class ProfileFileRefused(ValueError):
+    """A profile file the site does not keep: `status` is the HTTP answer (413: too large, 422: not gzip)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def decompressed_report(body: bytes, max_bytes: int) -> bytes:
+    """The .ncu-rep an agent sent: gzip-compressed (read up to `max_bytes`, so a small body cannot
+    inflate without bound), or as it was written (agents before compression)."""
+    import gzip
+    import io
+    import zlib
+
+    if not body.startswith(GZIP_MAGIC):
+        return body
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
+            data = stream.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ProfileFileRefused(422, f"the profile file is not valid gzip: {exc}") from None
+    if len(data) > max_bytes:
+        raise ProfileFileRefused(413, f"the profile file is more than {max_bytes} bytes once decompressed")
+    return data
+
+
 @transaction.atomic
 def store_profile_file(run_id, agent, secret, attempt, data: bytes):
     """Keep the `.ncu-rep` a profile run's agent sends before its result: only the agent judging the

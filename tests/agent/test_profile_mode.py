@@ -5,9 +5,11 @@ sandbox and build cache) that checks the options the agent passes and writes a t
 (tests/agent/test_profile_output.py); the .ncu-rep goes to a real HTTP server. The real tool's runs are the
 GPU bench's (bench/judge/profile_report.sh)."""
 
+import gzip
 import hashlib
 import json
 import os
+import random
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -254,17 +256,29 @@ def _reported(tmp_path, data=b"NCU-REP bytes"):
 def test_the_report_file_goes_to_the_site_with_the_attempts_secret(upload_site, tmp_path):
     result = _reported(tmp_path)
     upload_profile_report(SiteClient("token", "secret", attempts=1), upload_site.url, result, tmp_path, 1024)
-    assert upload_site.bodies == [("/api/v1/agent/runs/7/profile-file?attempt=1", "application/octet-stream",
-                                   "secret", b"NCU-REP bytes")]
+    [(path, content_type, secret, body)] = upload_site.bodies
+    assert (path, content_type, secret) == ("/api/v1/agent/runs/7/profile-file?attempt=1", "application/octet-stream",
+                                            "secret")
+    assert gzip.decompress(body) == b"NCU-REP bytes"  # sent compressed
     assert result["profile"]["report_file"]["stored"] is True and result["profile"]["report_file"]["why"] is None
 
 
+def test_a_report_file_compressed_within_the_sites_limit_is_sent(upload_site, tmp_path):
+    result = _reported(tmp_path, b"x" * 20000)  # a real .ncu-rep compresses five to ten times
+    upload_profile_report(SiteClient("token", "secret", attempts=1), upload_site.url, result, tmp_path, 1024)
+    assert len(upload_site.bodies) == 1 and gzip.decompress(upload_site.bodies[0][3]) == b"x" * 20000
+    assert result["profile"]["report_file"]["stored"] is True
+
+
 def test_a_report_file_over_the_sites_limit_is_not_sent_and_a_refusal_is_told(upload_site, tmp_path):
-    result = _reported(tmp_path, b"x" * 2000)
+    data = random.Random(7).randbytes(2000)  # incompressible
+    result = _reported(tmp_path, data)
     upload_profile_report(SiteClient("token", "secret", attempts=1), upload_site.url, result, tmp_path, 1024)
     assert upload_site.bodies == []
     assert result["profile"]["report_file"]["stored"] is False
-    assert result["profile"]["report_file"]["why"] == "2,000 bytes, more than the site keeps (1,024)"
+    compressed = len(gzip.compress(data, compresslevel=6, mtime=0))
+    assert result["profile"]["report_file"]["why"] == (
+        f"2,000 bytes ({compressed:,} compressed), more than the site keeps (1,024)")
     upload_site.code = 413
     upload_profile_report(SiteClient("token", "secret", attempts=1), upload_site.url, result, tmp_path, None)
     assert result["profile"]["report_file"] == {**result["profile"]["report_file"], "stored": False,

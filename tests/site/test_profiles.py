@@ -2,6 +2,7 @@
 an agent sends the .ncu-rep and the report, the owner (and organizers) read and download it, nobody else does;
 a profile is rate-limited per contestant and season, and never changes a ranking, a standing or a board."""
 import copy
+import gzip
 import hashlib
 
 import pytest
@@ -257,6 +258,25 @@ def test_what_an_agent_sends_is_shown_only_where_it_has_the_documented_type(clie
                                               "cycles_per_instruction": None}]
     assert len(shown["kernels"]) == 1
     assert "Download the .ncu-rep" not in page  # the agent said sent, the site has none
+
+
+def test_a_compressed_profile_file_is_kept_as_nsight_compute_wrote_it_within_its_sizes(
+        client, settings, alice, agent_and_token, judged, django_capture_on_commit_callbacks):
+    agent, token = agent_and_token
+    run = ask(django_capture_on_commit_callbacks, judged.runs.get(gpu_type__slug="cpu"), alice.user).runs.get()
+    answer = start(client, run, token)
+    report = NCU_REP * 4000  # 176 kB that compresses to about 1 kB, as .ncu-rep files do five to ten times
+    settings.PROFILE_FILE_MAX_BYTES = 4096
+    assert upload(client, answer, run, token, data=gzip.compress(report)).status_code == 200
+    stored = ProfileFile.objects.get(run=run)
+    assert bytes(stored.content) == report and stored.size == len(report)
+    assert stored.sha256 == hashlib.sha256(report).hexdigest()  # the agent's report_file names this digest
+    settings.PROFILE_REPORT_MAX_BYTES = len(report) - 1  # a small body that inflates past the bound
+    too_large = upload(client, answer, run, token, data=gzip.compress(report))
+    assert too_large.status_code == 413 and "once decompressed" in too_large.json()["detail"]
+    broken = upload(client, answer, run, token, data=gzip.compress(report)[:200])
+    assert broken.status_code == 422 and "not valid gzip" in broken.json()["detail"]
+    assert bytes(ProfileFile.objects.get(run=run).content) == report  # the refused ones replaced nothing
 
 
 def test_only_the_judging_agent_sends_a_profile_file_within_its_size_while_the_run_runs(
