@@ -139,3 +139,12 @@ def with_stored_file(shown, stored):
     elif shown["report_file"] is not None and shown["report_file"]["stored"]:
         shown["report_file"].update(stored=False, why=None)  # the agent said sent; the site has none
     return shown
+
+
+def ncu_rep_download(run, stored):
+    """The kept .ncu-rep (a ProfileFile) as a download named after its run: the page's and the API's."""
+    from django.http import HttpResponse
+
+    response = HttpResponse(bytes(stored.content), content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.ncu-rep"'
+    return response

@@ -165,10 +165,4 @@ def download_profile_file(request, run_id: int):
     stored = ProfileFile.objects.filter(run_id=run.pk).first()
     if stored is None:
         return Status(404, {"detail": _("run %(id)s has no profiler report file") % {"id": run_id}})
-    return profile_file_response(run, stored)
-
-
-def profile_file_response(run, stored):
-    response = HttpResponse(bytes(stored.content), content_type="application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.ncu-rep"'
-    return response
+    return profile_reports.ncu_rep_download(run, stored)

@@ -3,7 +3,7 @@ a profile run's page (a table per kernel and the roofline chart) and its .ncu-re
 organizers alone (anyone else: 404, as for a test or benchmark submission)."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -62,6 +62,4 @@ def profile_file(request, run_id):
     stored = ProfileFile.objects.filter(run_id=run.pk).first()
     if stored is None:
         raise Http404(_("run %(id)s has no profiler report file") % {"id": run_id})
-    response = HttpResponse(bytes(stored.content), content_type="application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.ncu-rep"'
-    return response
+    return profile_reports.ncu_rep_download(run, stored)
