@@ -62,8 +62,10 @@ CLEARANCES = {"run.timing_cleared": timing_flags.CLEARED, "run.second_judging_cl
 def _flags_before_clearances(runs, since):
     """Of `runs`, those an organizer cleared (services/clearing) after the freeze of `since`: their flags
     before the first such clearance, by run id."""
+    if since is None:
+        return {}
     cleared = [run for run in runs if set(run.flags or []) & set(CLEARANCES.values())]
-    if since is None or not cleared:
+    if not cleared:
         return {}
     entries = (AuditEntry.objects.filter(action__in=list(CLEARANCES), object_type="run", created_at__gt=since,
                                          object_id__in=[str(run.pk) for run in cleared])
@@ -83,8 +85,9 @@ def as_shown(runs, since):
     freeze has since confirmed or contradicted reads as awaiting it."""
     runs = list(runs)
     hidden = {run.pk for run in runs if is_hidden(run, since)}
-    for run_id, flags in _flags_before_clearances([run for run in runs if run.pk not in hidden], since).items():
-        next(run for run in runs if run.pk == run_id).flags = list(flags)
+    shown = {run.pk: run for run in runs if run.pk not in hidden}
+    for run_id, flags in _flags_before_clearances(shown.values(), since).items():
+        shown[run_id].flags = list(flags)
     judged_again_since = {run.confirms_id for run in runs if run.pk in hidden and run.confirms_id}
     for run in runs:
         if run.pk in judged_again_since and run.pk not in hidden:
