@@ -7,7 +7,7 @@ from django.utils import timezone
 from ninja import Schema
 from pydantic import Field
 
-from submissions import freeze_reads, run_limits, selectors
+from submissions import freeze_reads, hardware_reads, run_limits, selectors
 from submissions.models import RunStage, RunStatus, SubmissionMode, Verdict
 from submissions.rules import ranked_runs, timing_flags
 from submissions.services import cancelling
@@ -142,7 +142,7 @@ class SubmissionOut(Schema):
         state = (selectors.submission_state(submission) if since is None else selectors.submission_state(
             submission, runs=shown, reviews=freeze_reads.reviews_shown(submission.reviews.all(), since)))
         now = timezone.now()
-        hardware = selectors.submission_hardware(submission)
+        hardware = hardware_reads.submission_hardware(submission)
         return SubmissionOut(
             needs_cuda=hardware["cuda_markers"],
             hardware=[JudgingHardwareOut(gpu_type=row["gpu_type"].slug, name=row["gpu_type"].name, judged=row["judged"],

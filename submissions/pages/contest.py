@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from submissions import case_figures, fleet_status, freeze_reads, run_limits, selectors
+from submissions import case_figures, fleet_status, freeze_reads, hardware_reads, run_limits, selectors
 from submissions.bundles import BundleError, bundle_from_uploads
 from submissions.models import Issue, Run, RunStatus
 from submissions.pages.forms import IssueFilterForm, IssueForm, SubmitForm
@@ -106,7 +106,7 @@ def _submission_context(request, submission_id):
     hidden = freeze_reads.as_shown(submission.runs.all(), since)
     return {
         "submission": submission, "held_since": since,
-        "hardware": selectors.submission_hardware(submission, online, show_code=can_see_code),
+        "hardware": hardware_reads.submission_hardware(submission, online, show_code=can_see_code),
         "run_rows": _run_rows(submission, online, selectors.can_see_provisional(request.user, submission),
                               owner=selectors.is_own(request.user, submission), hidden=hidden),
         # the charts draw what the runs table shows
@@ -185,4 +185,4 @@ def submit(request):
                              % {"id": submission.pk, "issue": issue.code}, extra_tags="judging")
             return redirect("submission_detail", submission_id=submission.pk)
     return render(request, "submissions/submit.html",
-                  {"form": form, "seasons_hardware": selectors.open_seasons_hardware(contestant)}, status=status)
+                  {"form": form, "seasons_hardware": hardware_reads.open_seasons_hardware(contestant)}, status=status)
