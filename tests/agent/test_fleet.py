@@ -14,9 +14,8 @@ import pytest
 
 from live_platform.proxy import CuttableProxy
 from profiler_agent.worker.job_gate import JobGate, apply_site_answer
-from tests.agent.conftest import REPO
+from tests.agent.conftest import REDIS_URL, REPO
 from tests.agent.processes import alive, wait_gone
-from tests.agent.test_worker import REDIS_URL, queue, site  # noqa: F401 (fixtures)
 
 TOKEN = "agent-token-fleet"
 

@@ -14,9 +14,8 @@ import zipfile
 import pytest
 from rq.registry import StartedJobRegistry
 
-from tests.agent.conftest import REPO, SMALL_RELU_ROWS
+from tests.agent.conftest import REDIS_URL, REPO, SMALL_RELU_ROWS
 from tests.agent.processes import alive, wait_gone
-from tests.agent.test_worker import REDIS_URL, queue, site  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
