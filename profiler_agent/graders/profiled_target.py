@@ -1,7 +1,7 @@
 """The process Nsight Compute launches (`python -m profiler_agent.graders.profiled_target`, see
 profiler_agent.judge.ncu_output and profiler_agent.judge.timing_confirmation): imports the reference (for get_inputs /
 get_init_inputs) and the candidate, calls the candidate once as a warm-up outside any NVTX range, then
-`--calls` times, each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
+`--calls` times (or fewer: the settings' `calls`, sent with the job), each call inside the ranges `profiler_agent call <i>` / `candidate` that ncu's filter and
 parser look for; with `--reference-calls N`, N reference calls after them, each on the inputs of the
 candidate's call of that index, inside `profiler_agent call <i>` / `profiler_agent reference` /
 `candidate`: the census names their kernels, and the confirmation takes the reference's kernel record
@@ -32,12 +32,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m profiler_agent.graders.profiled_target")
     parser.add_argument("--bundle", required=True, help="the folder the bundle is copied into (also the cwd)")
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
-    parser.add_argument("--calls", type=int, required=True, help="profiled calls after the warm-up")
+    parser.add_argument("--calls", type=int, required=True,
+                        help="profiled calls after the warm-up, at most (the job's settings may ask fewer)")
     parser.add_argument("--outputs", help="exchange folder for each profiled call's output (trial i)")
     parser.add_argument("--reference-calls", type=int, default=0,
                         help="then this many reference calls (REFERENCE_RANGE): the census, the reference's record")
     add_cuda_ahead_argument(parser)
     return parser.parse_args(argv)
+
+
+def job_calls(settings: dict, most: int) -> int:
+    """The calls the job asks for (`calls`, a positive whole number), never more than `most`, the
+    number this process was started for (ncu's launch cap was set for it); `most` when it asks none."""
+    asked = settings.get("calls")
+    if asked is None:
+        return most
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 1:
+        raise ValueError(f"settings['calls'] is not a positive whole number: {asked!r}")
+    return min(asked, most)
 
 
 def main(argv=None) -> None:
@@ -52,6 +64,8 @@ def main(argv=None) -> None:
     if not isinstance(seed, int):
         sys.exit("[profiler_agent] ncu_target: no seed on stdin")
     take_job(settings)
+    calls = job_calls(settings, args.calls)
+    reference_calls = min(args.reference_calls, calls)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
 
     from profiler_agent.executors import build_tools
@@ -79,9 +93,9 @@ def main(argv=None) -> None:
     loaded_s = time.perf_counter() - clock
     with torch.no_grad():
         # warm-up, outside the ranges: lazy initialization is not the candidate's cost
-        model(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))
+        model(*make_inputs(api.get_inputs, seed + 1 + calls, device))
         synchronize(device)
-        for call in range(args.calls):
+        for call in range(calls):
             inputs = make_inputs(api.get_inputs, seed + 1 + call, device)  # drawn only now
             flush()
             synchronize(device)
@@ -95,11 +109,11 @@ def main(argv=None) -> None:
                 output_exchange.save_output(Path(args.outputs), call, output)
             del output, inputs
         profiled_s = time.perf_counter() - clock
-        if args.reference_calls:  # last: a candidate that reaches ncu's launch cap leaves them out
+        if reference_calls:  # last: a candidate that reaches ncu's launch cap leaves them out
             reference = module_loading.build_model(api.Model, api.get_init_inputs, seed, device, api.backward)
-            reference(*make_inputs(api.get_inputs, seed + 1 + args.calls, device))  # lazy init, outside the ranges
+            reference(*make_inputs(api.get_inputs, seed + 1 + calls, device))  # lazy init, outside the ranges
             synchronize(device)
-            for call in range(args.reference_calls):
+            for call in range(reference_calls):
                 inputs = make_inputs(api.get_inputs, seed + 1 + call, device)
                 flush()
                 synchronize(device)
@@ -113,7 +127,7 @@ def main(argv=None) -> None:
                 pop()
                 del inputs
     # what the confirmation's cost line shows (judge.timing_confirmation): the rest of its time is ncu's own
-    print(f"{TIMELINE_PREFIX}{args.calls} calls after a warm-up; loaded at {loaded_s:.2f} s, calls done at "
+    print(f"{TIMELINE_PREFIX}{calls} calls after a warm-up; loaded at {loaded_s:.2f} s, calls done at "
           f"{profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -272,6 +272,13 @@ class Profile:
     # reference calls after the candidate's (their launches: `reference`): the census names its kernels,
     # and the confirmation takes its kernel record from the same profile as the candidate's
     reference_calls: int = 0
+    # the most calls (of each model) the profiled process may be asked for with its job, which it is
+    # started ahead of (0: `calls`); the launch cap stays `calls`', so more calls never profile more kernels
+    most_calls: int = 0
+
+    @property
+    def started_calls(self) -> int:
+        return max(self.calls, self.most_calls)
 
     @property
     def candidate_cap(self) -> int:

@@ -113,9 +113,9 @@ def start_profiler(
         sys.executable, "-m", "profiler_agent.graders.profiled_target",
         "--bundle", str(workdir),
         "--device", device,
-        "--calls", str(profile.calls),
+        "--calls", str(profile.started_calls),
         *(["--outputs", str(outputs)] if outputs is not None else []),
-        *(["--reference-calls", str(profile.reference_calls)] if profile.reference_calls else []),
+        *(["--reference-calls", str(max(profile.reference_calls, profile.most_calls))] if profile.reference_calls else []),
         *([CUDA_AHEAD] if cuda_ahead else []),
     ]
     privileges.hand_over(scratch, user)
@@ -151,16 +151,18 @@ class ProfilerAhead:
 
 
 def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path,
-                    case: str | None = None) -> ProfilerRun:
+                    case: str | None = None, calls: int | None = None) -> ProfilerRun:
     """Give a profiler started ahead its job (the bundle, the candidate, the input case: None for the
-    judging's first) and its seed; read what ncu recorded."""
+    judging's first) and its seed; read what ncu recorded. `calls`: how many calls of each model to
+    profile, up to its Profile's started_calls (None: the number it was started with)."""
     if isinstance(started, ProfilerRun):
         return started
     shutil.copytree(bundle.root, started.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
     started.extensions = build_cache.extensions_dir(
         build_cache.reachable_cache_dir(started.cache_dir, started.user), candidate, started.device)
     settings = {"seed": seed, "reference": bundle.reference.name, "candidate": candidate.name,
-                "extensions_dir": str(started.extensions), "case": case}
+                "extensions_dir": str(started.extensions), "case": case,
+                **({"calls": calls} if calls is not None else {})}
     # the build folder is the candidate's: held from the seed to the end, as the judged process held it
     with build_cache.exclusive(started.extensions):
         privileges.hand_over(started.workdir, started.user)

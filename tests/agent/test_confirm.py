@@ -3,6 +3,7 @@ running the real profiled process in the sandbox, the trusted check verifying it
 on CPU, where no GPU and no Nsight Compute exist. The GPU check is bench/judge/timing_confirmation.py."""
 
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -13,9 +14,10 @@ from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.judge.judging import snapshot_sources
 from profiler_agent.judge.options import JudgeOptions
 from profiler_agent.judge import timing_confirmation
+from profiler_agent.graders import profiled_target
 from tests.agent.processes import wait_gone
 from tests.agent.test_timing_bounds import (ATEN_KERNEL, OWN_STYLE_KERNEL, RECORDED_3_CALLS, RECORDED_3_CALLS_MS,
-                                          REFERENCE_STACK, _call, _table)
+                                          REFERENCE_STACK, _call, _reference_call, _table)
 from tests.agent.test_trials import STATEFUL_PORT, STATEFUL_REFERENCE
 
 # --- the chain, with a stand-in ncu ------------------------------------------------------------------------
@@ -143,6 +145,34 @@ def test_an_honest_candidate_is_confirmed(make_bundle, stand_in_ncu, tmp_path, s
     assert sorted(p.name for p in exchange.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
 
 
+def test_calls_reported_short_are_recorded_over_more_calls(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
+    """A call of a few microseconds varies by a few percent under ncu, its first profiled one most: its
+    record is the median of SHORT_CALL_CALLS calls of each model, which the profiled process makes
+    and the verifier checks, and a call reported longer keeps CONFIRM_CALLS (the test above)."""
+    calls = timing_confirmation.SHORT_CALL_CALLS
+    candidate_ns = [5570] + [5090 + 20 * (i % 4) for i in range(calls - 1)]
+    reference_ns = [9860] + [9520 + 30 * (i % 3) for i in range(calls - 1)]
+    stand_in_ncu(table=_table([(_call(i), OWN_STYLE_KERNEL, ns) for i, ns in enumerate(candidate_ns)]
+                              + [(_reference_call(i), ATEN_KERNEL, ns) for i, ns in enumerate(reference_ns)]))
+    reported = timing_confirmation.SHORT_CALL_MS / 2
+    confirmation = _confirm(make_bundle(ATEN_RELU), _judged(reported, 1e-6), tmp_path, shared_build_cache).confirmation
+    assert confirmation["calls_profiled"] == calls, confirmation["reason"]
+    assert confirmation["kernel_ms"] == pytest.approx(statistics.median(candidate_ns) * 1e-6)
+    assert confirmation["kernel_speedup"] == pytest.approx(statistics.median(reference_ns) / statistics.median(candidate_ns))
+    exchange = tmp_path / "confirm" / "profile" / "exchange"
+    assert sorted(p.name for p in exchange.iterdir()) == sorted(f"trial-{i}.pt" for i in range(calls))
+    assert timing_confirmation.confirm_calls(timing_confirmation.SHORT_CALL_MS) == timing_confirmation.CONFIRM_CALLS
+
+
+def test_the_profiled_process_makes_the_calls_its_job_asks_never_more_than_it_was_started_for():
+    assert profiled_target.job_calls({}, 9) == 9
+    assert profiled_target.job_calls({"calls": 3}, 9) == 3
+    assert profiled_target.job_calls({"calls": 50}, 9) == 9  # ncu's launch cap was set for 9
+    for bad in (0, -1, True, "3", 2.5):
+        with pytest.raises(ValueError, match="positive whole number"):
+            profiled_target.job_calls({"calls": bad}, 9)
+
+
 def test_a_stateful_port_is_verified_in_the_profiled_calls_order(make_bundle, stand_in_ncu, tmp_path,
                                                                 shared_build_cache):
     """The profiled process calls the candidate once to warm up, then once per trial: the verifier
@@ -154,10 +184,11 @@ def test_a_stateful_port_is_verified_in_the_profiled_calls_order(make_bundle, st
 
 
 def test_a_reported_time_below_the_record_is_not_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
-    stand_in_ncu()
-    forged = RECORDED_3_CALLS_MS / 3
+    # a third of its record is a call of 2 us: recorded over SHORT_CALL_CALLS calls
+    stand_in_ncu(table=_table([(_call(i), OWN_STYLE_KERNEL, 5824) for i in range(timing_confirmation.SHORT_CALL_CALLS)]))
+    forged = 5824e-6 / 3
     confirmation = _confirm(make_bundle(ATEN_RELU), _judged(forged, 1e-6), tmp_path, shared_build_cache).confirmation
-    assert confirmation["confirmed"] is False and "below the GPU's own record" in confirmation["reason"]
+    assert confirmation["confirmed"] is False and "below the GPU's own record" in confirmation["reason"], confirmation["reason"]
 
 
 def test_an_inflated_reference_time_is_not_confirmed(make_bundle, stand_in_ncu, tmp_path, shared_build_cache):
