@@ -296,18 +296,27 @@ def test_a_timing_forger_with_short_calls_on_cpu_is_marked_unconfirmed_but_not_f
     result = outcome.result
     assert result["status"] == "passed", result["logs"]["stderr"]
     confirmation = result["timing"]["confirmation"]
+    assert confirmation["reported_ms"] == result["timing"]["candidate"]["median_ms"]
+    if confirmation["confirmed"] is False:
+        # a busy host made even its forged calls long enough to time from outside: caught
+        assert confirmation["method"] == "cpu time" and "timing_unconfirmed" in result["flags"]
+        return
     assert confirmation["confirmed"] is None
     assert _not_bounded_on_cpu(confirmation["reason"]), confirmation["reason"]
-    assert confirmation["reported_ms"] == result["timing"]["candidate"]["median_ms"]
     # CPU seasons still rank: no device profiler is not a finding against the run
     assert "timing_unconfirmed" not in result["flags"]
 
 
-def test_an_honest_cpu_judgement_says_its_time_is_not_confirmed(make_bundle, judge):
+def test_an_honest_cpu_judgement_is_never_flagged_and_says_why_its_time_is_not_bounded(make_bundle, judge):
     result = judge(make_bundle(ATEN_RELU), "--timing-budget", "0.3").result
     assert result["status"] == "passed"
-    assert _not_bounded_on_cpu(result["timing"]["confirmation"]["reason"])
     assert "timing_unconfirmed" not in result["flags"]
+    confirmation = result["timing"]["confirmation"]
+    if confirmation["confirmed"] is True:
+        # a busy host made its calls long enough (1 ms and more) to time from outside
+        assert confirmation["method"] == "cpu time"
+    else:
+        assert confirmation["confirmed"] is None and _not_bounded_on_cpu(confirmation["reason"]), confirmation
 
 
 def _not_bounded_on_cpu(reason: str) -> bool:
