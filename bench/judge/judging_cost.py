@@ -132,6 +132,7 @@ def main() -> None:
     options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
     measured: list[float] = []
     passed: list[float] = []  # the honest bundles' and the adversarial ones the judge let through
+    honest: list[float] = []  # the bundles that are not adversarial (adv-*): what contestants send
     stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for round_ in range(args.rounds):
         for bundle_path in bundles:
@@ -155,6 +156,8 @@ def main() -> None:
                 measured.append(wall)
                 if result["status"] == "passed":
                     passed.append(wall)
+                if not bundle_path.name.startswith("adv-"):
+                    honest.append(wall)
                 for stage in STAGES:
                     if isinstance(result["durations_s"].get(stage), (int, float)):
                         stages[stage].append(result["durations_s"][stage])
@@ -162,6 +165,7 @@ def main() -> None:
           f"(min {min(measured, default=0):.1f}, max {max(measured, default=0):.1f}); per stage (median s): "
           + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
     print(f"median wall of the {len(passed)} warm judgings that passed: {median_or_none(passed)} s")
+    print(f"median wall of the {len(honest)} warm judgings of honest bundles: {median_or_none(honest)} s")
     for bundle_path in args.cold or []:
         cold_judging(bundle_path, options, args.gap)
     print("\nbare processes:")
