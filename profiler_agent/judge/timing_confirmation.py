@@ -48,7 +48,9 @@ CONFIRM_CALLS = 3
 # 3 calls put its kernel ratio at 1.73-1.87 against 1.85-1.89 for medians of 15, and a speedup is never
 # ranked above that ratio. Calls reported under SHORT_CALL_MS get SHORT_CALL_CALLS calls of each model.
 # Each extra call draws fresh inputs twice (here and in the verifier): a call that short reads a few
-# tens of MB at most, and a longer one varies by under 2% (~0.2 us of jitter).
+# tens of MB at most, and a longer one varies by under 2% (~0.2 us of jitter). Both models' calls share
+# ncu's launch cap (PROFILE.launch_cap, 400): past 44 kernels a call for the two together, the
+# reference's record is not taken and the candidate is bounded by its own alone.
 SHORT_CALL_MS = 0.01
 SHORT_CALL_CALLS = 9
 # ncu profiles at most CONFIRM_CALLS x this many kernels; past it the record sums a subset of the
