@@ -78,13 +78,20 @@ def test_relu_cpu_passes_with_a_table_and_a_valid_json(relu_cpu):
     timing = result["timing"]
     assert timing["speedup"] > 0
     assert timing["speedup"] == pytest.approx(timing["reference"]["median_ms"] / timing["candidate"]["median_ms"])
+    confirmation = timing["confirmation"]
+    # A host as loaded as CI's (test workers beside the judge on two cores) can skew the interleaved
+    # timing past what the CPU time read from outside supports: the run is then flagged and ranked at
+    # that, its own median kept in the confirmation. Nothing else may flag it.
+    assert set(result["flags"]) <= {"timing_unconfirmed"}, result["flags"]
+    ranked = bool(confirmation.get("ranked_at_kernel_ms"))
+    assert not ranked or "timing_unconfirmed" in result["flags"], confirmation  # on a CPU only a failed bound ranks lower
     for side in ("reference", "candidate"):
         stats = timing[side]
-        assert stats["runs"] >= 10 and 0 < stats["min_ms"] <= stats["median_ms"] and stats["std_ms"] >= 0
+        own_ms = confirmation["reported_ms"] if ranked and side == "candidate" else stats["median_ms"]
+        assert stats["runs"] >= 10 and 0 < stats["min_ms"] <= own_ms and stats["std_ms"] >= 0
         # batches of back-to-back calls: the same work without the per-call timer's overhead
-        assert 0 < stats["batched_ms"] < 5 * stats["median_ms"]
-        assert stats["overhead_pct"] == pytest.approx(
-            100 * max(stats["median_ms"] - stats["batched_ms"], 0) / stats["median_ms"])
+        assert 0 < stats["batched_ms"] < 5 * own_ms
+        assert stats["overhead_pct"] == pytest.approx(100 * max(own_ms - stats["batched_ms"], 0) / own_ms)
         samples = timing["samples"][side]
         assert 10 <= len(samples) <= 200 and min(samples) >= stats["min_ms"]
     metrics = result["metrics"]
@@ -92,7 +99,7 @@ def test_relu_cpu_passes_with_a_table_and_a_valid_json(relu_cpu):
     assert metrics["flops"] is None and metrics["tflops"] is None  # FlopCounterMode counts no FLOPs in relu
     assert metrics["bandwidth_gbs"] == pytest.approx(RELU_BYTES / (timing["candidate"]["median_ms"] / 1e3) / 1e9)
     assert metrics["pct_peak_bandwidth"] is None  # no known peak on CPU: null, not invented
-    assert result["flags"] == []  # the candidate is a compiled extension
+    assert "no_custom_kernel" not in result["flags"]  # the candidate is a compiled extension
     assert "relu.so" in result["logs"]["compile"]  # ninja's output, caught while importing the candidate
     assert result["durations_s"]["compile"] > 1.0
     assert result["durations_s"]["total"] >= result["durations_s"]["compile"]
