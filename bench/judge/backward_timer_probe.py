@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from profiler_agent.bundles import module_loading as loading
-from profiler_agent.trials.correctness_trials import make_inputs
+from profiler_agent.trials.input_draws import make_inputs
 from profiler_agent.measure import timing
 
 

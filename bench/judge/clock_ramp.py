@@ -31,7 +31,7 @@ def main() -> None:
     import pynvml
     import torch
 
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
     from profiler_agent.bundles import module_loading as loading
 
     pynvml.nvmlInit()

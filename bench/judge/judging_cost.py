@@ -16,6 +16,7 @@ durations_s. (3) The median wall time of the judgings whose processes were waiti
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import statistics
 import subprocess
@@ -100,6 +101,55 @@ def cold_judging(bundle_path: Path, options, gap: float) -> None:
               f"{(result['self_test']['output'].strip().splitlines() or [''])[-1][:120]}")
 
 
+class Spans:
+    """Wall time of a judging's steps around its stages, read by wrapping the agent's own functions in
+    this process (the judging runs here): where the time no stage counts goes."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, float]] = []
+
+    def wrap(self, owner, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        spans = self.spans
+
+        @functools.wraps(original)
+        def timed(*args, **kwargs):
+            started = time.monotonic()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spans.append((label, time.monotonic() - started))
+
+        setattr(owner, name, timed)
+
+    def install(self) -> None:
+        from profiler_agent.judge import judging, started_ahead, timing_confirmation, warm_pool
+
+        self.wrap(warm_pool.WarmPool, "take", "take")
+        self.wrap(started_ahead.StartedAhead, "finish", "process")
+        self.wrap(timing_confirmation, "add_to_result", "confirm")
+        self.wrap(warm_pool.Slot, "close", "close")
+        self.wrap(warm_pool.WarmPool, "refill", "refill")
+        self.wrap(judging, "judge_candidate", "candidate")
+
+    def line(self, durations: dict, wall: float) -> str:
+        """The judged process's wall beside its stages, and each step's wall, in order; then what is left."""
+        took = dict.fromkeys(("take", "candidate", "confirm", "close", "refill"), 0.0)
+        processes = []
+        for label, seconds in self.spans:
+            if label == "process":
+                processes.append(seconds)
+            else:
+                took[label] += seconds
+        self.spans.clear()
+        judged = processes[0] if processes else 0.0
+        staged = sum(durations.get(stage) or 0.0 for stage in ("compile", "correctness", "timing"))
+        rest = wall - sum(took.values())
+        return (f"judged process {judged:.2f} (its stages {staged:.2f}), "
+                + ", ".join(f"{label} {seconds:.2f}" for label, seconds in took.items())
+                + f", outside these {rest:.2f}; each process's finish: " + " ".join(f"{s:.2f}" for s in processes))
+
+
 def median_or_none(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" if values else "-"
 
@@ -130,6 +180,8 @@ def main() -> None:
         prebuild(bundles, args.device, cache)
         print(f"built in {time.monotonic() - started:.1f} s", flush=True)
     options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
+    spans = Spans()
+    spans.install()
     measured: list[float] = []
     passed: list[float] = []  # the honest bundles' and the adversarial ones the judge let through
     honest: list[float] = []  # the bundles that are not adversarial (adv-*): what contestants send
@@ -152,6 +204,7 @@ def main() -> None:
                     print(f"    confirmation: {line.removeprefix(COST_NOTE)}", flush=True)
                 elif line.startswith(TIMING_NOTE):  # the timing phase's (measure.models)
                     print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
+            print(f"    around the stages: {spans.line(result['durations_s'], wall)}", flush=True)
             if counted:
                 measured.append(wall)
                 if result["status"] == "passed":

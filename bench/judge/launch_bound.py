@@ -141,7 +141,7 @@ def ncu_target(bundle: Path, calls: int, flush_per_call: bool = False) -> None:
     `candidate` that ncu's filter and profiler_agent.judge.ncu_output's parser read."""
     import torch
 
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
     from profiler_agent.bundles import module_loading as loading
     from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
     from profiler_agent.measure.timing import L2_FLUSH_BYTES

@@ -15,6 +15,7 @@ import argparse
 import os
 import statistics
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -41,7 +42,7 @@ def time_reference(args, settings: dict) -> float:
     """The reference's median per-call time, timed as the judged process times it."""
     import torch
 
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
     from profiler_agent.bundles import module_loading
 
     device = torch.device(args.device)
@@ -84,7 +85,7 @@ def verify_demonstration(args, settings: dict, report: dict) -> bool:
     from profiler_agent.graders import verifier
     from profiler_agent.measure import input_sets
     from profiler_agent.trials import output_exchange
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
 
     demonstration, seed, device = settings["demonstration"], settings["seed"], torch.device("cpu")
     calls, secret = demonstration["calls"], demonstration["secret"]
@@ -152,6 +153,8 @@ def check(args, settings: dict, report: dict) -> None:
         verify_demonstration(args, settings, report)
         durations["verify"] = timing.now_s() - started
         return
+    # the build's kernel names (a cuobjdump per shared object: tenths of a second) read beside the verification
+    own_names = OwnNames(settings["census"]) if settings.get("census") else None
     if settings.get("verify"):
         verdict = verifier.new_verdict()
         # the profiled process's calls: a warm-up, then one per trial, no repeat
@@ -163,20 +166,45 @@ def check(args, settings: dict, report: dict) -> None:
             return  # a wrong answer: its time does not matter
     if settings.get("census"):
         started = timing.now_s()
-        take_census(settings["census"], report)
+        take_census(settings["census"], own_names, report)
         durations["census"] = timing.now_s() - started
     started = timing.now_s()
     report["reference_ms"] = time_reference(args, settings)
     durations["reference_timing"] = timing.now_s() - started
 
 
-def take_census(census: dict, report: dict) -> None:
+class OwnNames:
+    """The names the profiled process's build defined (kernel_symbols.own_kernel_names), read in a
+    thread of their own from the start of the check: `names()` waits for them, or raises what failed."""
+
+    def __init__(self, census: dict):
+        self._census, self._names, self._error = census, None, None
+        self._thread = threading.Thread(target=self._read, name="own-kernel-names", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        from profiler_agent.measure import kernel_symbols
+
+        try:
+            self._names = kernel_symbols.own_kernel_names([Path(d) for d in self._census["build_dirs"]],
+                                                          Path(self._census["triton_cache"]))
+        except Exception as exc:  # noqa: BLE001  (handed to names())
+            self._error = exc
+
+    def names(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._names
+
+
+def take_census(census: dict, own_names: OwnNames, report: dict) -> None:
     """The kernel census from the kernel names ncu recorded and the names the profiled process's
     build defined (read here, outside any process that ran submission code)."""
-    from profiler_agent.measure import kernel_census, kernel_symbols
+    from profiler_agent.measure import kernel_census
 
     try:
-        own = kernel_symbols.own_kernel_names([Path(d) for d in census["build_dirs"]], Path(census["triton_cache"]))
+        own = own_names.names()
         loaded_native = bool(census.get("loaded_native"))
         taken = kernel_census.Census("cuda_kernels", list(census["candidate"]), list(census["reference"]),
                                      kernel_census.own_names_or_none(own, loaded_native))

@@ -68,7 +68,7 @@ def main(argv=None) -> None:
     from profiler_agent.executors import build_tools
     from profiler_agent.measure import input_sets
     from profiler_agent.trials import output_exchange
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
 
     device = torch.device("cpu")
     bundle = Path(args.bundle).resolve()

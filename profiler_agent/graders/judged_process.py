@@ -89,14 +89,16 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
     from profiler_agent.executors import build_tools
     from profiler_agent.bundles import module_loading
     from profiler_agent.measure.measurements import measure
-    from profiler_agent.trials.correctness_trials import check_correctness, make_inputs
+    from profiler_agent.trials.correctness_trials import check_correctness
+    from profiler_agent.trials.input_draws import make_inputs
 
     kind = args.device
     if kind == "cuda":
         torch.cuda.set_device(0)
     device = torch.device(kind)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
-    report["device"] = device_info.describe_device(kind)
+    if report["device"].get("name") is None:  # else described while this process waited (main)
+        report["device"] = device_info.describe_device(kind)
 
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
@@ -195,6 +197,10 @@ def main(argv=None) -> None:
     try:
         get_ready()
         make_context_ahead(args)
+        if args.cuda_ahead and args.device == "cuda":  # the context is made: NVML's and CUDA's facts too
+            from profiler_agent.devices import device_info
+
+            report["device"] = device_info.describe_device(args.device)
         settings = read_settings()  # may come much later: this process is started ahead of its job
         take_job(settings)
         judge(args, settings, report)

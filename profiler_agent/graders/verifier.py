@@ -54,7 +54,8 @@ def verify(args, settings: dict, verdict: dict, repeat: bool = True, warm_up: bo
     from profiler_agent.trials import output_exchange
     from profiler_agent.bundles import input_cases, module_loading
     from profiler_agent.util import tensors
-    from profiler_agent.trials.correctness_trials import make_inputs, planned_calls, record_comparison, refill
+    from profiler_agent.trials.correctness_trials import planned_calls, record_comparison, refill
+    from profiler_agent.trials.input_draws import make_inputs
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -131,7 +132,7 @@ def verify_timed_calls(api, reference, settings: dict, device, outputs: Path, re
     from profiler_agent.checkers import compare_outputs
     from profiler_agent.measure import input_sets
     from profiler_agent.trials import output_exchange
-    from profiler_agent.trials.correctness_trials import make_inputs
+    from profiler_agent.trials.input_draws import make_inputs
     from profiler_agent.util import tensors
 
     first_seed = settings["seed"] + 1 + settings["trials"]  # the timing's first draw (measurements.measure)

@@ -30,7 +30,7 @@ import statistics
 import subprocess
 from dataclasses import dataclass
 
-from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE
+from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, WARM_UP_RANGE
 
 DEFAULT_TIMEOUT_S = 120.0
 PROFILED_CALLS = 5
@@ -148,11 +148,24 @@ def launch_id_of(row: dict) -> int:
         raise NcuOutputError(f"launch ID {row['ID']!r} is not a number") from None
 
 
+def _warm_up(row: dict[str, str]) -> bool:
+    """A launch in the profiled process's warm-up range and in no call's (Profile.warm_up)."""
+    stacks = _range_stacks(row)
+    return any(WARM_UP_RANGE in stack for stack in stacks) and _call_index(row) is None
+
+
 def parse_launches(text: str) -> list[KernelLaunch]:
-    """Kernel launches in ncu's --csv output (one row per launch and metric), in launch order."""
+    """Kernel launches in ncu's --csv output (one row per launch and metric), in launch order. The
+    first launch is dropped when it is the profiled process's warm-up (Profile.warm_up): it ran before
+    any submission code loaded, so no later launch in that range is one (those stay, uncounted in
+    any call, which makes the calls' record unreadable)."""
     launches: dict[int, KernelLaunch] = {}
-    for row in _csv_rows(text):
+    rows = _csv_rows(text)
+    first = min((launch_id_of(row) for row in rows), default=None)
+    for row in rows:
         launch_id = launch_id_of(row)
+        if launch_id == first and _warm_up(row):
+            continue
         launch = launches.setdefault(launch_id, KernelLaunch(
             launch_id, row["Kernel Name"], _call_index(row),
             reference=any(REFERENCE_RANGE in stack for stack in _range_stacks(row))))
@@ -275,6 +288,8 @@ class Profile:
     # the most calls (of each model) the profiled process may be asked for with its job, which it is
     # started ahead of (0: `calls`); the launch cap stays `calls`', so more calls never profile more kernels
     most_calls: int = 0
+    # one kernel profiled before the job comes (WARM_UP_RANGE), counted in the launch cap
+    warm_up: bool = False
 
     @property
     def started_calls(self) -> int:
@@ -288,7 +303,12 @@ class Profile:
     def launch_cap(self) -> int:
         """ncu's --launch-count: the candidate's calls, then the room of one call for all the reference's
         (a reference of more kernels than that is cut: its record is then not taken)."""
-        return self.candidate_cap + (self.kernels_per_call if self.reference_calls else 0)
+        return self.candidate_cap + (self.kernels_per_call if self.reference_calls else 0) + int(self.warm_up)
+
+    @property
+    def calls_cap(self) -> int:
+        """The calls' launches when ncu stopped at its launch count (the warm-up's is not read)."""
+        return self.launch_cap - int(self.warm_up)
 
 
 FIGURES = Profile(METRICS, PROFILED_CALLS, MAX_KERNELS_PER_CALL)

@@ -117,6 +117,7 @@ def start_profiler(
         *(["--outputs", str(outputs)] if outputs is not None else []),
         *(["--reference-calls", str(max(profile.reference_calls, profile.most_calls))] if profile.reference_calls else []),
         *([CUDA_AHEAD] if cuda_ahead else []),
+        *(["--warm-up"] if profile.warm_up else []),
     ]
     privileges.hand_over(scratch, user)
     process = started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(

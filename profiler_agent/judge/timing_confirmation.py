@@ -49,7 +49,7 @@ CONFIRM_CALLS = 3
 # ranked above that ratio. Calls reported under SHORT_CALL_MS get SHORT_CALL_CALLS calls of each model.
 # Each extra call draws fresh inputs twice (here and in the verifier): a call that short reads a few
 # tens of MB at most, and a longer one varies by under 2% (~0.2 us of jitter). Both models' calls share
-# ncu's launch cap (PROFILE.launch_cap, 400): past 44 kernels a call for the two together, the
+# ncu's launch cap (PROFILE.calls_cap, 400, and one warm-up launch): past 44 kernels a call for the two together, the
 # reference's record is not taken and the candidate is bounded by its own alone.
 SHORT_CALL_MS = 0.01
 SHORT_CALL_CALLS = 9
@@ -59,7 +59,7 @@ CONFIRM_KERNELS_PER_CALL = 100
 REFERENCE_BUDGET_S = 1.0
 # the reference's calls: their kernels name the reference's side of the census, and give its record
 PROFILE = ncu_output.Profile((ncu_output.DURATION,), CONFIRM_CALLS, CONFIRM_KERNELS_PER_CALL, cache_control="none",
-                             reference_calls=CONFIRM_CALLS, most_calls=SHORT_CALL_CALLS)
+                             reference_calls=CONFIRM_CALLS, most_calls=SHORT_CALL_CALLS, warm_up=True)
 NO_PROFILER_ON_CPU = "no device profiler on CPU, and calls under 1 ms are not timed from outside"
 
 
@@ -171,7 +171,7 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     record, record_why = None, profiled.why.removeprefix(ncu_output.NOTE_PREFIX).strip()
     if profiled.output is not None:
         try:
-            record = kernel_record(profiled.output, calls, PROFILE.candidate_cap, calls, PROFILE.launch_cap)
+            record = kernel_record(profiled.output, calls, PROFILE.candidate_cap, calls, PROFILE.calls_cap)
         except ncu_output.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
     check = run_check(started.check, bundle, sources, options, seed, profiled.output is not None,

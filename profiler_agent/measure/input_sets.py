@@ -30,7 +30,7 @@ import math
 import torch
 from torch.autograd.graph import increment_version
 
-from profiler_agent.trials.correctness_trials import make_inputs
+from profiler_agent.trials.input_draws import make_inputs
 from profiler_agent.util import tensors
 
 TIMING_SETS = 4  # per model, when the budget allows: the per-call timing's rotation

@@ -13,7 +13,7 @@ from profiler_agent.devices import device_info
 from profiler_agent.util import tensors
 from profiler_agent.util.submission_failures import SubmissionFailure, guarded, is_device_fault, submission_code
 from profiler_agent.util.tensors import synchronize
-from profiler_agent.trials.correctness_trials import make_inputs
+from profiler_agent.trials.input_draws import make_inputs
 from profiler_agent.util.sizes import format_size
 
 

@@ -5,7 +5,6 @@ verifier (profiler_agent.graders.verifier) judges them; the comparison made here
 that spares timing a candidate that is plainly wrong. It runs beside submission code, so it is
 never trusted for the verdict."""
 
-import random
 import sys
 
 import torch
@@ -13,6 +12,7 @@ import torch
 from profiler_agent.trials import call_plan, output_exchange, side_streams
 from profiler_agent.checkers import compare_outputs
 from profiler_agent.trials.call_plan import Call
+from profiler_agent.trials.input_draws import make_inputs
 from profiler_agent.util import tensors
 from profiler_agent.util.submission_failures import submission_code
 from profiler_agent.util.tensors import synchronize
@@ -23,22 +23,6 @@ def poison_freed_memory(device, nbytes: int) -> None:
     uninitialized memory cannot pass by finding a stale correct result there."""
     if device.type == "cuda" and nbytes:
         torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(0xFF)
-
-
-def seed_everything(seed: int) -> None:
-    """get_inputs may draw from torch, random or numpy: every process must draw the same inputs."""
-    torch.manual_seed(seed)
-    random.seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed % 2**32)
-
-
-def make_inputs(get_inputs, seed: int, device) -> list:
-    seed_everything(seed)
-    with submission_code("get_inputs"):
-        inputs = list(get_inputs())
-    return tensors.to_device(inputs, device)
 
 
 def record_comparison(result: dict, call: Call, outcome) -> bool:

@@ -300,3 +300,31 @@ def test_an_inflated_reference_is_ranked_at_the_agents_own_timing_of_it():
     # within the bound: the timed figure stands
     honest = _ranked(record, 0.0105, 0.0050, outside=0.0100)
     assert honest["timing"]["speedup"] == pytest.approx(0.0105 / 0.0050) and "timing_unconfirmed" not in honest["flags"]
+
+
+WARM_UP_STACK = "<default domain>:profiler_agent warm-up:<default domain>:candidate"
+FILL_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T3, T4)"
+
+
+def test_the_warm_up_launch_is_read_only_as_the_first_one():
+    calls = [(_call(i), OWN_STYLE_KERNEL, 5000 + i) for i in range(3)]
+    record = timing_bounds.kernel_record(_table([(WARM_UP_STACK, FILL_KERNEL, 900000)] + calls), calls=3, launch_cap=300)
+    assert record.kernel_ms == pytest.approx(5001e-6) and record.candidate_kernels == [OWN_STYLE_KERNEL]
+    # a launch in that range after the first ran beside submission code: it is no warm-up, and a
+    # launch of no call makes the calls' record unreadable (a candidate cannot hide kernels in it)
+    for later in ([calls[0], (WARM_UP_STACK, FILL_KERNEL, 10)] + calls[1:],
+                  [(WARM_UP_STACK, FILL_KERNEL, 10), (WARM_UP_STACK, OWN_STYLE_KERNEL, 10)] + calls):
+        with pytest.raises(ncu_output.NcuOutputError, match="some launches carry"):
+            timing_bounds.kernel_record(_table(later), calls=3, launch_cap=300)
+    # the warm-up range inside a call's is that call's
+    inside = f"<default domain>:profiler_agent call 0:<default domain>:profiler_agent warm-up:<default domain>:candidate"
+    record = timing_bounds.kernel_record(_table([(inside, OWN_STYLE_KERNEL, 7000)] + calls[1:]), calls=3, launch_cap=300)
+    assert record.kernel_ms == pytest.approx(5002e-6) and sorted(record.candidate_kernels) == [OWN_STYLE_KERNEL]
+
+
+def test_the_warm_up_takes_one_launch_of_the_cap_and_none_of_the_calls():
+    profile = timing_confirmation.PROFILE
+    assert profile.warm_up and profile.launch_cap == profile.calls_cap + 1
+    unwarmed = ncu_output.Profile(profile.metrics, profile.calls, profile.kernels_per_call,
+                                  reference_calls=profile.reference_calls)
+    assert profile.calls_cap == unwarmed.launch_cap
