@@ -97,8 +97,7 @@ def judge(args: argparse.Namespace, settings: dict, report: dict) -> None:
         torch.cuda.set_device(0)
     device = torch.device(kind)
     reference_name, candidate_name = file_name(settings, "reference"), file_name(settings, "candidate")
-    if report["device"].get("name") is None:  # else described while this process waited (main)
-        report["device"] = device_info.describe_device(kind)
+    report["device"] = device_info.describe_device(kind)
 
     bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(bundle))  # bundles import their sibling files
@@ -197,10 +196,6 @@ def main(argv=None) -> None:
     try:
         get_ready()
         make_context_ahead(args)
-        if args.cuda_ahead and args.device == "cuda":  # the context is made: NVML's and CUDA's facts too
-            from profiler_agent.devices import device_info
-
-            report["device"] = device_info.describe_device(args.device)
         settings = read_settings()  # may come much later: this process is started ahead of its job
         take_job(settings)
         judge(args, settings, report)
