@@ -7,6 +7,7 @@ from rq.job import Job
 from submissions import queueing
 from submissions.models import GpuType, Season
 from submissions.services import accounts
+from tests.site.board_caches import BoardCache
 
 
 @pytest.fixture(autouse=True)
@@ -56,3 +57,11 @@ def agent_and_token(season):
 def job_kwargs(run):
     """What the agent would receive for this run: read back from the real Redis job (JSON)."""
     return Job.fetch(run.rq_job_id, connection=queueing.connection(), serializer=queueing.SERIALIZER).kwargs
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def board_cache(request, settings):
+    cache = BoardCache(request.param)
+    settings.CACHES = {**settings.CACHES, "boards": cache.settings}
+    yield cache
+    cache.empty()

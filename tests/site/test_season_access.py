@@ -20,7 +20,7 @@ from tests.judged_data import accepted_sample
 from tests.page_text import shows
 from tests.site.bundle_files import CUDACODE, TORCHCODE, valid_files
 from tests.site.pr_host import BareRepository, RecordingApi, local_hosts, run_site_worker
-from tests.site.test_board_cache import EN, ZH, board_cache  # noqa: F401 (a fixture: the cache in-process and in Redis)
+from tests.site.board_caches import EN, ZH
 
 pytestmark = pytest.mark.django_db
 
@@ -204,7 +204,7 @@ def board_surfaces(client, headers):
 
 
 def test_a_banned_contestant_is_on_no_public_board_cached_or_not_until_the_ban_is_lifted(
-        client, ranked, alice, bob, organizer, board_cache):  # noqa: F811
+        client, ranked, alice, bob, organizer, board_cache):
     for headers in (EN, ZH):  # fill the cache
         shown = board_surfaces(client, headers)
         assert all(shows(shown[path], "Alice") for path in shown if isinstance(shown[path], str))
