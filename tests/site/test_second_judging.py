@@ -19,8 +19,9 @@ EN = {"Accept-Language": "en-US,en;q=0.9"}
 ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
 
 
-# 999 as a figure (999, 999.0, 999.00×), never the digits inside a timestamp's microseconds
-FIGURE_999 = re.compile(r"(?<![\d.])999(?:\.\d+)?(?!\d)")
+# 999 as a figure (999, 999.0, 999.00×), never the digits inside a timestamp's microseconds or inside
+# a token's hex digits ("…a999f…" in a CSRF token or a key)
+FIGURE_999 = re.compile(r"(?<![\w.])999(?:\.\d+)?(?!\w)")
 
 def text(response):
     assert response.status_code == 200, response.status_code
