@@ -70,8 +70,10 @@ def test_memory_held_while_building_is_caught_under_the_compile_limit(tmp_path):
 
 
 def test_after_compiled_the_run_limit_applies_and_the_phase_is_named(tmp_path):
-    # 400 MiB is fine while building (1 GiB), too much once the 200 MiB run limit applies
-    run = run_steps(tmp_path, ["hold 400", "send compiled", "send stage correctness", "sleep 30"],
+    # 150 MiB then 250 MiB: fine while building (1 GiB), too much once the 200 MiB run limit applies.
+    # The growth waits for the stage's message to be read, so the kill names the stage it was in.
+    run = run_steps(tmp_path, ["hold 150", "send compiled", "send stage correctness", "sleep 0.5", "hold 100",
+                               "sleep 30"],
                     Limits(memory_bytes=200 * MiB, compile_memory_bytes=1024 * MiB))
     assert run.memory_exceeded is not None and run.memory_exceeded.limit_bytes == 200 * MiB
     assert run.memory_exceeded.phase == "while running the correctness trials, in forward (run phase)"
