@@ -107,6 +107,7 @@ class Spans:
 
     def __init__(self) -> None:
         self.spans: list[tuple[str, float]] = []
+        self.marks: list[tuple[str, float]] = []  # (what, when): the judged process's stages as they began
 
     def wrap(self, owner, name: str, label: str) -> None:
         original = getattr(owner, name)
@@ -131,6 +132,19 @@ class Spans:
         self.wrap(warm_pool.Slot, "close", "close")
         self.wrap(warm_pool.WarmPool, "refill", "refill")
         self.wrap(judging, "judge_candidate", "candidate")
+        relay, marks = warm_pool.StageRelay.__call__, self.marks
+
+        def marked(relay_self, stage: str) -> None:
+            marks.append((stage, time.monotonic()))
+            relay(relay_self, stage)
+
+        warm_pool.StageRelay.__call__ = marked
+
+    def stage_line(self, started: float) -> str:
+        """When each of the judged process's stages began, from the judging's start."""
+        line = ", ".join(f"{stage} {when - started:.2f}" for stage, when in self.marks)
+        self.marks.clear()
+        return line
 
     def line(self, durations: dict, wall: float) -> str:
         """The judged process's wall beside its stages, and each step's wall, in order; then what is left."""
@@ -205,6 +219,7 @@ def main() -> None:
                 elif line.startswith(TIMING_NOTE):  # the timing phase's (measure.models)
                     print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
             print(f"    around the stages: {spans.line(result['durations_s'], wall)}", flush=True)
+            print(f"    the judged process's stages began at: {spans.stage_line(started)}", flush=True)
             if counted:
                 measured.append(wall)
                 if result["status"] == "passed":

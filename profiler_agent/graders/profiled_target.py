@@ -11,6 +11,9 @@ With `--warm-up` (the timing confirmation's profile), one kernel runs first in W
 any submission code loads (while the process waits for its job, when its CUDA context is made
 ahead): ncu's own setup at the first kernel it profiles is paid there, and its reading drops that launch.
 
+With the settings' `gate`, it loads and warms up, then waits for the gate before its profiled calls
+(wait_for_gate): its loading overlaps the verifier's run, its calls do not.
+
 Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
 loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
 With `--outputs` each call's output goes to that exchange folder, where the trusted verifier checks
@@ -60,6 +63,26 @@ def warm_up_profiler() -> None:
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
     torch.cuda.nvtx.range_pop()
+
+
+GATE_POLL_S = 0.002
+WAITING_FOR_GATE = "[profiler_agent] profiled process: loaded and warm; its profiled calls wait for the gate"
+
+
+def wait_for_gate(settings: dict) -> None:
+    """With the settings' `gate` (a path), wait until it exists: the agent gives this process its
+    job while the verifier still runs (judge.timing_confirmation), so it loads beside it, and makes
+    the gate once the verifier is done and the GPU is this process's alone. Only the profiled calls
+    wait: a process that does not wait runs them beside the verifier, which only makes its own
+    kernels' record longer."""
+    gate = settings.get("gate")
+    if gate is None:
+        return
+    if not isinstance(gate, str):
+        raise ValueError(f"settings['gate'] is not a path: {gate!r}")
+    print(f"{WAITING_FOR_GATE} {gate}", file=sys.stderr, flush=True)
+    while not os.path.exists(gate):
+        time.sleep(GATE_POLL_S)
 
 
 def job_calls(settings: dict, most: int) -> int:
@@ -122,6 +145,8 @@ def main(argv=None) -> None:
         model(*make_inputs(api.get_inputs, seed + 1 + calls, device))
         synchronize(device)
         warm_s = time.perf_counter() - clock
+        wait_for_gate(settings)
+        gate_s = time.perf_counter() - clock
         for call in range(calls):
             inputs = make_inputs(api.get_inputs, seed + 1 + call, device)  # drawn only now
             flush()
@@ -155,7 +180,7 @@ def main(argv=None) -> None:
                 del inputs
     # what the confirmation's cost line shows (judge.timing_confirmation): the rest of its time is ncu's own
     print(f"{TIMELINE_PREFIX}{calls} calls after a warm-up; loaded at {loaded_s:.2f} s, warm at {warm_s:.2f} s, "
-          f"calls done at {profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
+          + (f"gate open at {gate_s:.2f} s, " if settings.get("gate") else "") + f"calls done at {profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     # ncu has every kernel's record as it ends; Python's and CUDA's teardown would add half a second

@@ -3,6 +3,7 @@ process, assembled into one schema-1 result."""
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import shutil
@@ -10,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from profiler_agent.executors import build_cache
 from profiler_agent.devices import device_info
@@ -71,11 +73,13 @@ def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
 def judge_candidate(
     bundle: Bundle, candidate: Path, options: JudgeOptions, seed: int, cache_dir: Path,
     sources: dict[str, bytes], judged: warm_pool.JudgedAhead, verifier: trusted_process.TrustedAhead, census_in_child: bool = True,
-    case: str | None = None,
+    case: str | None = None, beside_verification: Callable[[dict], None] | None = None,
 ) -> CandidateJudgement:
     """Judge one candidate in the processes started for it (warm_pool.start_pair), each used or cancelled.
     `census_in_child` False: the kernel census is taken from ncu's record instead (judge.timing_confirmation).
-    `case`: the reference's input case to judge (None: the judging's first; judge.case_judging)."""
+    `case`: the reference's input case to judge (None: the judging's first; judge.case_judging).
+    `beside_verification(report)`: called with the judged process's report when it passed, just
+    before the verifier runs (the confirmation's profiler loads beside it)."""
     key = build_cache.build_key(candidate, options.device)
     failed_before = build_cache.cached_failure(cache_dir, key)
     if failed_before is not None:
@@ -128,6 +132,8 @@ def judge_candidate(
     if status in ("passed", "wrong_answer"):
         # the judged process's own comparison ran beside submission code: decide it again here
         options.tell("checking")
+        if status == "passed" and beside_verification is not None:
+            beside_verification(report)
         started = time.monotonic()
         status = verify_outputs(verifier, bundle, sources, settings, report)
         report.setdefault("durations_s", {})["verify"] = time.monotonic() - started
@@ -331,8 +337,11 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     slot = warm_pool.POOL.take(options, cache_dir) if options.keep_warm else warm_pool.start_slot(options, cache_dir)
     try:
         confirming = slot.confirming
+        beside = None if options.correctness_only else functools.partial(
+            timing_confirmation.profile_beside_verification, confirming, bundle, judged_outputs=slot.judged.outputs)
         main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, sources, slot.judged,
-                               slot.verifier, census_in_child=not (confirming and confirming.profiles()))
+                               slot.verifier, census_in_child=not (confirming and confirming.profiles()),
+                               beside_verification=beside)
         reported_device = (main.report or {}).get("device") or {}
         if set(reported_device) == set(result["device"]):
             result["device"] = reported_device

@@ -151,25 +151,44 @@ class ProfilerAhead:
     extensions: Path | None = None  # the candidate's build folder, known once the job is (finish_profiler)
 
 
-def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path,
-                    case: str | None = None, calls: int | None = None) -> ProfilerRun:
+def give_profiler(started: "ProfilerAhead", seed: int, bundle, candidate: Path, case: str | None = None,
+                  calls: int | None = None, gate: Path | None = None) -> None:
     """Give a profiler started ahead its job (the bundle, the candidate, the input case: None for the
-    judging's first) and its seed; read what ncu recorded. `calls`: how many calls of each model to
-    profile, up to its Profile's started_calls (None: the number it was started with)."""
-    if isinstance(started, ProfilerRun):
-        return started
+    judging's first) and its seed; it runs while the caller goes on (collect_profiler reads it).
+    `calls`: how many calls of each model to profile, up to its Profile's started_calls (None: the
+    number it was started with). `gate`: it waits for this path to exist before its profiled calls
+    (profiled_target.wait_for_gate)."""
     shutil.copytree(bundle.root, started.workdir, dirs_exist_ok=True)  # submission code may write to its cwd
     started.extensions = build_cache.extensions_dir(
         build_cache.reachable_cache_dir(started.cache_dir, started.user), candidate, started.device)
     settings = {"seed": seed, "reference": bundle.reference.name, "candidate": candidate.name,
                 "extensions_dir": str(started.extensions), "case": case,
-                **({"calls": calls} if calls is not None else {})}
+                **({"calls": calls} if calls is not None else {}),
+                **({"gate": str(gate)} if gate is not None else {})}
     # the build folder is the candidate's: held from the seed to the end, as the judged process held it
-    with build_cache.exclusive(started.extensions):
-        privileges.hand_over(started.workdir, started.user)
-        privileges.hand_over(started.extensions, started.user)
-        run = started.process.finish(json.dumps(settings).encode())
+    started.process.hold(build_cache.exclusive(started.extensions))
+    privileges.hand_over(started.workdir, started.user)
+    privileges.hand_over(started.extensions, started.user)
+    started.process.give(json.dumps(settings).encode())
+
+
+def collect_profiler(started: "ProfilerAhead") -> ProfilerRun:
+    """Wait for a profiler given its job (give_profiler) to end; what ncu recorded."""
+    run = started.process.finish()
     return interpret_run(run, started.log_file, started.timeout_s, started.executable)
+
+
+def finish_profiler(started: "ProfilerAhead | ProfilerRun", seed: int, bundle, candidate: Path,
+                    case: str | None = None, calls: int | None = None) -> ProfilerRun:
+    """give_profiler and collect_profiler at once; a ProfilerRun (ncu missing) as it is."""
+    if isinstance(started, ProfilerRun):
+        return started
+    try:
+        give_profiler(started, seed, bundle, candidate, case, calls)
+    except BaseException:
+        started.process.cancel()
+        raise
+    return collect_profiler(started)
 
 
 def interpret_run(run, log_file: Path, timeout_s: float, executable: str) -> ProfilerRun:

@@ -30,6 +30,7 @@ class StartedAhead:
         self._outcome: object = None
         self._error: BaseException | None = None
         self._done = False
+        self._held = contextlib.ExitStack()
         self._thread = threading.Thread(target=self._run, args=(start,), name="started-ahead", daemon=True)
         self._thread.start()
         self._exists.wait()
@@ -42,12 +43,25 @@ class StartedAhead:
         finally:
             self._exists.set()
 
-    def finish(self, data: bytes, hold: contextlib.AbstractContextManager | None = None):
-        """Send its settings and wait for its end; what `start` returned (a SandboxRun, say).
-        `hold` is held from the sending to the end (a build folder's lock, say)."""
-        with hold or contextlib.nullcontext():
-            self._input.send(data)
+    def hold(self, held: contextlib.AbstractContextManager) -> None:
+        """Hold `held` (a build folder's lock, say) from now until it ends or is cancelled."""
+        self._held.enter_context(held)
+
+    def give(self, data: bytes) -> None:
+        """Send its settings; it runs while the caller goes on (`finish` waits for its end)."""
+        self._input.send(data)
+
+    def finish(self, data: bytes | None = None, hold: contextlib.AbstractContextManager | None = None):
+        """Send its settings (unless `give` did) and wait for its end; what `start` returned (a
+        SandboxRun, say). `hold` is held from the sending to the end."""
+        try:
+            if hold is not None:
+                self.hold(hold)
+            if data is not None:
+                self.give(data)
             self._thread.join()
+        finally:
+            self._held.close()
         self._done = True
         if self._error is not None:
             raise self._error
@@ -58,10 +72,15 @@ class StartedAhead:
         return not self._done and not self._input.given() and self._thread.is_alive() and self._input.alive()
 
     def cancel(self) -> None:
-        """Not needed after all: it ends without its settings. Safe to call more than once."""
+        """Not needed after all: it ends without its settings, or is killed when it had them. Safe to
+        call more than once."""
         if not self._done:
-            self._input.cancel()
+            if self._input.given() and not self._input.cancelled:
+                self._input.kill()
+            else:
+                self._input.cancel()
             self._thread.join()
+            self._held.close()
             self._done = True
 
 

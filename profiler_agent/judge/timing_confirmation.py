@@ -40,6 +40,7 @@ from profiler_agent.judge.timing_bounds import (FLAG, NOTE_PREFIX, CPU_TIME, Ker
                                                 rank_within_kernel_records)
 from profiler_agent.measure import kernel_census
 from profiler_agent.judge import ncu_output, ncu_profiling
+from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.process import Limits
 
 CONFIRM_CALLS = 3
@@ -64,12 +65,22 @@ NO_PROFILER_ON_CPU = "no device profiler on CPU, and calls under 1 ms are not ti
 
 
 @dataclass
+class EarlyJob:
+    """The profiler's job, given while the verifier runs (profile_beside_verification)."""
+    seed: int
+    calls: int
+    gate: Path  # made once the verifier is done: the profiled calls wait for it
+
+
+@dataclass
 class Started:
     """The confirmation's two processes, started ahead of their turn (profiler_agent.judge.started_ahead):
     the trusted check first (it ends last), then the profiler."""
     check: trusted_process.TrustedAhead
     profiler: ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun
     outputs: Path
+    scratch: Path
+    early: EarlyJob | None = None
 
     def profiles(self) -> bool:
         """Whether ncu is there to record the candidate's kernels (and so the census)."""
@@ -96,7 +107,26 @@ def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = 
     except BaseException:
         check.cancel()
         raise
-    return Started(check, profiler, outputs)
+    return Started(check, profiler, outputs, scratch)
+
+
+def profile_beside_verification(started: Started | None, bundle, report: dict, judged_outputs: Path) -> None:
+    """Give the profiler its job before the verifier runs, when the judged process passed: the
+    profiled process loads the candidate beside the verification (about as long as it), then waits
+    for the gate that confirm_on_device makes once the verifier is done, so the GPU is its alone for
+    the calls it records. The judged process's outputs are taken from the sandbox user first: the
+    profiled process runs that user's submission code while the verifier reads them."""
+    if started is None or not started.profiles():
+        return
+    reported = ((report.get("timing") or {}).get("candidate") or {}).get("median_ms")
+    profiler = started.profiler
+    privileges.take_back(judged_outputs, profiler.user)
+    gate_folder = started.scratch / "gate"  # the agent's: the sandbox user cannot make the gate there
+    gate_folder.mkdir()
+    early = EarlyJob(secrets.randbelow(2**31 - 1024), confirm_calls(reported if isinstance(reported, (int, float))
+                                                                     else None), gate_folder / "open")
+    ncu_profiling.give_profiler(profiler, early.seed, bundle, bundle.candidate, None, early.calls, early.gate)
+    started.early = early
 
 
 def start_ahead(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> Started | None:
@@ -158,12 +188,18 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
     case `result` judged (None: the judging's first, whose record also gives the kernel census)."""
     timing = result["timing"]
     reported, reference_reported = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
-    seed = secrets.randbelow(2**31 - 1024)  # a new secret: the judged process never saw it
-    calls = confirm_calls(reported)
     started = started or start_processes(options, cache_dir, scratch)
+    early = started.early if case is None else None
+    # a new secret: the judged process never saw it
+    seed = early.seed if early else secrets.randbelow(2**31 - 1024)
+    calls = early.calls if early else confirm_calls(reported)
     clock = time.monotonic()
     try:
-        profiled = ncu_profiling.finish_profiler(started.profiler, seed, bundle, bundle.candidate, case, calls)
+        if early:
+            early.gate.touch()  # the verifier is done: the GPU is the profiled calls' alone
+            profiled = ncu_profiling.collect_profiler(started.profiler)
+        else:
+            profiled = ncu_profiling.finish_profiler(started.profiler, seed, bundle, bundle.candidate, case, calls)
     except BaseException:
         started.check.cancel()
         raise

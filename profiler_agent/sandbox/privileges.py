@@ -84,6 +84,25 @@ def hand_over(path: Path, user: SandboxUser | None) -> None:
             os.chown(os.path.join(root, name), user.uid, user.gid, follow_symlinks=False)
 
 
+def take_back(path: Path, user: SandboxUser | None) -> None:
+    """A folder tree the sandbox user wrote becomes the agent's again, readable but not writable by
+    other uids: what a finished judged process left there stays as it was while other sandboxed
+    processes of that user run beside the one that reads it. Links are removed (a link to a file the
+    sandbox user can still write would let them change what is read), never followed."""
+    if user is None:
+        return
+    for root, dirs, files in os.walk(path):
+        os.chown(root, 0, 0)
+        os.chmod(root, 0o755)
+        for name in [*files, *dirs]:
+            entry = os.path.join(root, name)
+            if os.path.islink(entry):
+                os.unlink(entry)
+            elif name in files:
+                os.chown(entry, 0, 0)
+                os.chmod(entry, 0o644)
+
+
 def traversable(path: Path) -> None:
     """Let other uids pass through `path` (not list it): the sandbox user reaches its own folders."""
     os.chmod(path, os.stat(path).st_mode | 0o111)

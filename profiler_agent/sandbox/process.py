@@ -29,12 +29,14 @@ MAX_REPORT_BYTES = 32 * 1024 * 1024
 class PendingInput:
     """The stdin of a process started ahead of its turn (profiler_agent.judge.started_ahead): it waits,
     blocked reading its settings, until `send` gives them; `cancel` closes its stdin with nothing,
-    and the run ends at once. Its limits count from the moment its input comes."""
+    and the run ends at once; `kill` ends one that has its input. Its limits count from the moment
+    its input comes."""
 
     def __init__(self) -> None:
         self._ready = threading.Event()
         self._data: bytes | None = None
         self._proc: subprocess.Popen | None = None
+        self._killed = False
         self.cancelled = False
 
     def send(self, data: bytes) -> None:
@@ -44,6 +46,13 @@ class PendingInput:
     def cancel(self) -> None:
         self.cancelled = True
         self._ready.set()
+
+    def kill(self) -> None:
+        """Its input was sent and it is not needed after all: its session is killed now (the run
+        ends as a killed process; its limits and sweep still apply)."""
+        self._killed = True  # before it has even read them: it never gets them
+        if self._proc is not None and self._proc.poll() is None:
+            kill_session(self._proc.pid)
 
     def alive(self) -> bool:
         """Its process has not ended (True before it exists)."""
@@ -59,7 +68,7 @@ class PendingInput:
         while not self._ready.wait(0.05):
             if proc.poll() is not None:
                 return None
-        return self._data if proc.poll() is None else None
+        return self._data if proc.poll() is None and not self._killed else None
 
 
 def _start(command: list[str], *, cwd: Path, env: dict[str, str], stdout, stderr, pass_fds: tuple[int, ...],

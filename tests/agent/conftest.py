@@ -1,9 +1,9 @@
 """Fixtures for the profiler agent's tests: one build cache per session, bundles made on the fly,
 and the judge CLI run in-process."""
 
+import functools
 import json
 import os
-import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,3 +127,14 @@ def queue():
     for job_id in q.job_ids + q.failed_job_registry.get_job_ids() + q.finished_job_registry.get_job_ids():
         Job.fetch(job_id, connection=connection, serializer=JSONSerializer).delete()
     q.delete(delete_jobs=True)
+
+
+@pytest.fixture
+def stand_in_ncu(tmp_path, monkeypatch):
+    """install(mode="replay", table=...): the stand-in ncu (tests/agent/stand_in_ncu.py) first on
+    PATH; returns the file where its "hang" mode writes its sleeper's pid."""
+    from tests.agent import stand_in_ncu as stand_in
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    return functools.partial(stand_in.install, bin_dir, tmp_path / "sleeper.pid", monkeypatch)

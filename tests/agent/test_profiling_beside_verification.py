@@ -1,0 +1,106 @@
+"""The confirmation's profiler given its job while the verifier runs
+(timing_confirmation.profile_beside_verification): it loads beside the verification and its
+profiled calls wait for the gate; one not needed after all is killed; the judged process's outputs
+are taken from the sandbox user first. On CPU, with the stand-in ncu (tests/agent/stand_in_ncu.py)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from profiler_agent.bundles.bundle import locate_bundle
+from profiler_agent.graders.profiled_target import WAITING_FOR_GATE
+from profiler_agent.judge import timing_confirmation
+from profiler_agent.judge.judging import snapshot_sources
+from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.sandbox import privileges
+from tests.agent.test_confirm import ATEN_RELU, _judged
+
+REPORT = {"timing": {"candidate": {"median_ms": 1.0}}}
+
+
+def _start(tmp_path, cache):
+    options = JudgeOptions(device="cpu", ncu_timeout_s=60.0, timeout_s=60.0)
+    started = timing_confirmation.start_processes(options, Path(cache), tmp_path / "confirm")
+    judged_outputs = tmp_path / "judged-exchange"
+    judged_outputs.mkdir()
+    return options, started, judged_outputs
+
+
+def _wait_for_line(logs: Path, line: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(line in p.read_text(errors="replace") for p in logs.glob("*.log")):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {line!r} in {logs} after {timeout_s} s")
+
+
+def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(make_bundle, stand_in_ncu, tmp_path,
+                                                                             shared_build_cache):
+    stand_in_ncu()
+    bundle = locate_bundle(make_bundle(ATEN_RELU))
+    options, started, judged_outputs = _start(tmp_path, shared_build_cache)
+    timing_confirmation.profile_beside_verification(started, bundle, REPORT, judged_outputs)
+    early = started.early
+    assert early is not None and early.calls == timing_confirmation.CONFIRM_CALLS and not early.gate.exists()
+    _wait_for_line(tmp_path / "confirm" / "profile" / "logs", WAITING_FOR_GATE)
+    time.sleep(0.5)
+    assert list(started.outputs.iterdir()) == []  # loaded and warm, no profiled call made
+    outcome = timing_confirmation.confirm_on_device(_judged(1.0, 1e-6), bundle, options, Path(shared_build_cache),
+                                                    tmp_path / "confirm", snapshot_sources(bundle), started)
+    assert early.gate.exists()
+    assert outcome.wrong_answer == "" and outcome.confirmation["confirmed"] is True, outcome.confirmation["reason"]
+    assert sorted(p.name for p in started.outputs.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
+    assert "gate open at" in outcome.cost
+
+
+def test_a_profiler_given_its_job_is_killed_when_the_verifier_finds_a_wrong_answer(make_bundle, stand_in_ncu, tmp_path,
+                                                                                  shared_build_cache):
+    stand_in_ncu()
+    bundle = locate_bundle(make_bundle(ATEN_RELU))
+    options, started, judged_outputs = _start(tmp_path, shared_build_cache)
+    timing_confirmation.profile_beside_verification(started, bundle, REPORT, judged_outputs)
+    _wait_for_line(tmp_path / "confirm" / "profile" / "logs", WAITING_FOR_GATE)
+    result = _judged(1.0, 1.0)
+    result["status"] = "wrong_answer"
+    began = time.monotonic()
+    timing_confirmation.add_to_result(result, bundle, options, Path(shared_build_cache), tmp_path / "confirm",
+                                      snapshot_sources(bundle), started)
+    assert time.monotonic() - began < 30  # killed, not left to its 60 s timeout
+    assert result["timing"]["confirmation"] is None and not started.early.gate.exists()
+    assert list(started.outputs.iterdir()) == []
+    busy = subprocess.run(["pgrep", "-f", str(tmp_path / "confirm")], capture_output=True, text=True).stdout
+    assert busy == ""  # neither ncu nor its profiled process is left
+
+
+def test_the_judged_outputs_become_the_agents_read_only_and_links_go():
+    if os.geteuid() != 0:
+        pytest.skip("an agent that is not root has no sandbox user: judged processes write as the agent itself")
+    user = privileges.SandboxUser(privileges.DEFAULT_SANDBOX_UID, privileges.DEFAULT_SANDBOX_UID)
+    root = Path(tempfile.mkdtemp(prefix="take-back-"))  # under /tmp: a path the sandbox user can pass
+    try:
+        root.chmod(0o711)
+        folder = root / "exchange"
+        (folder / "deeper").mkdir(parents=True)
+        (folder / "trial-0.pt").write_bytes(b"output")
+        writable_elsewhere = root / "elsewhere"
+        writable_elsewhere.write_bytes(b"changeable")
+        (folder / "trial-1.pt").symlink_to(writable_elsewhere)
+        (folder / "deeper" / "linked").symlink_to(root)
+        privileges.hand_over(folder, user)
+        privileges.take_back(folder, user)
+        assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["deeper", "trial-0.pt"]
+        # the sandbox user reads the output and can neither change it nor add one
+        attempt = ('cat "$1/trial-0.pt"; echo; (echo forged >> "$1/trial-0.pt") 2>/dev/null || echo refused; '
+                   '(echo forged > "$1/new.pt") 2>/dev/null || echo refused')
+        run = subprocess.run(["/bin/sh", "-c", attempt, "sh", str(folder)], capture_output=True, text=True,
+                             preexec_fn=lambda: (os.setgid(user.gid), os.setuid(user.uid)))
+        assert run.stdout.split() == ["output", "refused", "refused"], run.stderr
+        assert (folder / "trial-0.pt").read_bytes() == b"output"
+    finally:
+        shutil.rmtree(root)
