@@ -125,6 +125,7 @@ class Spans:
 
     def install(self) -> None:
         from profiler_agent.judge import judging, started_ahead, timing_confirmation, warm_pool
+        from profiler_agent.sandbox import process
 
         self.wrap(warm_pool.WarmPool, "take", "take")
         self.wrap(started_ahead.StartedAhead, "finish", "process")
@@ -132,6 +133,8 @@ class Spans:
         self.wrap(warm_pool.Slot, "close", "close")
         self.wrap(warm_pool.WarmPool, "refill", "refill")
         self.wrap(judging, "judge_candidate", "candidate")
+        # from a process's report (its pipe's end) to its exit: a CUDA context's teardown, say
+        self.wrap(process, "_wait_for_exit", "exit")
         relay, marks = warm_pool.StageRelay.__call__, self.marks
 
         def marked(relay_self, stage: str) -> None:
@@ -149,10 +152,12 @@ class Spans:
     def line(self, durations: dict, wall: float) -> str:
         """The judged process's wall beside its stages, and each step's wall, in order; then what is left."""
         took = dict.fromkeys(("take", "candidate", "confirm", "close", "refill"), 0.0)
-        processes = []
+        processes, exits = [], []
         for label, seconds in self.spans:
             if label == "process":
                 processes.append(seconds)
+            elif label == "exit":
+                exits.append(seconds)
             else:
                 took[label] += seconds
         self.spans.clear()
@@ -161,7 +166,8 @@ class Spans:
         rest = wall - sum(took.values())
         return (f"judged process {judged:.2f} (its stages {staged:.2f}), "
                 + ", ".join(f"{label} {seconds:.2f}" for label, seconds in took.items())
-                + f", outside these {rest:.2f}; each process's finish: " + " ".join(f"{s:.2f}" for s in processes))
+                + f", outside these {rest:.2f}; each process's finish: " + " ".join(f"{s:.2f}" for s in processes)
+                + "; from each one's report (the profiler's start) to its exit: " + " ".join(f"{s:.2f}" for s in exits))
 
 
 def median_or_none(values: list[float]) -> str:

@@ -7,7 +7,6 @@ import functools
 import json
 import secrets
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,10 @@ from profiler_agent.judge import timing_confirmation, ncu_profiling, profile_rep
 from profiler_agent.sandbox import privileges
 from profiler_agent.protocol import result_schema
 from profiler_agent.bundles.bundle import Bundle, LLM_VARIANT_NAME
-from profiler_agent.sandbox.child_env import child_env
 from profiler_agent.sandbox.capped_logs import read_capped
-from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
+from profiler_agent.sandbox.process import SandboxRun
 from profiler_agent.judge.memory_notes import memory_note
-from profiler_agent.judge import started_ahead, failure_reasons, warm_pool, trusted_process, case_judging
+from profiler_agent.judge import started_ahead, failure_reasons, warm_pool, trusted_process, case_judging, self_test_run
 from profiler_agent.judge.options import SUSPICIOUS_SPEEDUP, JudgeOptions, timing_budget_from_env
 from profiler_agent.judge.verdicts import classify
 
@@ -59,15 +57,6 @@ def snapshot_sources(bundle: Bundle) -> dict[str, bytes]:
     """The bundle's Python files, read before any submission code runs: the verifier gets its
     reference from here, not from a folder the judged process could have rewritten."""
     return {p.name: p.read_bytes() for p in sorted(bundle.root.glob("*.py")) if p.is_file()}
-
-
-def _fresh_dirs(scratch: Path, bundle: Bundle) -> tuple[Path, Path, Path]:
-    """A private copy of the bundle (submission code may write to its cwd), an empty home, a tmp."""
-    workdir, home, tmp = scratch / "bundle", scratch / "home", scratch / "tmp"
-    shutil.copytree(bundle.root, workdir)
-    home.mkdir()
-    tmp.mkdir()
-    return workdir, home, tmp
 
 
 def judge_candidate(
@@ -295,36 +284,6 @@ def fill_judged_parts(
     }
 
 
-def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratch: Path) -> dict:
-    """Run the contestant's run_code.py in the same sandbox: informative only, never scored."""
-    scratch.mkdir(parents=True)
-    workdir, home, tmp = _fresh_dirs(scratch, bundle)
-    # the candidate's build folder: run_code.py usually imports the candidate, whose build is there
-    user = privileges.sandbox_user()
-    extensions = build_cache.extensions_dir(
-        build_cache.reachable_cache_dir(cache_dir, user), bundle.candidate, options.device
-    )
-    with build_cache.exclusive(extensions):
-        privileges.hand_over(scratch, user)
-        privileges.hand_over(extensions, user)
-        run = run_sandboxed(
-            # the judged process's build flags and headers: its build is found, not compiled again
-            [sys.executable, "-m", "profiler_agent.graders.self_test", bundle.self_test.name],
-            cwd=workdir,
-            env=child_env(home, tmp, extensions, build_cache.pch_root(cache_dir)),
-            # it may build the candidate and sends no phase message: both limits, together
-            timeout_s=options.compile_timeout_s + options.timeout_s,
-            logs_dir=scratch / "logs",
-            merge_stderr=True,
-            user=user,
-            limits=Limits(memory_bytes=options.compile_memory_limit()),
-        )
-    output = run.stdout
-    if run.timed_out:
-        output += f"\n[profiler_agent] timed out after {options.compile_timeout_s + options.timeout_s:g} s\n"
-    return {"exit_code": run.exit_code, "output": output}
-
-
 def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     """Judge `bundle` and return a validated schema-1 result."""
     started = time.monotonic()
@@ -383,7 +342,7 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
 
         if bundle.self_test is not None:
             options.tell("self_test")
-            result["self_test"] = run_self_test(bundle, options, cache_dir, scratch / "self-test")
+            result["self_test"] = self_test_run.run_self_test(bundle, options, cache_dir, scratch / "self-test")
     finally:  # whatever was not needed (or an error cut short) ends here, with its scratch folder
         slot.close()
     return _finished(result, options, cache_dir, started, slot)
