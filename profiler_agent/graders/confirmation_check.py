@@ -22,7 +22,8 @@ from pathlib import Path
 
 from profiler_agent.sandbox import run_cpu
 from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, guarded, submission_code
-from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+from profiler_agent.sandbox.child_channel import (add_cuda_ahead_argument, file_name, import_for_backward, make_context_ahead,
+                                                  read_settings, send_report, started_ahead, take_job)
 
 process_cpu_ns = time.process_time_ns  # bound before the reference's code loads, as the clock is
 
@@ -217,6 +218,7 @@ def take_census(census: dict, own_names: OwnNames, report: dict) -> None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     started_ahead()
+    import_for_backward(args.device)
     make_context_ahead(args)
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
     take_job(settings)

@@ -19,7 +19,8 @@ from pathlib import Path
 from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, is_device_fault, submission_code
 from profiler_agent.util.sizes import format_size
 from profiler_agent.executors.build_watch import BuildWatch, fd_output_to
-from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_phase_compiled, send_report, send_stage, take_job
+from profiler_agent.sandbox.child_channel import (add_cuda_ahead_argument, file_name, import_for_backward, make_context_ahead,
+                                                  read_settings, send_phase_compiled, send_report, send_stage, take_job)
 
 
 def mapped_bytes() -> int:
@@ -196,6 +197,8 @@ def main(argv=None) -> None:
     try:
         get_ready()
         make_context_ahead(args)
+        if args.cuda_ahead:  # waiting in the pool: otherwise its job comes at once, for any problem
+            import_for_backward(args.device)
         settings = read_settings()  # may come much later: this process is started ahead of its job
         take_job(settings)
         judge(args, settings, report)

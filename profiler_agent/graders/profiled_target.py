@@ -31,7 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, take_job
+from profiler_agent.sandbox.child_channel import (add_cuda_ahead_argument, file_name, import_for_backward, make_context_ahead,
+                                                  read_settings, take_job)
 from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, TIMELINE_PREFIX, WARM_UP_RANGE
 
 
@@ -100,6 +101,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import torch  # first: this process is started ahead of its turn (profiler_agent.judge.started_ahead)
 
+    import_for_backward(args.device)
     make_context_ahead(args)
     warm_up = args.warm_up and args.device == "cuda"
     if warm_up and args.cuda_ahead:  # the GPU is idle before the job (judge.warm_pool)

@@ -16,7 +16,8 @@ import traceback
 from pathlib import Path
 
 from profiler_agent.util.submission_failures import SubmissionFailure, describe_error, submission_code
-from profiler_agent.sandbox.child_channel import add_cuda_ahead_argument, file_name, make_context_ahead, read_settings, send_report, started_ahead, take_job
+from profiler_agent.sandbox.child_channel import (add_cuda_ahead_argument, file_name, import_for_backward, make_context_ahead,
+                                                  read_settings, send_report, started_ahead, take_job)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -169,6 +170,7 @@ def nondeterministic(first: tuple, repeat: tuple) -> bool:
 def main(argv=None) -> None:
     args = parse_args(argv)
     started_ahead()
+    import_for_backward(args.device)
     make_context_ahead(args)
     settings = read_settings()  # may come much later: this process may be started ahead of its turn
     take_job(settings)
