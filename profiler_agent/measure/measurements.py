@@ -146,6 +146,7 @@ def _measure(reference, candidate, get_inputs, device, settings: dict, report: d
     stages.end("energy")
     report["telemetry"] = sampler.telemetry() if device.type == "cuda" else telemetry.empty_telemetry()
     report["telemetry"]["energy_j_per_call"] = energy
+    stages.end("telemetry")
     inputs = make_inputs(get_inputs, first_seed, device)
     with torch.no_grad(), submission_code("reference"):
         output = reference(*tensors.fresh_copies(inputs))
