@@ -1,6 +1,7 @@
-"""A stand-in for Nsight Compute's CLI (no GPU in CI): it runs the profiled process as ncu does and
-writes a table recorded on an H100 as ncu's log; the fixture `stand_in_ncu` (tests/agent/conftest.py)
-puts it first on PATH."""
+"""A stand-in for Nsight Compute's CLI, for tests only (real ncu cannot run without a GPU): it takes
+the options the agent passes, checks those it is told to expect, runs the profiled command as ncu
+does (stdin passed on) and writes a table ncu recorded on an H100 to --log-file. The fixture
+`stand_in_ncu` (tests/agent/conftest.py) puts it first on PATH for the timing confirmation."""
 
 import os
 import sys
@@ -9,16 +10,16 @@ from pathlib import Path
 from tests.agent.test_timing_bounds import RECORDED_3_CALLS
 
 STAND_IN = '''#!{python}
-"""A stand-in for Nsight Compute's CLI, for tests only (no GPU here): takes the options the timing
-confirmation passes, runs the target as ncu does (stdin passed on), writes `table` (output recorded on
-an H100) to --log-file. MODE: replay, hang."""
+"""A stand-in for Nsight Compute's CLI, for tests only. MODE: replay, fail-permission, hang, no-kernels."""
 import subprocess, sys, time
 
 MODE = {mode!r}
 TABLE = {table!r}
 PID_FILE = {pid_file!r}
+EXPECTED = {expected!r}
 args = sys.argv[1:]
 if args == ["--version"]:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler")
     print("Version 2025.3.0.0 (stand-in for tests)")
     sys.exit(0)
 VALUED = {{"--clock-control", "--cache-control", "--target-processes", "--log-file", "--metrics",
@@ -30,29 +31,49 @@ while i < len(args) and args[i].startswith("--"):
     elif args[i] in VALUED:
         options[args[i]], i = args[i + 1], i + 2
     else:
-        sys.exit("==ERROR== unrecognised option %s" % args[i])
-expected = {{"--clock-control": "none", "--cache-control": "none", "--metrics": "gpu__time_duration.sum",
-            "--nvtx-include": "candidate/", "--launch-count": "401"}}  # 400 for the calls, 1 warm-up
-for key, value in expected.items():
+        print("==ERROR== unrecognised option '%s'" % args[i], file=sys.stderr)
+        sys.exit(2)
+for key, value in EXPECTED.items():
     if options.get(key) != value:
-        sys.exit("==ERROR== stand-in ncu: %s is %r, expected %r" % (key, options.get(key), value))
+        print("==ERROR== stand-in ncu: %s is %r, expected %r" % (key, options.get(key), value), file=sys.stderr)
+        sys.exit(2)
 if "--seed" in args:
-    sys.exit("==ERROR== stand-in ncu: the seed is on the command line, where anyone can read it")
+    print("==ERROR== stand-in ncu: the seed is on the command line, where anyone can read it", file=sys.stderr)
+    sys.exit(2)
+log = open(options["--log-file"], "w")
 if MODE == "hang":
     sleeper = subprocess.Popen(["sleep", "300"])
     open(PID_FILE, "w").write(str(sleeper.pid))
     time.sleep(300)
+if MODE == "fail-permission":
+    log.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+              "Performance Counters on the target device 0.\\n")
+    sys.exit(1)
 code = subprocess.run(args[i:]).returncode
-if code == 0:
-    open(options["--log-file"], "w").write(TABLE)
+if MODE == "no-kernels":
+    log.write("==WARNING== No kernels were profiled.\\n")
+elif code == 0:
+    log.write(TABLE)
 sys.exit(code)
 '''
+# what the timing confirmation passes (judge.timing_confirmation.PROFILE): 400 launches for the calls, 1 warm-up
+CONFIRMATION_OPTIONS = {"--clock-control": "none", "--cache-control": "none", "--metrics": "gpu__time_duration.sum",
+                        "--nvtx-include": "candidate/", "--launch-count": "401"}
+# what `--ncu`'s figures pass (judge.ncu_output.FIGURES)
+FIGURES_OPTIONS = {"--clock-control": "none", "--csv": True, "--nvtx": True, "--nvtx-include": "candidate/",
+                   "--metrics": "dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum"}
 
 
+def script(mode: str = "replay", table: str = RECORDED_3_CALLS, pid_file: Path | str = "",
+           expected: dict = CONFIRMATION_OPTIONS) -> str:
+    return STAND_IN.format(python=sys.executable, mode=mode, table=table, pid_file=str(pid_file), expected=expected)
 
-def install(bin_dir: Path, pid_file: Path, monkeypatch, mode: str = "replay", table: str = RECORDED_3_CALLS) -> Path:
-    script = bin_dir / "ncu"
-    script.write_text(STAND_IN.format(python=sys.executable, mode=mode, table=table, pid_file=str(pid_file)))
-    script.chmod(0o755)
+
+def install(bin_dir: Path, pid_file: Path, monkeypatch, mode: str = "replay", table: str = RECORDED_3_CALLS,
+            expected: dict = CONFIRMATION_OPTIONS) -> Path:
+    """The stand-in as `ncu` in `bin_dir`, first on PATH; returns where its "hang" mode writes its sleeper's pid."""
+    path = bin_dir / "ncu"
+    path.write_text(script(mode, table, pid_file, expected))
+    path.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return pid_file

@@ -5,8 +5,6 @@ opt-in switches, the notes that say why `ncu` is null, and the process handling 
 import json
 import os
 import statistics
-import sys
-import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +17,7 @@ from profiler_agent.__main__ import build_parser, main
 from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.worker.agent_config import AgentConfig
 from profiler_agent.worker.judge_job import judge_options
+from tests.agent import stand_in_ncu
 from tests.agent.conftest import EXAMPLES, REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -227,70 +226,14 @@ def test_a_profiler_failure_never_escapes(monkeypatch, tmp_path):
 
 # --- a stand-in ncu: real processes, real sandbox, no GPU ---------------------------------------------
 
-FAKE_NCU = '''#!{python}
-"""A stand-in for Nsight Compute's CLI, for tests only: real ncu cannot run without a GPU. It takes
-the options profiler_agent.judge.ncu_output passes, runs the target command as ncu does, and writes `table` (output
-ncu recorded on an H100) to --log-file. MODE: replay, fail-permission, hang, no-kernels."""
-import os, subprocess, sys, time
-
-MODE = {mode!r}
-TABLE = {table!r}
-PID_FILE = {pid_file!r}
-args = sys.argv[1:]
-if args == ["--version"]:
-    print("NVIDIA (R) Nsight Compute Command Line Profiler")
-    print("Version 2025.3.0.0 (stand-in for tests)")
-    sys.exit(0)
-VALUED = {{"--clock-control", "--target-processes", "--log-file", "--metrics", "--nvtx-include", "--launch-count"}}
-options, i = {{}}, 0
-while i < len(args) and args[i].startswith("--"):
-    if args[i] in ("--csv", "--nvtx"):
-        options[args[i]], i = True, i + 1
-    elif args[i] in VALUED:
-        options[args[i]], i = args[i + 1], i + 2
-    else:
-        print("==ERROR== unrecognised option '%s'" % args[i], file=sys.stderr)
-        sys.exit(2)
-expected = {{"--clock-control": "none", "--csv": True, "--nvtx": True, "--nvtx-include": "candidate/",
-            "--metrics": "dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum"}}
-for key, value in expected.items():
-    if options.get(key) != value:
-        print("==ERROR== stand-in ncu: %s is %r, expected %r" % (key, options.get(key), value), file=sys.stderr)
-        sys.exit(2)
-log = open(options["--log-file"], "w")
-if MODE == "hang":
-    sleeper = subprocess.Popen(["sleep", "300"])
-    open(PID_FILE, "w").write(str(sleeper.pid))
-    time.sleep(300)
-if MODE == "fail-permission":
-    log.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
-              "Performance Counters on the target device 0.\\n")
-    sys.exit(1)
-code = subprocess.run(args[i:]).returncode
-if MODE == "no-kernels":
-    log.write("==WARNING== No kernels were profiled.\\n")
-elif code == 0:
-    log.write(TABLE)
-sys.exit(code)
-'''
-
-
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch):
-    """Put a stand-in `ncu` first on PATH; returns where a hanging one writes its child's pid."""
+    """Put the stand-in `ncu` (tests/agent/stand_in_ncu.py) first on PATH, checking the options `--ncu`'s
+    figures pass; returns where a hanging one writes its child's pid."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    pid_file = tmp_path / "sleeper.pid"
-
-    def install(mode: str) -> Path:
-        script = bin_dir / "ncu"
-        script.write_text(FAKE_NCU.format(python=sys.executable, mode=mode, table=RECORDED_H100.read_text(),
-                                          pid_file=str(pid_file)))
-        script.chmod(0o755)
-        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-        return pid_file
-
-    return install
+    return lambda mode: stand_in_ncu.install(bin_dir, tmp_path / "sleeper.pid", monkeypatch, mode,
+                                             RECORDED_H100.read_text(), stand_in_ncu.FIGURES_OPTIONS)
 
 
 @pytest.fixture(scope="module")
@@ -390,9 +333,8 @@ def test_a_timeout_kills_ncu_and_everything_it_started(fake_ncu, tmp_path, share
 
 def test_the_stand_in_checks_its_arguments(tmp_path):
     """Guards the stand-in itself: an option real ncu would not get from us is refused."""
-    script = textwrap.dedent(FAKE_NCU.format(python=sys.executable, mode="replay", table="", pid_file=""))
     path = tmp_path / "ncu"
-    path.write_text(script)
+    path.write_text(stand_in_ncu.script(table="", expected=stand_in_ncu.FIGURES_OPTIONS))
     path.chmod(0o755)
     import subprocess
 

@@ -23,12 +23,18 @@ from tests.agent.test_confirm import ATEN_RELU, _judged
 REPORT = {"timing": {"candidate": {"median_ms": 1.0}}}
 
 
-def _start(tmp_path, cache):
+def _given_its_job(make_bundle, stand_in_ncu, tmp_path, cache):
+    """A confirmation's processes started, the profiler given its job beside a verification, and
+    loaded and warm: (options, bundle, started)."""
+    stand_in_ncu()
+    bundle = locate_bundle(make_bundle(ATEN_RELU))
     options = JudgeOptions(device="cpu", ncu_timeout_s=60.0, timeout_s=60.0)
     started = timing_confirmation.start_processes(options, Path(cache), tmp_path / "confirm")
     judged_outputs = tmp_path / "judged-exchange"
     judged_outputs.mkdir()
-    return options, started, judged_outputs
+    timing_confirmation.profile_beside_verification(started, bundle, REPORT, judged_outputs)
+    _wait_for_line(tmp_path / "confirm" / "profile" / "logs", WAITING_FOR_GATE)
+    return options, bundle, started
 
 
 def _wait_for_line(logs: Path, line: str, timeout_s: float = 60.0) -> None:
@@ -42,13 +48,9 @@ def _wait_for_line(logs: Path, line: str, timeout_s: float = 60.0) -> None:
 
 def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(make_bundle, stand_in_ncu, tmp_path,
                                                                              shared_build_cache):
-    stand_in_ncu()
-    bundle = locate_bundle(make_bundle(ATEN_RELU))
-    options, started, judged_outputs = _start(tmp_path, shared_build_cache)
-    timing_confirmation.profile_beside_verification(started, bundle, REPORT, judged_outputs)
+    options, bundle, started = _given_its_job(make_bundle, stand_in_ncu, tmp_path, shared_build_cache)
     early = started.early
     assert early is not None and early.calls == timing_confirmation.CONFIRM_CALLS and not early.gate.exists()
-    _wait_for_line(tmp_path / "confirm" / "profile" / "logs", WAITING_FOR_GATE)
     time.sleep(0.5)
     assert list(started.outputs.iterdir()) == []  # loaded and warm, no profiled call made
     outcome = timing_confirmation.confirm_on_device(_judged(1.0, 1e-6), bundle, options, Path(shared_build_cache),
@@ -61,11 +63,7 @@ def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(ma
 
 def test_a_profiler_given_its_job_is_killed_when_the_verifier_finds_a_wrong_answer(make_bundle, stand_in_ncu, tmp_path,
                                                                                   shared_build_cache):
-    stand_in_ncu()
-    bundle = locate_bundle(make_bundle(ATEN_RELU))
-    options, started, judged_outputs = _start(tmp_path, shared_build_cache)
-    timing_confirmation.profile_beside_verification(started, bundle, REPORT, judged_outputs)
-    _wait_for_line(tmp_path / "confirm" / "profile" / "logs", WAITING_FOR_GATE)
+    options, bundle, started = _given_its_job(make_bundle, stand_in_ncu, tmp_path, shared_build_cache)
     result = _judged(1.0, 1.0)
     result["status"] = "wrong_answer"
     began = time.monotonic()
