@@ -93,11 +93,13 @@ class ProfilerRun:
 def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
     outputs: Path | None = None, executable: str | None = None, limits=None, cuda_ahead: bool = False,
-    command=None,
+    command=None, wait_s: float = 0.0,
 ) -> "ProfilerAhead | ProfilerRun":
     """Start ncu on profiler_agent.graders.profiled_target in the sandbox, ahead of its turn and of its job:
     `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing.
-    `command(executable, log_file, target)`: ncu's command line, when not `profile`'s own (ncu_command)."""
+    `command(executable, log_file, target)`: ncu's command line, when not `profile`'s own (ncu_command).
+    `wait_s`: how long it may wait for a gate after its job comes (give_profiler), beyond the
+    `timeout_s` it has from its turn (collect_profiler)."""
     executable = executable or shutil.which("ncu")
     if executable is None:
         return ProfilerRun(None, note("not found on PATH; nothing profiled"))
@@ -126,7 +128,7 @@ def start_profiler(
         cwd=workdir,
         # the judged process's precompiled header too: the same build flags find the same build
         env=child_env(home, tmp, None, build_cache.pch_root(cache_dir)),
-        timeout_s=timeout_s,
+        timeout_s=timeout_s + wait_s,
         logs_dir=scratch / "logs",
         # the seed on stdin, never in argv: ncu passes its stdin on to the profiled process
         stdin_data=pending,
@@ -173,8 +175,12 @@ def give_profiler(started: "ProfilerAhead", seed: int, bundle, candidate: Path, 
 
 
 def collect_profiler(started: "ProfilerAhead") -> ProfilerRun:
-    """Wait for a profiler given its job (give_profiler) to end; what ncu recorded."""
-    run = started.process.finish()
+    """Wait for a profiler given its job (give_profiler) to end, at most its timeout from now (its
+    turn: a gate it waited for is open); what ncu recorded."""
+    run = started.process.finish(timeout_s=started.timeout_s)
+    if started.process.overran:
+        return ProfilerRun(None, note(f"timed out after {started.timeout_s:g} s; ncu and the profiled process "
+                                      "were killed"), timed_out=True)
     return interpret_run(run, started.log_file, started.timeout_s, started.executable)
 
 

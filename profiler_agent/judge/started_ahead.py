@@ -30,6 +30,7 @@ class StartedAhead:
         self._outcome: object = None
         self._error: BaseException | None = None
         self._done = False
+        self.overran = False  # killed at finish's timeout
         self._held = contextlib.ExitStack()
         self._thread = threading.Thread(target=self._run, args=(start,), name="started-ahead", daemon=True)
         self._thread.start()
@@ -51,15 +52,21 @@ class StartedAhead:
         """Send its settings; it runs while the caller goes on (`finish` waits for its end)."""
         self._input.send(data)
 
-    def finish(self, data: bytes | None = None, hold: contextlib.AbstractContextManager | None = None):
+    def finish(self, data: bytes | None = None, hold: contextlib.AbstractContextManager | None = None,
+               timeout_s: float | None = None):
         """Send its settings (unless `give` did) and wait for its end; what `start` returned (a
-        SandboxRun, say). `hold` is held from the sending to the end."""
+        SandboxRun, say). `hold` is held from the sending to the end. `timeout_s`: killed if it has
+        not ended that long from now (`overran` says so)."""
         try:
             if hold is not None:
                 self.hold(hold)
             if data is not None:
                 self.give(data)
-            self._thread.join()
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                self.overran = True
+                self._input.kill()
+                self._thread.join()
         finally:
             self._held.close()
         self._done = True

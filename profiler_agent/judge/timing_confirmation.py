@@ -103,7 +103,8 @@ def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = 
                                           profile_scratch, PROFILE, outputs=outputs,
                                           # ncu itself shares the cgroup: the looser (build) limit
                                           limits=Limits(memory_bytes=options.compile_memory_limit()),
-                                          cuda_ahead=cuda_ahead)
+                                          # given its job beside the verifier, it may wait for it that long
+                                          cuda_ahead=cuda_ahead, wait_s=options.timeout_s)
     except BaseException:
         check.cancel()
         raise

@@ -84,3 +84,12 @@ def test_what_a_first_backward_call_imports_is_imported_ahead():
     assert ahead.stdout.strip() == "[]", ahead.stdout
     not_ahead = subprocess.run([sys.executable, "-c", program, "cpu"], capture_output=True, text=True, check=True)
     assert "sympy" in not_ahead.stdout  # on a CPU host nothing is imported ahead: the first call does it
+
+
+def test_a_process_past_the_time_it_was_given_is_killed(tmp_path):
+    sleeper = StartedAhead(lambda pending, on_started: run_sandboxed(
+        [sys.executable, "-c", SLEEPER], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout_s=60,
+        logs_dir=tmp_path / "sleeper", stdin_data=pending, on_started=on_started))
+    began = time.monotonic()
+    run = sleeper.finish(b"the settings", timeout_s=1.0)
+    assert sleeper.overran and time.monotonic() - began < 20 and run.exit_code != 0 and not run.timed_out

@@ -23,12 +23,12 @@ from tests.agent.test_confirm import ATEN_RELU, _judged
 REPORT = {"timing": {"candidate": {"median_ms": 1.0}}}
 
 
-def _given_its_job(make_bundle, stand_in_ncu, tmp_path, cache):
+def _given_its_job(make_bundle, stand_in_ncu, tmp_path, cache, ncu_timeout_s: float = 60.0):
     """A confirmation's processes started, the profiler given its job beside a verification, and
     loaded and warm: (options, bundle, started)."""
     stand_in_ncu()
     bundle = locate_bundle(make_bundle(ATEN_RELU))
-    options = JudgeOptions(device="cpu", ncu_timeout_s=60.0, timeout_s=60.0)
+    options = JudgeOptions(device="cpu", ncu_timeout_s=ncu_timeout_s, timeout_s=60.0)
     started = timing_confirmation.start_processes(options, Path(cache), tmp_path / "confirm")
     judged_outputs = tmp_path / "judged-exchange"
     judged_outputs.mkdir()
@@ -59,6 +59,16 @@ def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(ma
     assert outcome.wrong_answer == "" and outcome.confirmation["confirmed"] is True, outcome.confirmation["reason"]
     assert sorted(p.name for p in started.outputs.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
     assert "gate open at" in outcome.cost
+
+
+def test_the_wait_at_the_gate_is_not_counted_in_the_profilers_timeout(make_bundle, stand_in_ncu, tmp_path,
+                                                                     shared_build_cache):
+    # a verifier may run longer than ncu's timeout: the profiler's counts from the gate
+    options, bundle, started = _given_its_job(make_bundle, stand_in_ncu, tmp_path, shared_build_cache, ncu_timeout_s=3.0)
+    time.sleep(4.0)
+    outcome = timing_confirmation.confirm_on_device(_judged(1.0, 1e-6), bundle, options, Path(shared_build_cache),
+                                                    tmp_path / "confirm", snapshot_sources(bundle), started)
+    assert outcome.confirmation["confirmed"] is True, outcome.confirmation["reason"]
 
 
 def test_a_profiler_given_its_job_is_killed_when_the_verifier_finds_a_wrong_answer(make_bundle, stand_in_ncu, tmp_path,
