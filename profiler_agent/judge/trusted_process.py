@@ -17,9 +17,14 @@ from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 
 
 def write_sources(directory: Path, sources: dict[str, bytes]) -> None:
+    """The sources, readable by every uid (the trusted process runs as the sandbox user) and
+    writable by the agent alone, as is their folder."""
     directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
     for name, data in sources.items():
-        (directory / name).write_bytes(data)
+        path = directory / name
+        path.write_bytes(data)
+        path.chmod(0o644)
 
 
 def parse_report(data: bytes | None) -> dict | None:
@@ -55,7 +60,12 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
     for folder in (pristine, home, tmp):
         folder.mkdir(parents=True)
     user = privileges.sandbox_user()
-    privileges.hand_over(scratch, user)
+    # its home and tmp are the sandbox user's; its scratch and the reference's folder stay the agent's:
+    # submission code of that user runs while it waits (and, for the verifier, beside it) and must
+    # not put a module of its own where the reference's imports look first, nor swap the folder
+    privileges.hand_over(home, user)
+    privileges.hand_over(tmp, user)
+    privileges.traversable(scratch)
     command = [sys.executable, "-m", module,
                "--reference-dir", str(pristine),
                "--outputs", str(outputs),
@@ -81,6 +91,5 @@ def finish_trusted(trusted: TrustedAhead, settings: dict, bundle, sources: dict[
     """The bundle's reference as it was before any submission code ran (`sources`) written fresh,
     then the settings sent; the run and its report (None when it gave none)."""
     write_sources(trusted.pristine, sources)
-    privileges.hand_over(trusted.pristine, trusted.user)
     run = trusted.process.finish(json.dumps({**settings, "reference": bundle.reference.name}).encode())
     return run, parse_report(run.report)

@@ -1,23 +1,19 @@
 """The confirmation's profiler given its job while the verifier runs
 (timing_confirmation.profile_beside_verification): it loads beside the verification and its
-profiled calls wait for the gate; one not needed after all is killed; the judged process's outputs
-are taken from the sandbox user first. On CPU, with the stand-in ncu (tests/agent/stand_in_ncu.py)."""
+profiled calls wait for the gate; one not needed after all is killed. On CPU, with the stand-in ncu
+(tests/agent/stand_in_ncu.py). What the sandbox user cannot touch meanwhile:
+tests/agent/test_sandbox_folders.py."""
 
-import os
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-import pytest
 
 from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.graders.profiled_target import WAITING_FOR_GATE
 from profiler_agent.judge import timing_confirmation
 from profiler_agent.judge.judging import snapshot_sources
 from profiler_agent.judge.options import JudgeOptions
-from profiler_agent.sandbox import privileges
 from tests.agent.test_confirm import ATEN_RELU, _judged
 
 REPORT = {"timing": {"candidate": {"median_ms": 1.0}}}
@@ -84,31 +80,3 @@ def test_a_profiler_given_its_job_is_killed_when_the_verifier_finds_a_wrong_answ
     assert list(started.outputs.iterdir()) == []
     busy = subprocess.run(["pgrep", "-f", str(tmp_path / "confirm")], capture_output=True, text=True).stdout
     assert busy == ""  # neither ncu nor its profiled process is left
-
-
-def test_the_judged_outputs_become_the_agents_read_only_and_links_go():
-    if os.geteuid() != 0:
-        pytest.skip("an agent that is not root has no sandbox user: judged processes write as the agent itself")
-    user = privileges.SandboxUser(privileges.DEFAULT_SANDBOX_UID, privileges.DEFAULT_SANDBOX_UID)
-    root = Path(tempfile.mkdtemp(prefix="take-back-"))  # under /tmp: a path the sandbox user can pass
-    try:
-        root.chmod(0o711)
-        folder = root / "exchange"
-        (folder / "deeper").mkdir(parents=True)
-        (folder / "trial-0.pt").write_bytes(b"output")
-        writable_elsewhere = root / "elsewhere"
-        writable_elsewhere.write_bytes(b"changeable")
-        (folder / "trial-1.pt").symlink_to(writable_elsewhere)
-        (folder / "deeper" / "linked").symlink_to(root)
-        privileges.hand_over(folder, user)
-        privileges.take_back(folder, user)
-        assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["deeper", "trial-0.pt"]
-        # the sandbox user reads the output and can neither change it nor add one
-        attempt = ('cat "$1/trial-0.pt"; echo; (echo forged >> "$1/trial-0.pt") 2>/dev/null || echo refused; '
-                   '(echo forged > "$1/new.pt") 2>/dev/null || echo refused')
-        run = subprocess.run(["/bin/sh", "-c", attempt, "sh", str(folder)], capture_output=True, text=True,
-                             preexec_fn=lambda: (os.setgid(user.gid), os.setuid(user.uid)))
-        assert run.stdout.split() == ["output", "refused", "refused"], run.stderr
-        assert (folder / "trial-0.pt").read_bytes() == b"output"
-    finally:
-        shutil.rmtree(root)

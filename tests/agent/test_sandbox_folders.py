@@ -1,0 +1,71 @@
+"""What the sandbox user (the uid submission code runs as) can and cannot write while trusted
+processes read: the judged process's outputs once it ended (privileges.take_back), a trusted
+process's folder and the reference's pristine copy in it (judge.trusted_process). Submission code of
+that user runs beside them (the confirmation's profiled process loads beside the verifier)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from profiler_agent.judge import trusted_process
+from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.sandbox import privileges
+
+USER = privileges.SandboxUser(privileges.DEFAULT_SANDBOX_UID, privileges.DEFAULT_SANDBOX_UID)
+
+
+@pytest.fixture
+def reachable_root():
+    """A folder under /tmp the sandbox user can pass through (pytest's own are the agent's alone)."""
+    if os.geteuid() != 0:
+        pytest.skip("an agent that is not root has no sandbox user: judged processes write as the agent itself")
+    root = Path(tempfile.mkdtemp(prefix="sandbox-folders-"))
+    root.chmod(0o711)
+    yield root
+    shutil.rmtree(root)
+
+
+def as_sandbox_user(script: str, *args: str) -> list[str]:
+    run = subprocess.run(["/bin/sh", "-c", script, "sh", *map(str, args)], capture_output=True, text=True,
+                         preexec_fn=lambda: (os.setgid(USER.gid), os.setuid(USER.uid)))
+    return run.stdout.split()
+
+
+def test_the_judged_outputs_become_the_agents_read_only_and_links_go(reachable_root):
+    folder = reachable_root / "exchange"
+    (folder / "deeper").mkdir(parents=True)
+    (folder / "trial-0.pt").write_bytes(b"output")
+    writable_elsewhere = reachable_root / "elsewhere"
+    writable_elsewhere.write_bytes(b"changeable")
+    (folder / "trial-1.pt").symlink_to(writable_elsewhere)
+    (folder / "deeper" / "linked").symlink_to(reachable_root)
+    privileges.hand_over(folder, USER)
+    privileges.take_back(folder, USER)
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["deeper", "trial-0.pt"]
+    # the sandbox user reads the output and can neither change it nor add one
+    assert as_sandbox_user('cat "$1/trial-0.pt"; echo; (echo forged >> "$1/trial-0.pt") 2>/dev/null || echo refused; '
+                           '(echo forged > "$1/new.pt") 2>/dev/null || echo refused', folder) == ["output", "refused", "refused"]
+    assert (folder / "trial-0.pt").read_bytes() == b"output"
+
+
+def test_a_trusted_process_folder_and_its_reference_are_the_agents(reachable_root, monkeypatch):
+    """A module planted beside the reference (sys.path's first entry in the trusted process) would be
+    imported by it, and a folder swapped for one of the sandbox user's would hold anything."""
+    monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
+    options = JudgeOptions(device="cpu", timeout_s=60.0)
+    scratch = reachable_root / "verify"
+    verifier = trusted_process.start_trusted("profiler_agent.graders.verifier", options, scratch, reachable_root / "exchange")
+    try:
+        trusted_process.write_sources(verifier.pristine, {"torchcode.py": b"import numpy\n"})
+        attempts = ('for path in "$1/reference/numpy.py" "$1/reference/torchcode.py" "$1/planted.py" "$1/home/cache"; do '
+                    '(echo forged >> "$path") 2>/dev/null && echo "wrote $path" || echo refused; done; '
+                    'mv "$1/reference" "$1/elsewhere" 2>/dev/null && echo moved || echo refused')
+        assert as_sandbox_user(attempts, scratch) == ["refused"] * 3 + ["wrote", f"{scratch}/home/cache", "refused"]
+        assert (verifier.pristine / "torchcode.py").read_bytes() == b"import numpy\n"
+        assert sorted(p.name for p in verifier.pristine.iterdir()) == ["torchcode.py"]
+    finally:
+        verifier.cancel()
