@@ -6,7 +6,7 @@ copy of the remembered output for a repeated one (same address, `_version` and f
 main its speedup came out inflated about fourfold, unflagged.
 """
 
-import statistics
+import re
 
 import pytest
 import torch
@@ -147,12 +147,13 @@ def test_a_memoizing_candidate_is_ranked_on_fresh_inputs_and_flagged(make_bundle
     assert "repeated input set" in memo["logs"]["stderr"]
     # the same work without the memo, judged a few times: never flagged, and the memo's speedup
     # (both models timed in one judging, so the machine's load cancels) is within a loose factor
+    # ranked on fresh inputs: its median is its real work, far from what its memo makes of a repeated
+    # input (read within the one judging: judged apart on a loaded host, two speedups drift by 2-3x)
+    repeated_ms = float(re.search(r"repeated input set \(fastest ms\): .*candidate ([0-9.]+) against",
+                                  memo["logs"]["stderr"]).group(1))
+    assert _speedup(memo) and memo["timing"]["candidate"]["median_ms"] > 3 * repeated_ms
     honest = [judge(make_bundle(HONEST, name=f"honest-{i}"), *FAST).result for i in range(3)]
     assert not any("input_memoized" in r["flags"] for r in honest)
-    honest_speedup = statistics.median(_speedup(r) for r in honest)
-    # before timed calls got fresh values: about 6 times the honest speedup; judged apart on a loaded
-    # host the two figures drift (3x was seen in CI's replica with other test runs beside it)
-    assert _speedup(memo) < 4 * honest_speedup
 
 
 BIG_ROW_SUM = '''
