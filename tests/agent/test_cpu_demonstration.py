@@ -94,14 +94,13 @@ def test_an_honest_candidate_on_cpu_is_confirmed_from_outside(make_bundle, judge
 ])
 def test_a_forger_rewriting_the_timing_on_cpu_is_flagged_and_ranked_at_what_it_showed(make_bundle, judge, forger,
                                                                                        caught_by):
-    honest = _judged(make_bundle, judge, HONEST, "honest")
     forged = _judged(make_bundle, judge, forger, "forger")
     confirmation = forged["timing"]["confirmation"]
     assert confirmation["confirmed"] is False and "timing_unconfirmed" in forged["flags"], confirmation
     assert any(words in confirmation["reason"] for words in caught_by), confirmation["reason"]
-    # what every page shows: about the honest figure, not the forged one (5.7 times it)
-    assert confirmation["timed_speedup"] > 3 * honest["timing"]["speedup"]
-    assert forged["timing"]["speedup"] < 2 * honest["timing"]["speedup"]
+    # what every page shows is what the agent read from outside, not the forged figure (5.7 times
+    # that): read within the one judging, since two judgings on a loaded host drift by 2-3x
+    assert confirmation["timed_speedup"] > 3 * forged["timing"]["speedup"]
 
 
 def test_a_memory_bound_call_is_not_bounded_on_cpu_and_not_flagged(make_bundle, judge):
