@@ -1,6 +1,7 @@
 """Running a trusted process of the harness (the verifier, the timing confirmation's check) on the
 bundle's reference as it was before any submission code ran: its sources written fresh, sandboxed
-all the same (it holds outputs submission code wrote), its JSON report read from the pipe."""
+all the same (it holds outputs submission code wrote) as a uid of its own (privileges.trusted_user),
+its JSON report read from the pipe."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from profiler_agent.sandbox.process import Limits, SandboxRun, run_sandboxed
 
 
 def write_sources(directory: Path, sources: dict[str, bytes]) -> None:
-    """The sources, readable by every uid (the trusted process runs as the sandbox user) and
+    """The sources, readable by every uid (the trusted process runs as its own, unprivileged) and
     writable by the agent alone, as is their folder."""
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)
@@ -59,10 +60,10 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
     pristine, home, tmp = scratch / "reference", scratch / "home", scratch / "tmp"
     for folder in (pristine, home, tmp):
         folder.mkdir(parents=True)
-    user = privileges.sandbox_user()
-    # its home and tmp are the sandbox user's; its scratch and the reference's folder stay the agent's:
-    # submission code of that user runs while it waits (and, for the verifier, beside it) and must
-    # not put a module of its own where the reference's imports look first, nor swap the folder
+    # its own uid: submission code runs while it waits (and, for the verifier, beside it)
+    user = privileges.trusted_user()
+    # its home and tmp are its own; its scratch and the reference's folder stay the agent's, so nothing
+    # can be put where the reference's imports look first, nor the folder swapped
     privileges.hand_over(home, user)
     privileges.hand_over(tmp, user)
     privileges.traversable(scratch)

@@ -54,6 +54,9 @@ def apply_limits(figures: dict, parent: int) -> None:
     """In the child, before the command runs (between fork and exec, or in a fork of the zygote)."""
     if figures["cgroup_procs"] is not None:
         cgroup.join(figures["cgroup_procs"])  # first, while still privileged enough to write there
+    # what the harness writes there (outputs, builds) readable by the trusted processes' uid
+    # (privileges.trusted_user), whatever umask the agent was started with
+    os.umask(0o022)
     if figures["user"]:
         privileges.drop_to(privileges.SandboxUser(*figures["user"]))
     if not process_sweep.die_with_parent(parent):  # a killed agent leaves no judged process behind

@@ -1,6 +1,7 @@
 """Who a judged process runs as. An agent running as root hands submission code an unprivileged
 uid (PROFILER_AGENT_SANDBOX_UID, default 65534 "nobody"; give each worker on a host its own) and a
-network namespace of its own with no interface up. An unprivileged agent cannot switch uid; it
+network namespace of its own with no interface up; its trusted processes run as another uid
+(PROFILER_AGENT_TRUSTED_UID, default 65533; never a worker's sandbox uid). An unprivileged agent cannot switch uid; it
 makes itself non-dumpable instead, so a process of the same uid cannot read its /proc environ."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 SANDBOX_UID_ENV = "PROFILER_AGENT_SANDBOX_UID"
 DEFAULT_SANDBOX_UID = 65534
+TRUSTED_UID_ENV = "PROFILER_AGENT_TRUSTED_UID"
+DEFAULT_TRUSTED_UID = 65533
 PR_SET_DUMPABLE = 4
 CLONE_NEWNET = 0x40000000
 
@@ -46,6 +49,22 @@ def sandbox_user() -> SandboxUser | None:
     return SandboxUser(uid, uid)
 
 
+def trusted_user() -> SandboxUser | None:
+    """The uid the harness's trusted processes (the verifier, the timing confirmation's check) run
+    as: another than the sandbox user's, so submission code can neither write what they read and
+    write (their home and tmp: a JIT cache planted there would be the reference's code), nor signal
+    or trace them, nor use up their process limit. None where there is no sandbox user; the sandbox
+    user itself where that is root (PROFILER_AGENT_SANDBOX_UID=0: nothing to keep apart)."""
+    sandbox = sandbox_user()
+    if sandbox is None or sandbox.uid == 0:
+        return sandbox
+    uid = int(os.environ.get(TRUSTED_UID_ENV, DEFAULT_TRUSTED_UID))
+    if uid in (0, sandbox.uid):
+        raise ValueError(f"{TRUSTED_UID_ENV}={uid}: the trusted processes' uid must be neither root nor the "
+                         f"sandbox user's ({SANDBOX_UID_ENV}={sandbox.uid})")
+    return SandboxUser(uid, uid)
+
+
 def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
@@ -75,7 +94,8 @@ def drop_to(user: SandboxUser) -> None:
 
 
 def hand_over(path: Path, user: SandboxUser | None) -> None:
-    """Give a folder tree to the sandbox user, so the judged process can write there."""
+    """Give a folder tree to `user` (the sandbox user, or the trusted processes'), so its process can
+    write there."""
     if user is None:
         return
     for root, dirs, files in os.walk(path):

@@ -1,11 +1,13 @@
 """What the sandbox user (the uid submission code runs as) can and cannot write while trusted
 processes read: the judged process's outputs once it ended (privileges.take_back), a trusted
-process's folder and the reference's pristine copy in it (judge.trusted_process). Submission code of
-that user runs beside them (the confirmation's profiled process loads beside the verifier)."""
+process's folder, its home and tmp (its own uid: privileges.trusted_user) and the reference's
+pristine copy (judge.trusted_process). Submission code of that user runs beside them (the
+confirmation's profiled process loads beside the verifier)."""
 
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from profiler_agent.judge import trusted_process
 from profiler_agent.judge.options import JudgeOptions
 from profiler_agent.sandbox import privileges
+from profiler_agent.sandbox.process import run_sandboxed
 
 USER = privileges.SandboxUser(privileges.DEFAULT_SANDBOX_UID, privileges.DEFAULT_SANDBOX_UID)
 
@@ -52,9 +55,10 @@ def test_the_judged_outputs_become_the_agents_read_only_and_links_go(reachable_r
     assert (folder / "trial-0.pt").read_bytes() == b"output"
 
 
-def test_a_trusted_process_folder_and_its_reference_are_the_agents(reachable_root, monkeypatch):
+def test_a_trusted_process_folder_and_its_reference_are_out_of_the_sandbox_users_reach(reachable_root, monkeypatch):
     """A module planted beside the reference (sys.path's first entry in the trusted process) would be
-    imported by it, and a folder swapped for one of the sandbox user's would hold anything."""
+    imported by it, a folder swapped for one of the sandbox user's would hold anything, and a JIT
+    cache planted in its home would be the reference's code."""
     monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
     options = JudgeOptions(device="cpu", timeout_s=60.0)
     scratch = reachable_root / "verify"
@@ -64,8 +68,39 @@ def test_a_trusted_process_folder_and_its_reference_are_the_agents(reachable_roo
         attempts = ('for path in "$1/reference/numpy.py" "$1/reference/torchcode.py" "$1/planted.py" "$1/home/cache"; do '
                     '(echo forged >> "$path") 2>/dev/null && echo "wrote $path" || echo refused; done; '
                     'mv "$1/reference" "$1/elsewhere" 2>/dev/null && echo moved || echo refused')
-        assert as_sandbox_user(attempts, scratch) == ["refused"] * 3 + ["wrote", f"{scratch}/home/cache", "refused"]
+        assert as_sandbox_user(attempts, scratch) == ["refused"] * 5
+        assert (scratch / "home").stat().st_uid == privileges.DEFAULT_TRUSTED_UID  # its own, not the sandbox user's
         assert (verifier.pristine / "torchcode.py").read_bytes() == b"import numpy\n"
         assert sorted(p.name for p in verifier.pristine.iterdir()) == ["torchcode.py"]
     finally:
         verifier.cancel()
+
+
+def test_the_trusted_processes_uid_is_neither_the_sandbox_users_nor_root(monkeypatch):
+    monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
+    monkeypatch.delenv(privileges.TRUSTED_UID_ENV, raising=False)
+    assert privileges.trusted_user() == privileges.SandboxUser(65533, 65533)
+    monkeypatch.setenv(privileges.TRUSTED_UID_ENV, "4242")
+    assert privileges.trusted_user() == privileges.SandboxUser(4242, 4242)
+    for same in (str(USER.uid), "0"):
+        monkeypatch.setenv(privileges.TRUSTED_UID_ENV, same)
+        with pytest.raises(ValueError, match="neither root nor the sandbox user's"):
+            privileges.trusted_user()
+    # judged code that runs as root (PROFILER_AGENT_SANDBOX_UID=0) has nothing to be kept apart from
+    monkeypatch.setattr(privileges, "sandbox_user", lambda: privileges.SandboxUser(0, 0))
+    assert privileges.trusted_user() == privileges.SandboxUser(0, 0)
+    monkeypatch.setattr(privileges, "sandbox_user", lambda: None)
+    assert privileges.trusted_user() is None
+
+
+def test_what_a_sandboxed_process_writes_is_readable_by_others_whatever_the_agents_umask(tmp_path):
+    # the trusted processes (another uid) read the judged process's outputs and builds
+    before = os.umask(0o077)
+    try:
+        run = run_sandboxed([sys.executable, "-c", "import os; open('out', 'w').write('x'); os.mkdir('folder')"],
+                            cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout_s=30, logs_dir=tmp_path / "logs")
+    finally:
+        os.umask(before)
+    assert run.exit_code == 0, run.stderr
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o755
