@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import secrets
 import shutil
 import time
@@ -287,6 +288,9 @@ def fill_judged_parts(
 def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
     """Judge `bundle` and return a validated schema-1 result."""
     started = time.monotonic()
+    # the folders made for the judging passable and readable by the trusted processes' uid
+    # (privileges.trusted_user), whatever umask the agent was started with
+    os.umask(0o022)
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31 - 1024)
     # absolute: the judged processes, which build and read the precompiled headers there, run elsewhere
     cache_dir = (Path(options.cache_dir) if options.cache_dir else build_cache.default_cache_dir()).absolute()
