@@ -79,6 +79,7 @@ def demonstrate(bundle, candidate: Path, options, cache_dir: Path, scratch: Path
     user = privileges.sandbox_user()
     for folder in (workdir, home, tmp, exchange):
         privileges.hand_over(folder, user)
+    privileges.keep_private(user, workdir, home, tmp)
     values_file = values / "secret"
     secret = secrets.randbelow(2**62)
     marks: dict[str, float] = {}

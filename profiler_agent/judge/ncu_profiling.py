@@ -122,6 +122,7 @@ def start_profiler(
         *(["--warm-up"] if profile.warm_up else []),
     ]
     privileges.hand_over(scratch, user)
+    privileges.keep_private(user, workdir, home, tmp)
     process = started_ahead.StartedAhead(lambda pending, on_started: run_sandboxed(
         command(executable, log_file, target) if command else ncu_command(executable, log_file, target,
                                                                            profile.calls, profile),

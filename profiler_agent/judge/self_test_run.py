@@ -35,6 +35,7 @@ def run_self_test(bundle: Bundle, options: JudgeOptions, cache_dir: Path, scratc
     )
     with build_cache.exclusive(extensions):
         privileges.hand_over(scratch, user)
+        privileges.keep_private(user, workdir, home, tmp)
         privileges.hand_over(extensions, user)
         run = run_sandboxed(
             # the judged process's build flags and headers: its build is found, not compiled again

@@ -211,11 +211,13 @@ def confirm_on_device(result: dict, bundle, options, cache_dir: Path, scratch: P
             record = kernel_record(profiled.output, calls, PROFILE.candidate_cap, calls, PROFILE.calls_cap)
         except ncu_output.NcuOutputError as exc:
             record_why = f"ncu's record: {exc}"
+    wanted = None if case is not None else census_settings(record, started.profiler,
+                                                           loaded_native="no_custom_kernel" not in result["flags"])
+    if wanted is not None:  # the profiled process has ended: its private folders become the check's to read
+        privileges.hand_over(started.profiler.workdir, started.check.user)
+        privileges.hand_over(started.profiler.home, started.check.user)
     check = run_check(started.check, bundle, sources, options, seed, profiled.output is not None,
-                      synchronized="unsynchronized_work" in result["flags"],
-                      census=None if case is not None else census_settings(
-                          record, started.profiler, loaded_native="no_custom_kernel" not in result["flags"]),
-                      case=case, trials=calls)
+                      synchronized="unsynchronized_work" in result["flags"], census=wanted, case=case, trials=calls)
     cost = describe_cost(profile_s, time.monotonic() - clock, check.get("durations_s"), profiled.timeline)
     verdict = check.get("verdict") if isinstance(check.get("verdict"), dict) else None
     correctness = (verdict or {}).get("correctness") or {}

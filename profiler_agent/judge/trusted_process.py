@@ -66,6 +66,7 @@ def start_trusted(module: str, options, scratch: Path, outputs: Path, cuda_ahead
     # can be put where the reference's imports look first, nor the folder swapped
     privileges.hand_over(home, user)
     privileges.hand_over(tmp, user)
+    privileges.keep_private(user, home, tmp)
     privileges.traversable(scratch)
     command = [sys.executable, "-m", module,
                "--reference-dir", str(pristine),

@@ -78,6 +78,7 @@ def start_judged(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = Fal
         (scratch / name).mkdir()
     user = privileges.sandbox_user()
     privileges.hand_over(scratch, user)
+    privileges.keep_private(user, scratch / "bundle", scratch / "home", scratch / "tmp")  # not exchange: the verifier's
     stages = StageRelay()
     command = [
         sys.executable, "-m", "profiler_agent.graders.judged_process",

@@ -104,6 +104,16 @@ def hand_over(path: Path, user: SandboxUser | None) -> None:
             os.chown(os.path.join(root, name), user.uid, user.gid, follow_symlinks=False)
 
 
+def keep_private(user: SandboxUser | None, *folders: Path) -> None:
+    """Folders only their owner may enter (0700): a bundle's copy, a home, a tmp. Another worker's
+    judged code on this host (another sandbox uid) finds their paths in /proc/<pid>/cmdline, which
+    every uid reads, and would read a contestant's sources there."""
+    if user is None:
+        return
+    for folder in folders:
+        os.chmod(folder, 0o700)
+
+
 def take_back(path: Path, user: SandboxUser | None) -> None:
     """A folder tree the sandbox user wrote becomes the agent's again, readable but not writable by
     other uids: what a finished judged process left there stays as it was while other sandboxed

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_agent.judge import trusted_process
+from profiler_agent.judge import trusted_process, warm_pool
 from profiler_agent.judge.options import JudgeOptions
 from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.process import run_sandboxed
@@ -32,9 +32,9 @@ def reachable_root():
     shutil.rmtree(root)
 
 
-def as_sandbox_user(script: str, *args: str) -> list[str]:
+def as_sandbox_user(script: str, *args: str, user: privileges.SandboxUser = USER) -> list[str]:
     run = subprocess.run(["/bin/sh", "-c", script, "sh", *map(str, args)], capture_output=True, text=True,
-                         preexec_fn=lambda: (os.setgid(USER.gid), os.setuid(USER.uid)))
+                         preexec_fn=lambda: (os.setgid(user.gid), os.setuid(user.uid)))
     return run.stdout.split()
 
 
@@ -104,3 +104,21 @@ def test_what_a_sandboxed_process_writes_is_readable_by_others_whatever_the_agen
     assert run.exit_code == 0, run.stderr
     assert (tmp_path / "out").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o755
+
+
+def test_a_judged_processs_bundle_home_and_tmp_are_closed_to_another_workers_sandbox_uid(reachable_root, monkeypatch):
+    """Each worker on a host has its own sandbox uid; the bundle's path is in the judged process's
+    /proc/<pid>/cmdline, which every uid reads."""
+    monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
+    judged = warm_pool.start_judged(JudgeOptions(device="cpu", timeout_s=60.0), reachable_root / "cache",
+                                    reachable_root / "candidate")
+    try:
+        (judged.workdir / "cudacode.py").write_text("a contestant's kernel")
+        privileges.hand_over(judged.scratch, USER)  # as the judging does when the job comes
+        another_worker = privileges.SandboxUser(USER.uid + 1, USER.gid + 1)
+        attempts = ('for path in bundle/cudacode.py home tmp; do (ls "$1/$path" >/dev/null 2>&1) && echo "read $path" '
+                    '|| echo refused; done; ls "$1/exchange" >/dev/null 2>&1 && echo "read exchange"')
+        assert as_sandbox_user(attempts, judged.scratch, user=another_worker) == ["refused"] * 3 + ["read", "exchange"]
+        assert as_sandbox_user('cat "$1/bundle/cudacode.py"', judged.scratch) == ["a", "contestant's", "kernel"]
+    finally:
+        judged.cancel()
