@@ -63,17 +63,17 @@ def test_a_trusted_process_folder_and_its_reference_are_out_of_the_sandbox_users
     options = JudgeOptions(device="cpu", timeout_s=60.0)
     scratch = reachable_root / "verify"
     verifier = trusted_process.start_trusted("profiler_agent.graders.verifier", options, scratch, reachable_root / "exchange")
-    try:
-        trusted_process.write_sources(verifier.pristine, {"torchcode.py": b"import numpy\n"})
-        attempts = ('for path in "$1/reference/numpy.py" "$1/reference/torchcode.py" "$1/planted.py" "$1/home/cache"; do '
-                    '(echo forged >> "$path") 2>/dev/null && echo "wrote $path" || echo refused; done; '
-                    'mv "$1/reference" "$1/elsewhere" 2>/dev/null && echo moved || echo refused')
-        assert as_sandbox_user(attempts, scratch) == ["refused"] * 5
-        assert (scratch / "home").stat().st_uid == privileges.DEFAULT_TRUSTED_UID  # its own, not the sandbox user's
-        assert (verifier.pristine / "torchcode.py").read_bytes() == b"import numpy\n"
-        assert sorted(p.name for p in verifier.pristine.iterdir()) == ["torchcode.py"]
-    finally:
-        verifier.cancel()
+    # its folders are what is tested: the process ends first, so its run's sweep (which takes the
+    # agent's children started meanwhile for its own) cannot end the shell below
+    verifier.cancel()
+    trusted_process.write_sources(verifier.pristine, {"torchcode.py": b"import numpy\n"})
+    attempts = ('for path in "$1/reference/numpy.py" "$1/reference/torchcode.py" "$1/planted.py" "$1/home/cache"; do '
+                '(echo forged >> "$path") 2>/dev/null && echo "wrote $path" || echo refused; done; '
+                'mv "$1/reference" "$1/elsewhere" 2>/dev/null && echo moved || echo refused')
+    assert as_sandbox_user(attempts, scratch) == ["refused"] * 5
+    assert (scratch / "home").stat().st_uid == privileges.DEFAULT_TRUSTED_UID  # its own, not the sandbox user's
+    assert (verifier.pristine / "torchcode.py").read_bytes() == b"import numpy\n"
+    assert sorted(p.name for p in verifier.pristine.iterdir()) == ["torchcode.py"]
 
 
 def test_the_trusted_processes_uid_is_neither_the_sandbox_users_nor_root(monkeypatch):
@@ -112,13 +112,11 @@ def test_a_judged_processs_bundle_home_and_tmp_are_closed_to_another_workers_san
     monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
     judged = warm_pool.start_judged(JudgeOptions(device="cpu", timeout_s=60.0), reachable_root / "cache",
                                     reachable_root / "candidate")
-    try:
-        (judged.workdir / "cudacode.py").write_text("a contestant's kernel")
-        privileges.hand_over(judged.scratch, USER)  # as the judging does when the job comes
-        another_worker = privileges.SandboxUser(USER.uid + 1, USER.gid + 1)
-        attempts = ('for path in bundle/cudacode.py home tmp; do (ls "$1/$path" >/dev/null 2>&1) && echo "read $path" '
-                    '|| echo refused; done; ls "$1/exchange" >/dev/null 2>&1 && echo "read exchange"')
-        assert as_sandbox_user(attempts, judged.scratch, user=another_worker) == ["refused"] * 3 + ["read", "exchange"]
-        assert as_sandbox_user('cat "$1/bundle/cudacode.py"', judged.scratch) == ["a", "contestant's", "kernel"]
-    finally:
-        judged.cancel()
+    judged.cancel()  # its folders are what is tested (and its run's sweep would end the shells below)
+    (judged.workdir / "cudacode.py").write_text("a contestant's kernel")
+    privileges.hand_over(judged.scratch, USER)  # as the judging does when the job comes
+    another_worker = privileges.SandboxUser(USER.uid + 1, USER.gid + 1)
+    attempts = ('for path in bundle/cudacode.py home tmp; do (ls "$1/$path" >/dev/null 2>&1) && echo "read $path" '
+                '|| echo refused; done; ls "$1/exchange" >/dev/null 2>&1 && echo "read exchange"')
+    assert as_sandbox_user(attempts, judged.scratch, user=another_worker) == ["refused"] * 3 + ["read", "exchange"]
+    assert as_sandbox_user('cat "$1/bundle/cudacode.py"', judged.scratch) == ["a", "contestant's", "kernel"]
