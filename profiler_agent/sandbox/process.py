@@ -222,6 +222,7 @@ def run_sandboxed(
     if compile_timeout_s is not None and not result_pipe:
         raise ValueError("a compile limit needs the result pipe, which carries the phase message")
     logs_dir.mkdir(parents=True, exist_ok=True)
+    logs_dir.chmod(0o700)  # what the run printed: its own and the agent's, not another uid's on this host
     stdout_path, stderr_path = logs_dir / "stdout.log", logs_dir / "stderr.log"
     read_fd = write_fd = None
     if result_pipe:

@@ -106,7 +106,7 @@ def test_what_a_sandboxed_process_writes_is_readable_by_others_whatever_the_agen
     assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o755
 
 
-def test_a_judged_processs_bundle_home_and_tmp_are_closed_to_another_workers_sandbox_uid(reachable_root, monkeypatch):
+def test_a_judged_processs_bundle_home_tmp_and_logs_are_closed_to_another_workers_sandbox_uid(reachable_root, monkeypatch):
     """Each worker on a host has its own sandbox uid; the bundle's path is in the judged process's
     /proc/<pid>/cmdline, which every uid reads."""
     monkeypatch.setattr(privileges, "sandbox_user", lambda: USER)
@@ -116,7 +116,8 @@ def test_a_judged_processs_bundle_home_and_tmp_are_closed_to_another_workers_san
     (judged.workdir / "cudacode.py").write_text("a contestant's kernel")
     privileges.hand_over(judged.scratch, USER)  # as the judging does when the job comes
     another_worker = privileges.SandboxUser(USER.uid + 1, USER.gid + 1)
-    attempts = ('for path in bundle/cudacode.py home tmp; do (ls "$1/$path" >/dev/null 2>&1) && echo "read $path" '
-                '|| echo refused; done; ls "$1/exchange" >/dev/null 2>&1 && echo "read exchange"')
-    assert as_sandbox_user(attempts, judged.scratch, user=another_worker) == ["refused"] * 3 + ["read", "exchange"]
+    assert (judged.scratch / "logs" / "stderr.log").is_file()
+    attempts = ('for path in bundle/cudacode.py home tmp logs/stderr.log; do (ls "$1/$path" >/dev/null 2>&1) && '
+                'echo "read $path" || echo refused; done; ls "$1/exchange" >/dev/null 2>&1 && echo "read exchange"')
+    assert as_sandbox_user(attempts, judged.scratch, user=another_worker) == ["refused"] * 4 + ["read", "exchange"]
     assert as_sandbox_user('cat "$1/bundle/cudacode.py"', judged.scratch) == ["a", "contestant's", "kernel"]
