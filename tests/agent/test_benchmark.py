@@ -129,10 +129,15 @@ def test_bench_judges_resumes_and_scores(dataset, build_cache, tmp_path, capsys,
     assert rows["AAAAAA"]["judged_at"] == first["samples"][0]["judged_at"]
     assert rows["AAAAAA"]["result"] == first["samples"][0]["result"]
 
-    # the same verdicts and flags as `profiler_agent judge` on each bundle
+    # the same verdicts and flags as `profiler_agent judge` on each bundle, but for `input_memoized`,
+    # which two judgings of the same honest call on a loaded 2-core host can read differently (CI's
+    # replica: one of two judgings of a plain ReLU against the same ReLU)
+    def verdict(result):
+        return result["status"], [flag for flag in result["flags"] if flag != "input_memoized"]
+
     for code_ in ("AAAAAA", "BBBBBB", "CCCCCC"):
         alone = judge(dataset / "samples" / code_, "--timing-budget", "0.5", "--seed", "7").result
-        assert (rows[code_]["status"], rows[code_]["flags"]) == (alone["status"], alone["flags"]), code_
+        assert verdict(rows[code_]) == verdict(alone), code_
     assert [rows[c]["status"] for c in rows] == ["passed", "passed", "wrong_answer", "passed"]
 
     # the scores, recomputed from the JSON's own rows
