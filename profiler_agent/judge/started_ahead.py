@@ -52,14 +52,11 @@ class StartedAhead:
         """Send its settings; it runs while the caller goes on (`finish` waits for its end)."""
         self._input.send(data)
 
-    def finish(self, data: bytes | None = None, hold: contextlib.AbstractContextManager | None = None,
-               timeout_s: float | None = None):
+    def finish(self, data: bytes | None = None, timeout_s: float | None = None):
         """Send its settings (unless `give` did) and wait for its end; what `start` returned (a
-        SandboxRun, say). `hold` is held from the sending to the end. `timeout_s`: killed if it has
-        not ended that long from now (`overran` says so)."""
+        SandboxRun, say). What `hold` took is let go at the end. `timeout_s`: killed if it has not
+        ended that long from now (`overran` says so)."""
         try:
-            if hold is not None:
-                self.hold(hold)
             if data is not None:
                 self.give(data)
             self._thread.join(timeout_s)
