@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -170,6 +171,74 @@ class Spans:
                 + "; from each one's report (the profiler's start) to its exit: " + " ".join(f"{s:.2f}" for s in exits))
 
 
+class ProfilerWatch:
+    """When the confirmation's profiler ends, from its job (give_profiler): its profiled process gone
+    (a zombie or reaped, polled in /proc), ncu's sandboxed run returned, the profiler collected. Beside
+    the process's own "all done at" (its clock starts as its job comes): where the rest of its time goes."""
+
+    TARGET = "profiler_agent.graders.profiled_target"
+
+    def __init__(self) -> None:
+        self.given = self.gone = self.returned = self.collected = None
+
+    def install(self) -> None:
+        from profiler_agent.judge import ncu_profiling
+
+        watch = self
+
+        def after(owner, name: str, attribute: str, poll: bool = False) -> None:
+            original = getattr(owner, name)
+
+            @functools.wraps(original)
+            def wrapped(*args, **kwargs):
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    setattr(watch, attribute, time.monotonic())
+                    if poll:
+                        threading.Thread(target=watch.poll, daemon=True).start()
+
+            setattr(owner, name, wrapped)
+
+        after(ncu_profiling, "give_profiler", "given", poll=True)
+        after(ncu_profiling, "run_sandboxed", "returned")
+        after(ncu_profiling, "collect_profiler", "collected")
+
+    def find(self) -> int | None:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"python" in Path(argv[0].decode(errors="replace")).name.encode() and self.TARGET.encode() in argv:
+                    return int(entry.name)
+        return None
+
+    def poll(self) -> None:
+        self.gone, pid, deadline = None, None, time.monotonic() + 60
+        while pid is None and time.monotonic() < deadline:
+            pid = self.find()
+            time.sleep(0.01)
+        while pid is not None and time.monotonic() < deadline:
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] == "Z":
+                    break
+            except (OSError, IndexError):
+                break
+            time.sleep(0.002)
+        self.gone = time.monotonic() if pid is not None else None
+
+    def line(self) -> str:
+        if self.given is None:
+            return "no profiler given a job"
+        since = lambda when: "-" if when is None else f"{when - self.given:.2f}"  # noqa: E731
+        line = (f"from its job: profiled process gone at {since(self.gone)}, ncu's run returned at "
+                f"{since(self.returned)}, collected at {since(self.collected)}")
+        self.given = self.gone = self.returned = self.collected = None
+        return line
+
+
 def median_or_none(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" if values else "-"
 
@@ -202,6 +271,8 @@ def main() -> None:
     options = JudgeOptions(device=args.device, cache_dir=cache, keep_warm=args.keep_warm)
     spans = Spans()
     spans.install()
+    watch = ProfilerWatch()
+    watch.install()
     measured: list[float] = []
     passed: list[float] = []  # the honest bundles' and the adversarial ones the judge let through
     honest: list[float] = []  # the bundles that are not adversarial (adv-*): what contestants send
@@ -226,6 +297,7 @@ def main() -> None:
                     print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
             print(f"    around the stages: {spans.line(result['durations_s'], wall)}", flush=True)
             print(f"    the judged process's stages began at: {spans.stage_line(started)}", flush=True)
+            print(f"    the profiler {watch.line()}", flush=True)
             if counted:
                 measured.append(wall)
                 if result["status"] == "passed":

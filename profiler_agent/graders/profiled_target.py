@@ -97,15 +97,38 @@ def job_calls(settings: dict, most: int) -> int:
     return min(asked, most)
 
 
+def start_up_line(settings: dict, phases: list[tuple[str, float]]) -> str:
+    """How this process's start-up met its job, for the confirmation's cost line: the agent sends
+    when it started the process and when it gave the job (`started_at`, `given_at`: time.monotonic(),
+    one clock for the host's processes); `phases`: (what, when it ended) in order, the last one
+    ending when the process was ready. A job that waited for its process waited that long in the judging."""
+    started, given = settings.get("started_at"), settings.get("given_at")
+    if not all(isinstance(value, float) for value in (started, given)) or not phases:
+        return ""
+    steps, previous = [], started
+    for name, ended in phases:
+        steps.append(f"{name} {ended - previous:.2f}")
+        previous = ended
+    ready = phases[-1][1]
+    met = (f"its job waited {ready - given:.2f} s for it" if ready > given
+           else f"ready {given - ready:.2f} s before its job")
+    return f"; started {given - started:.2f} s before its job, ready after {ready - started:.2f} s ({', '.join(steps)}): {met}"
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    phases = [("launch", time.monotonic())]  # ncu's and Python's own start, from the agent's
     import torch  # first: this process is started ahead of its turn (profiler_agent.judge.started_ahead)
 
+    phases.append(("torch", time.monotonic()))
     import_for_backward(args.device)
+    phases.append(("backward imports", time.monotonic()))
     make_context_ahead(args)
+    phases.append(("CUDA context", time.monotonic()))
     warm_up = args.warm_up and args.device == "cuda"
     if warm_up and args.cuda_ahead:  # the GPU is idle before the job (judge.warm_pool)
         warm_up_profiler()
+        phases.append(("profiler warm-up", time.monotonic()))
 
     settings = read_settings()  # before any submission code loads; stdin is closed after
     if warm_up and not args.cuda_ahead:
@@ -182,7 +205,8 @@ def main(argv=None) -> None:
                 del inputs
     # what the confirmation's cost line shows (judge.timing_confirmation): the rest of its time is ncu's own
     print(f"{TIMELINE_PREFIX}{calls} calls after a warm-up; loaded at {loaded_s:.2f} s, warm at {warm_s:.2f} s, "
-          + (f"gate open at {gate_s:.2f} s, " if settings.get("gate") else "") + f"calls done at {profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s", file=sys.stderr)
+          + (f"gate open at {gate_s:.2f} s, " if settings.get("gate") else "") + f"calls done at {profiled_s:.2f} s, all done at {time.perf_counter() - clock:.2f} s"
+          + start_up_line(settings, phases), file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     # ncu has every kernel's record as it ends; Python's and CUDA's teardown would add half a second

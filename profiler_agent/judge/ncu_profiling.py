@@ -11,6 +11,7 @@ import secrets
 import shutil
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,6 +173,8 @@ def give_profiler(started: "ProfilerAhead", seed: int, bundle, candidate: Path, 
     started.process.hold(build_cache.exclusive(started.extensions))
     privileges.hand_over(started.workdir, started.user)
     privileges.hand_over(started.extensions, started.user)
+    # when its start-up began and when its job came: its cost line says whether the job waited for it
+    settings |= {"started_at": started.process.started_at, "given_at": time.monotonic()}
     started.process.give(json.dumps(settings).encode())
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Callable
 
 from profiler_agent.sandbox.process import PendingInput
@@ -32,6 +33,7 @@ class StartedAhead:
         self._done = False
         self.overran = False  # killed at finish's timeout
         self._held = contextlib.ExitStack()
+        self.started_at = time.monotonic()  # what its start-up cost, measured against its job (profiled_target)
         self._thread = threading.Thread(target=self._run, args=(start,), name="started-ahead", daemon=True)
         self._thread.start()
         self._exists.wait()

@@ -4,13 +4,14 @@ profiled calls wait for the gate; one not needed after all is killed. On CPU, wi
 (tests/agent/stand_in_ncu.py). What the sandbox user cannot touch meanwhile:
 tests/agent/test_sandbox_folders.py."""
 
+import re
 import subprocess
 import time
 from pathlib import Path
 
 
 from profiler_agent.bundles.bundle import locate_bundle
-from profiler_agent.graders.profiled_target import WAITING_FOR_GATE
+from profiler_agent.graders.profiled_target import WAITING_FOR_GATE, start_up_line
 from profiler_agent.judge import timing_confirmation
 from profiler_agent.judge.judging import snapshot_sources
 from profiler_agent.judge.options import JudgeOptions
@@ -55,6 +56,21 @@ def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(ma
     assert outcome.wrong_answer == "" and outcome.confirmation["confirmed"] is True, outcome.confirmation["reason"]
     assert sorted(p.name for p in started.outputs.iterdir()) == ["trial-0.pt", "trial-1.pt", "trial-2.pt"]
     assert "gate open at" in outcome.cost
+    # given its job as soon as it was started, the job waited for its imports: the cost line says how long
+    said = re.search(r"started (\d+\.\d\d) s before its job, ready after (\d+\.\d\d) s \(launch [\d.]+, torch [\d.]+, "
+                     r"backward imports [\d.]+, CUDA context [\d.]+\): its job waited (\d+\.\d\d) s for it", outcome.cost)
+    assert said, outcome.cost
+    before, ready, waited = map(float, said.groups())
+    assert before < 1.0 < ready and abs(ready - before - waited) <= 0.02
+
+
+def test_the_start_up_line_says_whether_the_job_or_the_process_waited():
+    phases = [("launch", 10.5), ("torch", 14.5), ("profiler warm-up", 16.0)]
+    late = start_up_line({"started_at": 10.0, "given_at": 15.0}, phases)
+    assert late == ("; started 5.00 s before its job, ready after 6.00 s (launch 0.50, torch 4.00, profiler warm-up 1.50): "
+                    "its job waited 1.00 s for it")
+    assert start_up_line({"started_at": 10.0, "given_at": 18.5}, phases).endswith(": ready 2.50 s before its job")
+    assert start_up_line({"given_at": 18.5}, phases) == ""  # a job sent without them: nothing said
 
 
 def test_the_wait_at_the_gate_is_not_counted_in_the_profilers_timeout(make_bundle, stand_in_ncu, tmp_path,
