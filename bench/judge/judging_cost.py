@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import shutil
 import statistics
 import subprocess
@@ -277,6 +278,7 @@ def main() -> None:
     passed: list[float] = []  # the honest bundles' and the adversarial ones the judge let through
     honest: list[float] = []  # the bundles that are not adversarial (adv-*): what contestants send
     stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    profiler_waits: list[float] = []  # how long a confirmation's job waited for its profiler (< 0: it was ready first)
     for round_ in range(args.rounds):
         for bundle_path in bundles:
             time.sleep(args.gap)
@@ -293,6 +295,9 @@ def main() -> None:
             for line in result["logs"]["stderr"].splitlines():
                 if line.startswith(COST_NOTE):  # the confirmation's own stages (measure.confirm)
                     print(f"    confirmation: {line.removeprefix(COST_NOTE)}", flush=True)
+                    waited = re.search(r"its job waited ([\d.]+) s for it|ready ([\d.]+) s before its job", line)
+                    if waited and counted:
+                        profiler_waits.append(float(waited.group(1)) if waited.group(1) else -float(waited.group(2)))
                 elif line.startswith(TIMING_NOTE):  # the timing phase's (measure.models)
                     print(f"    timing: {line.removeprefix(TIMING_NOTE)}", flush=True)
             print(f"    around the stages: {spans.line(result['durations_s'], wall)}", flush=True)
@@ -312,6 +317,10 @@ def main() -> None:
           + ", ".join(f"{stage} {median_or_none(values)}" for stage, values in stages.items()))
     print(f"median wall of the {len(passed)} warm judgings that passed: {median_or_none(passed)} s")
     print(f"median wall of the {len(honest)} warm judgings of honest bundles: {median_or_none(honest)} s")
+    late = [w for w in profiler_waits if w > 0]
+    print(f"the confirmation's profiler was ready before its job in {len(profiler_waits) - len(late)} of "
+          f"{len(profiler_waits)} warm judgings; jobs that waited for it: {len(late)}, "
+          f"{sum(late):.2f} s in all, at most {max(late, default=0):.2f} s")
     for bundle_path in args.cold or []:
         cold_judging(bundle_path, options, args.gap)
     print("\nbare processes:")

@@ -31,8 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from profiler_agent.sandbox.child_channel import (add_cuda_ahead_argument, file_name, import_for_backward, make_context_ahead,
-                                                  read_settings, take_job)
+from profiler_agent.sandbox.child_channel import (GPU_TURN, add_cuda_ahead_argument, file_name, import_for_backward, make_context,
+                                                  read_settings, read_turn_or_settings, take_job)
 from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, TIMELINE_PREFIX, WARM_UP_RANGE
 
 
@@ -48,6 +48,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--warm-up", action="store_true",
                         help="first, one kernel in WARM_UP_RANGE (ncu's setup paid before the job; CUDA only)")
     add_cuda_ahead_argument(parser)
+    parser.add_argument(GPU_TURN, action="store_true",
+                        help="make the CUDA context (and warm up ncu) when the agent gives this process its turn "
+                             "at the GPU before its settings (judge.warm_pool), else at its job")
     return parser.parse_args(argv)
 
 
@@ -123,15 +126,22 @@ def main(argv=None) -> None:
     phases.append(("torch", time.monotonic()))
     import_for_backward(args.device)
     phases.append(("backward imports", time.monotonic()))
-    make_context_ahead(args)
-    phases.append(("CUDA context", time.monotonic()))
     warm_up = args.warm_up and args.device == "cuda"
-    if warm_up and args.cuda_ahead:  # the GPU is idle before the job (judge.warm_pool)
-        warm_up_profiler()
-        phases.append(("profiler warm-up", time.monotonic()))
-
-    settings = read_settings()  # before any submission code loads; stdin is closed after
-    if warm_up and not args.cuda_ahead:
+    settings, ahead = None, args.cuda_ahead
+    if args.gpu_turn:  # started during another judging: its CUDA setup waits for the GPU to be free
+        settings = read_turn_or_settings()
+        ahead = settings is None
+        if ahead:
+            phases.append(("waiting for its turn", time.monotonic()))
+    if ahead:  # the GPU is idle before the job (judge.warm_pool)
+        make_context(args.device)
+        phases.append(("CUDA context", time.monotonic()))
+        if warm_up:
+            warm_up_profiler()
+            phases.append(("profiler warm-up", time.monotonic()))
+    if settings is None:
+        settings = read_settings()  # before any submission code loads; stdin is closed after
+    if warm_up and not ahead:
         warm_up_profiler()
     clock = time.perf_counter()
     seed = settings.get("seed")

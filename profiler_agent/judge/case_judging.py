@@ -36,6 +36,12 @@ def declared_cases(main) -> tuple[str | None, list[dict]]:
     return plan["case"], [c for c in cases if isinstance(c, dict) and isinstance(c.get("name"), str)]
 
 
+def more_cases_to_judge(main) -> bool:
+    """Whether the problem declares cases besides the one just judged (judged after the confirmation)."""
+    main_name, cases = declared_cases(main)
+    return main_name is not None and any(c["name"] != main_name for c in cases)
+
+
 def named(name: str, cases: list[dict]) -> bool:
     """Reasons name the case unless the reference has only today's single get_inputs() case."""
     return not (len(cases) <= 1 and name == DEFAULT_CASE)

@@ -305,6 +305,9 @@ def judge_bundle(bundle: Bundle, options: JudgeOptions) -> dict:
         main = judge_candidate(bundle, bundle.candidate, options, seed, cache_dir, sources, slot.judged,
                                slot.verifier, census_in_child=not (confirming and confirming.profiles()),
                                beside_verification=beside)
+        if options.keep_warm and bundle.llm_variant is None and not case_judging.more_cases_to_judge(main):
+            # no judged process times anything more: the next profiler imports beside the confirmation
+            warm_pool.POOL.start_next_profiler(options, cache_dir)
         reported_device = (main.report or {}).get("device") or {}
         if set(reported_device) == set(result["device"]):
             result["device"] = reported_device

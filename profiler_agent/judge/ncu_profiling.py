@@ -17,7 +17,7 @@ from pathlib import Path
 
 from profiler_agent.executors import build_cache
 from profiler_agent.judge import started_ahead
-from profiler_agent.sandbox.child_channel import CUDA_AHEAD
+from profiler_agent.sandbox.child_channel import CUDA_AHEAD, GPU_TURN
 from profiler_agent.measure.nvtx_ranges import TIMELINE_PREFIX
 from profiler_agent.judge.ncu_output import (
     CANDIDATE_RANGE, FIGURES, MAX_OUTPUT_BYTES, METRICS, MAX_KERNELS_PER_CALL, PROFILED_CALLS, Profile,
@@ -94,13 +94,14 @@ class ProfilerRun:
 def start_profiler(
     device: str, timeout_s: float, cache_dir: Path, scratch: Path, profile: Profile,
     outputs: Path | None = None, executable: str | None = None, limits=None, cuda_ahead: bool = False,
-    command=None, wait_s: float = 0.0,
+    command=None, wait_s: float = 0.0, gpu_turn: bool = False,
 ) -> "ProfilerAhead | ProfilerRun":
     """Start ncu on profiler_agent.graders.profiled_target in the sandbox, ahead of its turn and of its job:
     `finish_profiler` copies the bundle in and sends the seed. A ProfilerRun at once when ncu is missing.
     `command(executable, log_file, target)`: ncu's command line, when not `profile`'s own (ncu_command).
     `wait_s`: how long it may wait for a gate after its job comes (give_profiler), beyond the
-    `timeout_s` it has from its turn (collect_profiler)."""
+    `timeout_s` it has from its turn (collect_profiler). `gpu_turn`: it makes its CUDA context (and ncu's
+    warm-up) only when given its turn at the GPU (ProfilerAhead.give_turn), or else with its job."""
     executable = executable or shutil.which("ncu")
     if executable is None:
         return ProfilerRun(None, note("not found on PATH; nothing profiled"))
@@ -120,6 +121,7 @@ def start_profiler(
         *(["--outputs", str(outputs)] if outputs is not None else []),
         *(["--reference-calls", str(max(profile.reference_calls, profile.most_calls))] if profile.reference_calls else []),
         *([CUDA_AHEAD] if cuda_ahead else []),
+        *([GPU_TURN] if gpu_turn else []),
         *(["--warm-up"] if profile.warm_up else []),
     ]
     privileges.hand_over(scratch, user)
@@ -153,6 +155,10 @@ class ProfilerAhead:
     cache_dir: Path
     device: str
     extensions: Path | None = None  # the candidate's build folder, known once the job is (finish_profiler)
+
+    def give_turn(self) -> None:
+        """The GPU is free: a profiler started with `gpu_turn` makes its CUDA context and warms ncu up now."""
+        self.process.give_turn()
 
 
 def give_profiler(started: "ProfilerAhead", seed: int, bundle, candidate: Path, case: str | None = None,

@@ -50,6 +50,10 @@ class StartedAhead:
         """Hold `held` (a build folder's lock, say) from now until it ends or is cancelled."""
         self._held.enter_context(held)
 
+    def give_turn(self) -> None:
+        """Its turn at the GPU before its settings (a process started with child_channel.GPU_TURN)."""
+        self._input.give_turn()
+
     def give(self, data: bytes) -> None:
         """Send its settings; it runs while the caller goes on (`finish` waits for its end)."""
         self._input.send(data)

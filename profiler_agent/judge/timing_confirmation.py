@@ -91,20 +91,32 @@ class Started:
         return (self.check, *profiler)
 
 
-def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> Started:
-    """Both processes, started before the job they confirm is known (its bundle comes at their turn)."""
-    scratch.mkdir(parents=True)
-    profile_scratch = scratch / "profile"
-    outputs = profile_scratch / "exchange"
+def start_profiler(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False,
+                   gpu_turn: bool = False) -> ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun:
+    """The confirmation's profiler, started in `scratch`/profile before the job it confirms is known
+    (start_processes takes one so started, judge.warm_pool)."""
+    return ncu_profiling.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
+                                        scratch / "profile", PROFILE, outputs=scratch / "profile" / "exchange",
+                                        # ncu itself shares the cgroup: the looser (build) limit
+                                        limits=Limits(memory_bytes=options.compile_memory_limit()),
+                                        # given its job beside the verifier, it may wait for it that long
+                                        cuda_ahead=cuda_ahead, wait_s=options.timeout_s, gpu_turn=gpu_turn)
+
+
+def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False,
+                    profiler: ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun | None = None) -> Started:
+    """Both processes, started before the job they confirm is known (its bundle comes at their turn).
+    `profiler`: one started earlier in `scratch` (start_profiler with gpu_turn), given its turn at the
+    GPU now when `cuda_ahead`."""
+    scratch.mkdir(parents=True, exist_ok=profiler is not None)
+    outputs = scratch / "profile" / "exchange"
     check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check", outputs,
                                   cuda_ahead)
     try:
-        profiler = ncu_profiling.start_profiler(options.device, options.ncu_timeout_s, cache_dir,
-                                          profile_scratch, PROFILE, outputs=outputs,
-                                          # ncu itself shares the cgroup: the looser (build) limit
-                                          limits=Limits(memory_bytes=options.compile_memory_limit()),
-                                          # given its job beside the verifier, it may wait for it that long
-                                          cuda_ahead=cuda_ahead, wait_s=options.timeout_s)
+        if profiler is None:
+            profiler = start_profiler(options, cache_dir, scratch, cuda_ahead)
+        elif cuda_ahead and isinstance(profiler, ncu_profiling.ProfilerAhead):
+            profiler.give_turn()
     except BaseException:
         check.cancel()
         raise
@@ -130,13 +142,14 @@ def profile_beside_verification(started: Started | None, bundle, report: dict, j
     started.early = early
 
 
-def start_ahead(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False) -> Started | None:
+def start_ahead(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False,
+                profiler: ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun | None = None) -> Started | None:
     """On CUDA, the confirmation's processes started before the judged process, so their imports
     overlap its run; None elsewhere (a CPU time is not confirmed, and a CPU host's cores are the
     judged process's)."""
     if options.device != "cuda":
         return None
-    return start_processes(options, cache_dir, scratch, cuda_ahead)
+    return start_processes(options, cache_dir, scratch, cuda_ahead, profiler)
 
 
 def census_settings(record: KernelRecord | None, profiler, loaded_native: bool) -> dict | None:

@@ -164,29 +164,56 @@ class Slot:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_slot(options, cache_dir: Path, cuda_ahead: bool = False) -> Slot:
+@dataclass
+class NextProfiler:
+    """The next slot's confirmation profiler, started during a judging (WarmPool.start_next_profiler)
+    in the next slot's root: its imports overlap the judging's confirmation; its CUDA setup waits for
+    its turn, given at the refill."""
+    root: Path
+    key: tuple
+    profiler: object  # ncu_profiling.ProfilerAhead
+
+    def close(self) -> None:
+        self.profiler.process.cancel()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def new_root() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
+    privileges.traversable(root)  # the sandbox user reaches its own folders inside
+    return root
+
+
+def start_slot(options, cache_dir: Path, cuda_ahead: bool = False, early: NextProfiler | None = None) -> Slot:
     """Every process of a judging, started now in a fresh scratch folder: the confirmation's (CUDA),
     then the verifier, then the judged process (the one that ends last first: judge.started_ahead).
     `cuda_ahead`: each makes its CUDA context before it waits (only where nothing else runs on this
-    GPU meanwhile: a pool refilled after a judging)."""
-    root = Path(tempfile.mkdtemp(prefix="profiler-agent-"))
-    privileges.traversable(root)  # the sandbox user reaches its own folders inside
+    GPU meanwhile: a pool refilled after a judging). `early`: the confirmation's profiler, started
+    before (its root becomes the slot's)."""
+    root = early.root if early is not None else new_root()
     confirming = None
     try:
-        confirming = timing_confirmation.start_ahead(options, cache_dir, root / "confirm", cuda_ahead)
+        confirming = timing_confirmation.start_ahead(options, cache_dir, root / "confirm", cuda_ahead,
+                                                     early.profiler if early is not None else None)
         judged, verifier = start_pair(options, cache_dir, root / "candidate", cuda_ahead)
     except BaseException:
         started_ahead.cancel_all(*(confirming.processes() if confirming else ()))
+        if early is not None:
+            early.profiler.process.cancel()
         shutil.rmtree(root, ignore_errors=True)
         raise
     return Slot(root, slot_key(options, cache_dir), judged, verifier, confirming)
 
 
 class WarmPool:
-    """At most one slot, started after a judging for the next one."""
+    """At most one slot, started after a judging for the next one; on CUDA, its confirmation's
+    profiler is started earlier, during the judging (start_next_profiler): the only process of a slot
+    that is not a fork of the zygote, it imports torch under ncu (4-5 s on the H200 host), and
+    started at the refill it was still importing when a job that came 5 s later reached it."""
 
     def __init__(self) -> None:
         self._slot: Slot | None = None
+        self._next: NextProfiler | None = None
         self._lock = threading.Lock()
 
     def take(self, options, cache_dir: Path) -> Slot:
@@ -200,18 +227,54 @@ class WarmPool:
             slot.close()
         return start_slot(options, cache_dir)
 
+    def start_next_profiler(self, options, cache_dir: Path) -> None:
+        """During a judging whose judged process has ended: the next slot's profiler starts importing
+        now, and makes its CUDA context at the refill (CUDA with ncu only; one kept if it fits)."""
+        key = slot_key(options, cache_dir)
+        with self._lock:
+            early, self._next = self._next, None
+        if early is not None and early.key == key and early.profiler.process.waiting():
+            with self._lock:
+                self._next = early
+            return
+        if early is not None:
+            early.close()
+        if options.device != "cuda" or shutil.which("ncu") is None:  # no profiler to start
+            return
+        root = new_root()
+        try:
+            profiler = timing_confirmation.start_profiler(options, cache_dir, root / "confirm", gpu_turn=True)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        with self._lock:
+            self._next = NextProfiler(root, key, profiler)
+
     def refill(self, options, cache_dir: Path) -> None:
-        self.drop()
+        self._drop_slot()
+        key = slot_key(options, cache_dir)
+        with self._lock:
+            early, self._next = self._next, None
+        if early is not None and not (early.key == key and early.profiler.process.waiting()):
+            early.close()
+            early = None
         # this agent's GPU is idle until the next job: the CUDA contexts are made now, not at its turn
-        slot = start_slot(options, cache_dir, cuda_ahead=True)
+        slot = start_slot(options, cache_dir, cuda_ahead=True, early=early)
         with self._lock:
             self._slot = slot
 
-    def drop(self) -> None:
+    def _drop_slot(self) -> None:
         with self._lock:
             slot, self._slot = self._slot, None
         if slot is not None:
             slot.close()
+
+    def drop(self) -> None:
+        self._drop_slot()
+        with self._lock:
+            early, self._next = self._next, None
+        if early is not None:
+            early.close()
 
 
 POOL = WarmPool()

@@ -35,6 +35,10 @@ def import_for_backward(device: str) -> None:
 
 
 CUDA_AHEAD = "--cuda-ahead"
+# with GPU_TURN, the process makes its CUDA setup when this line comes before its settings (a pool's
+# process started during another judging: judge.warm_pool), at its job's turn when they come first
+GPU_TURN = "--gpu-turn"
+TURN_LINE = b"gpu turn\n"
 
 
 def add_cuda_ahead_argument(parser) -> None:
@@ -46,7 +50,13 @@ def add_cuda_ahead_argument(parser) -> None:
 def make_context_ahead(args) -> None:
     """The CUDA context (0.3-1 s) made before the settings come, where the agent said nothing runs
     on this GPU while this process starts (a pool refilled after a judging, judge.warm_pool)."""
-    if getattr(args, "cuda_ahead", False) and args.device == "cuda":
+    if getattr(args, "cuda_ahead", False):
+        make_context(args.device)
+
+
+def make_context(device: str) -> None:
+    """This process's CUDA context, now (nothing on a CPU device)."""
+    if device == "cuda":
         import torch
 
         torch.cuda.set_device(0)
@@ -54,9 +64,19 @@ def make_context_ahead(args) -> None:
         torch.cuda.synchronize()
 
 
-def read_settings() -> dict:
-    """Settings from stdin, then stdin becomes /dev/null so submission code finds nothing there."""
-    settings = json.loads(sys.stdin.buffer.read() or b"{}")
+def read_turn_or_settings() -> dict | None:
+    """None when the agent gives this process its turn at the GPU first (TURN_LINE: read_settings
+    then), else the settings, which came first (no turn: its CUDA setup comes with its job)."""
+    first = sys.stdin.buffer.readline()
+    if first == TURN_LINE:
+        return None
+    return read_settings(first)
+
+
+def read_settings(start: bytes = b"") -> dict:
+    """Settings from stdin (after `start`, what was already read of them), then stdin becomes
+    /dev/null so submission code finds nothing there."""
+    settings = json.loads(start + sys.stdin.buffer.read() or b"{}")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)

@@ -20,6 +20,7 @@ from pathlib import Path
 from profiler_agent.sandbox import cgroup, judging_stop, privileges, zygote
 from profiler_agent.sandbox.limits import Limits, apply_limits, limit_figures
 from profiler_agent.sandbox import process_sweep, run_cpu
+from profiler_agent.sandbox.child_channel import TURN_LINE
 from profiler_agent.sandbox.memory_watchdog import MemoryExceeded, MemoryWatchdog
 from profiler_agent.sandbox.phase_limits import Clock, MessageSplitter
 from profiler_agent.sandbox.capped_logs import read_capped
@@ -30,10 +31,12 @@ class PendingInput:
     """The stdin of a process started ahead of its turn (profiler_agent.judge.started_ahead): it waits,
     blocked reading its settings, until `send` gives them; `cancel` closes its stdin with nothing,
     and the run ends at once; `kill` ends one that has its input. Its limits count from the moment
-    its input comes."""
+    its input comes. `give_turn` writes a line before them (child_channel.read_turn_or_settings): the
+    GPU is free for its setup now."""
 
     def __init__(self) -> None:
         self._ready = threading.Event()
+        self._turn = threading.Event()
         self._data: bytes | None = None
         self._proc: subprocess.Popen | None = None
         self._killed = False
@@ -42,6 +45,10 @@ class PendingInput:
     def send(self, data: bytes) -> None:
         self._data = data
         self._ready.set()
+
+    def give_turn(self) -> None:
+        """Its turn at the GPU, before its settings: written as soon as it is waiting (within 50 ms)."""
+        self._turn.set()
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -65,9 +72,17 @@ class PendingInput:
     def wait(self, proc: subprocess.Popen) -> bytes | None:
         """The input, or None when cancelled or when the process ended while waiting."""
         self._proc = proc
+        turned = False
         while not self._ready.wait(0.05):
             if proc.poll() is not None:
                 return None
+            if self._turn.is_set() and not turned:
+                turned = True
+                try:
+                    proc.stdin.write(TURN_LINE)
+                    proc.stdin.flush()
+                except OSError:
+                    pass  # it ended meanwhile: the next poll sees it
         return self._data if proc.poll() is None and not self._killed else None
 
 
