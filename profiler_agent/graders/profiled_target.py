@@ -31,8 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-from profiler_agent.sandbox.child_channel import (GPU_TURN, add_cuda_ahead_argument, file_name, import_for_backward, make_context,
-                                                  read_settings, read_turn_or_settings, take_job)
+from profiler_agent.sandbox.child_channel import (GPU_TURN, TURN_DONE, WAITING_FOR_TURN, add_cuda_ahead_argument, file_name,
+                                                  import_for_backward, make_context, read_settings, read_turn_or_settings,
+                                                  take_job)
 from profiler_agent.measure.nvtx_ranges import CALL_RANGE_PREFIX, CANDIDATE_RANGE, REFERENCE_RANGE, TIMELINE_PREFIX, WARM_UP_RANGE
 
 
@@ -129,6 +130,7 @@ def main(argv=None) -> None:
     warm_up = args.warm_up and args.device == "cuda"
     settings, ahead = None, args.cuda_ahead
     if args.gpu_turn:  # started during another judging: its CUDA setup waits for the GPU to be free
+        print(WAITING_FOR_TURN, file=sys.stderr, flush=True)
         settings = read_turn_or_settings()
         ahead = settings is None
         if ahead:
@@ -139,6 +141,8 @@ def main(argv=None) -> None:
         if warm_up:
             warm_up_profiler()
             phases.append(("profiler warm-up", time.monotonic()))
+        if args.gpu_turn:
+            print(TURN_DONE, file=sys.stderr, flush=True)
     if settings is None:
         settings = read_settings()  # before any submission code loads; stdin is closed after
     if warm_up and not ahead:

@@ -140,7 +140,8 @@ def start_profiler(
         limits=limits or Limits(),
         on_started=on_started,
     ))
-    return ProfilerAhead(process, executable, log_file, user, timeout_s, workdir, home, cache_dir, device)
+    return ProfilerAhead(process, executable, log_file, user, timeout_s, workdir, home, cache_dir, device,
+                         scratch / "logs")
 
 
 @dataclass
@@ -154,11 +155,16 @@ class ProfilerAhead:
     home: Path  # its home (the JIT caches of Triton or CuPy kernels it built)
     cache_dir: Path
     device: str
+    logs: Path  # ncu's stdout and stderr, and the profiled process's, as they are written
     extensions: Path | None = None  # the candidate's build folder, known once the job is (finish_profiler)
 
     def give_turn(self) -> None:
         """The GPU is free: a profiler started with `gpu_turn` makes its CUDA context and warms ncu up now."""
         self.process.give_turn()
+
+    def said(self, line: str) -> bool:
+        """Whether the profiled process has written `line` on its stderr so far (ncu passes it on)."""
+        return any(line in path.read_text(errors="replace") for path in self.logs.glob("*.log"))
 
 
 def give_profiler(started: "ProfilerAhead", seed: int, bundle, candidate: Path, case: str | None = None,

@@ -106,8 +106,8 @@ def start_profiler(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = F
 def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = False,
                     profiler: ncu_profiling.ProfilerAhead | ncu_profiling.ProfilerRun | None = None) -> Started:
     """Both processes, started before the job they confirm is known (its bundle comes at their turn).
-    `profiler`: one started earlier in `scratch` (start_profiler with gpu_turn), given its turn at the
-    GPU now when `cuda_ahead`."""
+    `profiler`: one started earlier in `scratch` (start_profiler with gpu_turn: judge.warm_pool gives
+    it its turn at the GPU)."""
     scratch.mkdir(parents=True, exist_ok=profiler is not None)
     outputs = scratch / "profile" / "exchange"
     check = trusted_process.start_trusted("profiler_agent.graders.confirmation_check", options, scratch / "check", outputs,
@@ -115,8 +115,6 @@ def start_processes(options, cache_dir: Path, scratch: Path, cuda_ahead: bool = 
     try:
         if profiler is None:
             profiler = start_profiler(options, cache_dir, scratch, cuda_ahead)
-        elif cuda_ahead and isinstance(profiler, ncu_profiling.ProfilerAhead):
-            profiler.give_turn()
     except BaseException:
         check.cancel()
         raise

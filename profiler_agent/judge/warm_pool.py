@@ -23,6 +23,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -134,6 +135,45 @@ def slot_key(options, cache_dir: Path) -> tuple:
             options.compile_memory_limit(), options.ncu_timeout_s, str(cache_dir), shutil.which("ncu"))
 
 
+class TurnKeeper:
+    """Gives a profiler started with its CUDA setup held back (WarmPool.start_next_profiler) its turn
+    at the GPU as soon as it waits for it (its imports done), unless a judging has taken its slot by
+    then: it then makes that setup with its job. A judging that takes the slot after the turn was
+    given first waits for the setup to end, so none of it runs beside the judging's timing."""
+
+    POLL_S = 0.02
+    WAIT_S = 300.0  # for its imports; past that the setup comes with its job
+
+    def __init__(self, profiler) -> None:
+        self.profiler = profiler
+        self.given = False
+        self._taken = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._give_when_waiting, name="gpu-turn", daemon=True)
+        self._thread.start()
+
+    def _give_when_waiting(self) -> None:
+        deadline = time.monotonic() + self.WAIT_S
+        while time.monotonic() < deadline and self.profiler.process.waiting():
+            with self._lock:
+                if self._taken:
+                    return
+                if self.profiler.said(child_channel.WAITING_FOR_TURN):
+                    self.profiler.give_turn()
+                    self.given = True
+                    return
+            time.sleep(self.POLL_S)
+
+    def take(self, timeout_s: float = 30.0) -> None:
+        """No turn from now on; a setup under way is waited for (at most `timeout_s`)."""
+        with self._lock:
+            self._taken = True
+        deadline = time.monotonic() + timeout_s
+        while (self.given and not self.profiler.said(child_channel.TURN_DONE) and self.profiler.process.waiting()
+               and time.monotonic() < deadline):
+            time.sleep(self.POLL_S)
+
+
 @dataclass
 class Slot:
     root: Path
@@ -142,6 +182,7 @@ class Slot:
     verifier: trusted_process.TrustedAhead
     confirming: timing_confirmation.Started | None
     warm: bool = False  # taken from the pool: started before its job arrived
+    turn: TurnKeeper | None = None  # its profiler's turn at the GPU, when it was started before the slot
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -160,6 +201,8 @@ class Slot:
         if self._closed:
             return
         self._closed = True
+        if self.turn is not None:
+            self.turn.take(timeout_s=0)  # no turn for a profiler about to end
         started_ahead.cancel_all(*self.processes())
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -202,7 +245,8 @@ def start_slot(options, cache_dir: Path, cuda_ahead: bool = False, early: NextPr
             early.profiler.process.cancel()
         shutil.rmtree(root, ignore_errors=True)
         raise
-    return Slot(root, slot_key(options, cache_dir), judged, verifier, confirming)
+    turn = TurnKeeper(early.profiler) if early is not None and cuda_ahead else None
+    return Slot(root, slot_key(options, cache_dir), judged, verifier, confirming, turn=turn)
 
 
 class WarmPool:
@@ -222,6 +266,8 @@ class WarmPool:
             slot, self._slot = self._slot, None
         if slot is not None and slot.key == slot_key(options, cache_dir) and slot.waiting():
             slot.warm = True
+            if slot.turn is not None:
+                slot.turn.take()
             return slot
         if slot is not None:
             slot.close()

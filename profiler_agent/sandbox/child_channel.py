@@ -39,6 +39,10 @@ CUDA_AHEAD = "--cuda-ahead"
 # process started during another judging: judge.warm_pool), at its job's turn when they come first
 GPU_TURN = "--gpu-turn"
 TURN_LINE = b"gpu turn\n"
+# what such a process writes on stderr: the agent gives the turn once it waits, and a judging that takes
+# it waits for a setup under way to end (judge.warm_pool.TurnKeeper)
+WAITING_FOR_TURN = "[profiler_agent] imports done; the CUDA setup waits for its turn at the GPU"
+TURN_DONE = "[profiler_agent] CUDA setup done; waiting for its job"
 
 
 def add_cuda_ahead_argument(parser) -> None:
