@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from profiler_agent.executors import build_cache
-from profiler_agent.judge import started_ahead, trusted_process
+from profiler_agent.judge import ncu_profiling, started_ahead, trusted_process
 from profiler_agent.sandbox import child_channel
 from profiler_agent.judge import timing_confirmation
 from profiler_agent.sandbox import privileges
@@ -214,7 +214,7 @@ class NextProfiler:
     its turn, given at the refill."""
     root: Path
     key: tuple
-    profiler: object  # ncu_profiling.ProfilerAhead
+    profiler: ncu_profiling.ProfilerAhead
 
     def close(self) -> None:
         self.profiler.process.cancel()
@@ -293,6 +293,9 @@ class WarmPool:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
+        if not isinstance(profiler, ncu_profiling.ProfilerAhead):  # ncu went missing: the refill starts one
+            shutil.rmtree(root, ignore_errors=True)
+            return
         with self._lock:
             self._next = NextProfiler(root, key, profiler)
 
