@@ -238,6 +238,9 @@ def start_slot(options, cache_dir: Path, cuda_ahead: bool = False, early: NextPr
     try:
         confirming = timing_confirmation.start_ahead(options, cache_dir, root / "confirm", cuda_ahead,
                                                      early.profiler if early is not None else None)
+        if confirming is None and early is not None:  # no confirmation on this device: not needed after all
+            early.profiler.process.cancel()
+            early = None
         judged, verifier = start_pair(options, cache_dir, root / "candidate", cuda_ahead)
     except BaseException:
         started_ahead.cancel_all(*(confirming.processes() if confirming else ()))

@@ -11,6 +11,7 @@ from profiler_agent.bundles.bundle import locate_bundle
 from profiler_agent.judge import timing_confirmation
 from profiler_agent.judge.judging import snapshot_sources
 from profiler_agent.judge.options import JudgeOptions
+from profiler_agent.judge import warm_pool
 from profiler_agent.judge.warm_pool import TurnKeeper
 from profiler_agent.sandbox.child_channel import TURN_DONE
 from tests.agent.test_confirm import ATEN_RELU, _judged
@@ -63,3 +64,21 @@ def test_a_slot_taken_before_its_profilers_turn_confirms_all_the_same(make_bundl
     outcome = _confirm(options, bundle, started, tmp_path, shared_build_cache)
     assert outcome.wrong_answer == "" and outcome.confirmation["confirmed"] is True, outcome.confirmation["reason"]
     assert "waiting for its turn" not in outcome.cost and "calls after a warm-up" in outcome.cost, outcome.cost
+
+
+def test_a_slot_that_confirms_nothing_ends_the_profiler_started_for_it(stand_in_ncu, shared_build_cache):
+    stand_in_ncu()
+    options = JudgeOptions(device="cpu", ncu_timeout_s=60.0, timeout_s=60.0)  # a CPU time is not confirmed
+    root = warm_pool.new_root()
+    profiler = timing_confirmation.start_profiler(options, Path(shared_build_cache), root / "confirm", gpu_turn=True)
+    early = warm_pool.NextProfiler(root, warm_pool.slot_key(options, Path(shared_build_cache)), profiler)
+    slot = warm_pool.start_slot(options, Path(shared_build_cache), cuda_ahead=True, early=early)
+    try:
+        assert slot.confirming is None and slot.turn is None and slot.root == root
+        deadline = time.monotonic() + 30
+        while profiler.process.waiting() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not profiler.process.waiting()  # cancelled, not left waiting for a job that never comes
+    finally:
+        slot.close()
+    assert not root.exists()
