@@ -14,6 +14,11 @@ ahead): ncu's own setup at the first kernel it profiles is paid there, and its r
 With the settings' `gate`, it loads and warms up, then waits for the gate before its profiled calls
 (wait_for_gate): its loading overlaps the verifier's run, its calls do not.
 
+With `--gpu-turn` (started during the judging before its own, judge.warm_pool), it makes its CUDA
+context and that warm-up only when the agent's turn line comes before its settings
+(child_channel.read_turn_or_settings), else with its job; it says on stderr when it waits for its turn
+and when that setup is done (child_channel.WAITING_FOR_TURN, TURN_DONE).
+
 Each call gets fresh inputs, drawn from the secret seed (read on stdin before any submission code
 loads) right before it: call i draws the verifier's trial i (seed + 1 + i), the warm-up another one.
 With `--outputs` each call's output goes to that exchange folder, where the trusted verifier checks
