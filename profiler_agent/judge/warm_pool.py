@@ -280,14 +280,11 @@ class WarmPool:
         """During a judging whose judged process has ended: the next slot's profiler starts importing
         now, and makes its CUDA context at the refill (CUDA with ncu only; one kept if it fits)."""
         key = slot_key(options, cache_dir)
-        with self._lock:
-            early, self._next = self._next, None
-        if early is not None and early.key == key and early.profiler.process.waiting():
+        early = self._take_next(key)
+        if early is not None:
             with self._lock:
                 self._next = early
             return
-        if early is not None:
-            early.close()
         if options.device != "cuda" or shutil.which("ncu") is None:  # no profiler to start
             return
         root = new_root()
@@ -304,16 +301,20 @@ class WarmPool:
 
     def refill(self, options, cache_dir: Path) -> None:
         self._drop_slot()
-        key = slot_key(options, cache_dir)
-        with self._lock:
-            early, self._next = self._next, None
-        if early is not None and not (early.key == key and early.profiler.process.waiting()):
-            early.close()
-            early = None
+        early = self._take_next(slot_key(options, cache_dir))
         # this agent's GPU is idle until the next job: the CUDA contexts are made now, not at its turn
         slot = start_slot(options, cache_dir, cuda_ahead=True, early=early)
         with self._lock:
             self._slot = slot
+
+    def _take_next(self, key: tuple) -> NextProfiler | None:
+        """The profiler started early, when it fits `key` and still waits; else it ends (None)."""
+        with self._lock:
+            early, self._next = self._next, None
+        if early is not None and not (early.key == key and early.profiler.process.waiting()):
+            early.close()
+            return None
+        return early
 
     def _drop_slot(self) -> None:
         with self._lock:

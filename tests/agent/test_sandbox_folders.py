@@ -19,13 +19,14 @@ from profiler_agent.sandbox import privileges
 from profiler_agent.sandbox.process import run_sandboxed
 
 USER = privileges.SandboxUser(privileges.DEFAULT_SANDBOX_UID, privileges.DEFAULT_SANDBOX_UID)
+# CI's machine and the GPU hosts run the agent as root; elsewhere no uid is dropped and no folder is handed over
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="an agent that is not root has no sandbox user: "
+                                "judged processes write as the agent itself")
 
 
 @pytest.fixture
 def reachable_root():
     """A folder under /tmp the sandbox user can pass through (pytest's own are the agent's alone)."""
-    if os.geteuid() != 0:
-        pytest.skip("an agent that is not root has no sandbox user: judged processes write as the agent itself")
     root = Path(tempfile.mkdtemp(prefix="sandbox-folders-"))
     root.chmod(0o711)
     yield root
@@ -38,6 +39,7 @@ def as_sandbox_user(script: str, *args: str, user: privileges.SandboxUser = USER
     return run.stdout.split()
 
 
+@needs_root
 def test_the_judged_outputs_become_the_agents_read_only_and_links_go(reachable_root):
     folder = reachable_root / "exchange"
     (folder / "deeper").mkdir(parents=True)
@@ -55,6 +57,7 @@ def test_the_judged_outputs_become_the_agents_read_only_and_links_go(reachable_r
     assert (folder / "trial-0.pt").read_bytes() == b"output"
 
 
+@needs_root
 def test_a_trusted_process_folder_and_its_reference_are_out_of_the_sandbox_users_reach(reachable_root, monkeypatch):
     """A module planted beside the reference (sys.path's first entry in the trusted process) would be
     imported by it, a folder swapped for one of the sandbox user's would hold anything, and a JIT
@@ -106,6 +109,7 @@ def test_what_a_sandboxed_process_writes_is_readable_by_others_whatever_the_agen
     assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o755
 
 
+@needs_root
 def test_a_judged_processs_bundle_home_tmp_and_logs_are_closed_to_another_workers_sandbox_uid(reachable_root, monkeypatch):
     """Each worker on a host has its own sandbox uid; the bundle's path is in the judged process's
     /proc/<pid>/cmdline, which every uid reads."""
