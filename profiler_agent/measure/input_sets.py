@@ -40,6 +40,7 @@ DISTINCT_DRAWS = 4  # sets drawn from the seed; further sets (batched copies) ar
 # honest code runs alike on both (a few % apart); on the CPU a repeated input stays in cache,
 # which helps the reference alike; a memo that skips the work gains far more than 2x.
 MEMO_RATIO = 2.0
+MEMO_PASSES = 3  # short passes at most, the fastest of each call kept (measure.measurements)
 # How far a timed call's values may be from their draw: far enough that 16-bit types get dozens of
 # values per element (a fingerprint of a few elements repeats rarely) and that an output remembered
 # for other values misses the tolerances, near enough to keep the draw's scale.

@@ -96,15 +96,18 @@ def _measure(reference, candidate, get_inputs, device, settings: dict, report: d
             fresh_medians = {name: statistics.median(values) for name, values in timings.times_ms.items()}
             fresh_beside, repeated = _time_repeated_inputs(calls, fresh, timer, plan)
             log("repeated input set (fastest ms): " + _compare_fastest(fresh_beside, repeated))
-            if input_sets.input_memoized(fresh_beside, repeated):
-                # a busy host can slow every fresh call of one short pass: decided on the fastest of two
-                # passes, which a memo's gain survives and one slowed pass does not
+            # a busy host can slow every fresh call of a short pass: decided on the fastest of up to
+            # MEMO_PASSES passes, which a memo's gain survives and passes slowed by chance do not (CI's
+            # two loaded cores once flagged an honest ReLU against the same ReLU after two)
+            for _ in range(input_sets.MEMO_PASSES - 1):
+                if not input_sets.input_memoized(fresh_beside, repeated):
+                    break
                 again_fresh, again_repeated = _time_repeated_inputs(calls, fresh, timer, plan)
                 log("again (fastest ms): " + _compare_fastest(again_fresh, again_repeated))
                 fresh_beside = {name: min(ms, again_fresh[name]) for name, ms in fresh_beside.items()}
                 repeated = {name: min(ms, again_repeated[name]) for name, ms in repeated.items()}
-                if input_sets.input_memoized(fresh_beside, repeated):
-                    report["flags"].append("input_memoized")
+            if input_sets.input_memoized(fresh_beside, repeated):
+                report["flags"].append("input_memoized")
             stages.end("repeated inputs")
             # work that escapes the end event would escape a batch's too: no batched figure then
             batched = {n: [] for n in calls}
