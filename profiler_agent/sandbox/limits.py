@@ -25,6 +25,9 @@ class Limits:
     cpu_s: int | None = None  # None: wall-clock limits x CPU count (a compile is parallel)
     memory_bytes: int | None = None  # with a compile limit, once it reports "compiled" (None: unlimited)
     compile_memory_bytes: int | None = None  # until then, and during later builds (None: unlimited)
+    # added to the child's niceness: a process that starts beside a judging's timing (the profiler
+    # started ahead) yields the CPU to it, whose host-bound calls slowed up to 8x beside its imports
+    niceness: int = 0
 
 
 def _uid_tasks(uid: int) -> int:
@@ -45,7 +48,7 @@ def limit_figures(limits: Limits, wall_s: float, user: privileges.SandboxUser | 
     """What apply_limits applies in the child, worked out in the agent (JSON: the zygote gets it too)."""
     nproc = _uid_tasks(user.uid if user else os.getuid()) + limits.extra_processes
     cpu = limits.cpu_s or int(wall_s * (os.cpu_count() or 1)) + 10
-    return {"cgroup_procs": cgroup_procs, "user": [user.uid, user.gid] if user else None,
+    return {"cgroup_procs": cgroup_procs, "user": [user.uid, user.gid] if user else None, "niceness": limits.niceness,
             "rlimits": {"RLIMIT_NPROC": nproc, "RLIMIT_FSIZE": limits.file_size_bytes, "RLIMIT_CPU": cpu,
                         "RLIMIT_CORE": 0}}
 
@@ -57,6 +60,8 @@ def apply_limits(figures: dict, parent: int) -> None:
     # what the harness writes there (outputs, builds) readable by the trusted processes' uid
     # (privileges.trusted_user), whatever umask the agent was started with
     os.umask(0o022)
+    if figures.get("niceness"):
+        os.nice(figures["niceness"])
     if figures["user"]:
         privileges.drop_to(privileges.SandboxUser(*figures["user"]))
     if not process_sweep.die_with_parent(parent):  # a killed agent leaves no judged process behind

@@ -41,6 +41,7 @@ if "--seed" in args:
     print("==ERROR== stand-in ncu: the seed is on the command line, where anyone can read it", file=sys.stderr)
     sys.exit(2)
 log = open(options["--log-file"], "w")
+print("stand-in ncu: niceness %d" % __import__("os").nice(0), file=sys.stderr, flush=True)
 if MODE == "hang":
     sleeper = subprocess.Popen(["sleep", "300"])
     open(PID_FILE, "w").write(str(sleeper.pid))

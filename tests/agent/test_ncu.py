@@ -281,6 +281,8 @@ def test_the_profiled_process_runs_in_the_sandbox_from_the_build_cache(
     assert figures == {**expected, "version": "Version 2025.3.0.0 (stand-in for tests)"}
     logs = tmp_path / "ncu" / "logs"
     assert "ncu_target: 4 calls after a warm-up" in (logs / "stderr.log").read_text()
+    # ncu and its profiled process at the lowest priority: their start-up runs beside a judging's timing
+    assert f"stand-in ncu: niceness {min(19, os.nice(0) + 19)}\n" in (logs / "stderr.log").read_text()
     assert "[1/2] c++" not in (logs / "stdout.log").read_text()  # the judgement's build, not a new one
 
 

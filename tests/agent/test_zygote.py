@@ -26,6 +26,7 @@ PROBE = textwrap.dedent('''
         "token": os.environ.get("AGENT_TOKEN"), "own": os.environ.get("OWN"),
         "fds": [fd for fd in range(4096) if is_open(fd)],
         "cpu_limit": resource.getrlimit(resource.RLIMIT_CPU)[0],
+        "niceness": os.nice(0),
         "session_leader": os.getsid(0) == os.getpid(),
         "dumpable": __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0),  # PR_GET_DUMPABLE
         "cmdline": open("/proc/self/cmdline", "rb").read().rstrip(b"\\0").decode().split("\\0"),
@@ -62,6 +63,7 @@ def test_a_python_command_is_a_fork_of_the_zygote_and_the_runs_own_process(tmp_p
     # its files and nothing else: no end of the zygote's channel, no pipe of another run
     assert report["fds"] == [0, 1, 2, int(report["argv"][-1])]
     assert report["cpu_limit"] == 77 and report["session_leader"] is True
+    assert report["niceness"] == os.nice(0)  # the agent's own: no Limits.niceness asked for
     # /proc shows it as the command it runs, with its run's marker (what the sweep looks for)
     assert report["cmdline"] == [sys.executable, "-m", "probe", *report["argv"]]
     assert report["environ_has_marker"] is True
@@ -83,6 +85,17 @@ def test_off_it_is_fork_and_exec(tmp_path, monkeypatch):
     assert run.exit_code == 7
     report = json.loads(run.report)
     assert report["preloaded"] is False and report["cmdline"][2:4] == ["probe", "an argument"]
+
+
+@pytest.mark.parametrize("zygote_on", ["1", "0"])
+def test_a_run_started_with_a_niceness_yields_the_cpu_by_that_much(tmp_path, monkeypatch, zygote_on):
+    """The profiler started ahead (judge.ncu_profiling) runs niced beside a judged process's timing."""
+    import json
+
+    monkeypatch.setenv(zygote.ZYGOTE_ENV, zygote_on)
+    run = _run(tmp_path, "niced", limits=process.Limits(niceness=7))
+    assert run.exit_code == 7, run.stderr
+    assert json.loads(run.report)["niceness"] == min(19, os.nice(0) + 7)
 
 
 def test_a_run_killed_on_timeout_ends_and_the_zygote_stays(tmp_path):
