@@ -60,7 +60,7 @@ def apply_limits(figures: dict, parent: int) -> None:
     # what the harness writes there (outputs, builds) readable by the trusted processes' uid
     # (privileges.trusted_user), whatever umask the agent was started with
     os.umask(0o022)
-    if figures.get("niceness"):
+    if figures["niceness"]:
         os.nice(figures["niceness"])
     if figures["user"]:
         privileges.drop_to(privileges.SandboxUser(*figures["user"]))
