@@ -61,7 +61,8 @@ def test_the_profiled_calls_wait_for_the_gate_and_are_confirmed_once_it_opens(ma
                      r"backward imports [\d.]+\): its job waited (\d+\.\d\d) s for it", outcome.cost)
     assert said, outcome.cost
     before, ready, waited = map(float, said.groups())
-    assert before < 1.0 < ready and abs(ready - before - waited) <= 0.02
+    # given within a fraction of its start-up (torch's import alone: 0.5 s on a warm page cache, seconds cold)
+    assert before < 0.5 * ready and abs(ready - before - waited) <= 0.02
 
 
 def test_the_start_up_line_says_whether_the_job_or_the_process_waited():
